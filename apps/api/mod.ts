@@ -1,0 +1,2 @@
+/** Lab API (not built yet). @module */
+export {};

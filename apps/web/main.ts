@@ -1,0 +1,2 @@
+/** Dashboard (not built yet). @module */
+export {};

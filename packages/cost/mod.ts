@@ -1,0 +1,7 @@
+/**
+ * `@libra/cost`: (not built yet; see the issues).
+ *
+ * @module
+ */
+
+export {};

@@ -1,0 +1,7 @@
+/**
+ * `@libra/evict`: (not built yet; see the issues).
+ *
+ * @module
+ */
+
+export {};

@@ -1,0 +1,7 @@
+/**
+ * `@libra/lineage`: (not built yet; see the issues).
+ *
+ * @module
+ */
+
+export {};

@@ -1,0 +1,7 @@
+/**
+ * `@libra/native`: (not built yet; see the issues).
+ *
+ * @module
+ */
+
+export {};

@@ -1,0 +1,7 @@
+/**
+ * `@libra/nn`: (not built yet; see the issues).
+ *
+ * @module
+ */
+
+export {};

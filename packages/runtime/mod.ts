@@ -1,0 +1,7 @@
+/**
+ * `@libra/runtime`: (not built yet; see the issues).
+ *
+ * @module
+ */
+
+export {};
