@@ -1,7 +1,8 @@
 /**
- * `@libra/nn`: (not built yet; see the issues).
+ * `@libra/nn`: layers, the model zoo of the re-materialization literature,
+ * optimizers, losses and safetensors weights, built on `@libra/tensor`.
  *
  * @module
  */
 
-export {};
+export * from "./safetensors.ts";
