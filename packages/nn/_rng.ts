@@ -1,0 +1,57 @@
+/**
+ * A small seeded generator for host-side synthetic data (splitmix32 + Box-Muller).
+ * Model initialisation and dropout use `@libra/tensor`'s Philox generator instead;
+ * this one only makes reproducible batches on the host.
+ *
+ * @module
+ */
+
+/** Deterministic host random numbers from a 32-bit seed. */
+export class Rng {
+  #s: number;
+  #spare: number | undefined;
+  constructor(seed: number) {
+    this.#s = seed >>> 0;
+  }
+  /** Next 32-bit unsigned integer (splitmix32). */
+  nextU32(): number {
+    this.#s = (this.#s + 0x9e3779b9) >>> 0;
+    let z = this.#s;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+    return (z ^ (z >>> 16)) >>> 0;
+  }
+  /** Uniform in [0, 1). */
+  uniform(): number {
+    return this.nextU32() / 2 ** 32;
+  }
+  /** Integer in [0, n). */
+  int(n: number): number {
+    return Math.floor(this.uniform() * n);
+  }
+  /** Standard normal. */
+  normal(): number {
+    if (this.#spare !== undefined) {
+      const s = this.#spare;
+      this.#spare = undefined;
+      return s;
+    }
+    const u1 = (this.nextU32() + 1) / (2 ** 32 + 1);
+    const u2 = this.uniform();
+    const r = Math.sqrt(-2 * Math.log(u1));
+    this.#spare = r * Math.sin(2 * Math.PI * u2);
+    return r * Math.cos(2 * Math.PI * u2);
+  }
+  /** A random permutation of 0..n-1 (Fisher-Yates). */
+  permutation(n: number): Int32Array {
+    const p = new Int32Array(n);
+    for (let i = 0; i < n; i++) p[i] = i;
+    for (let i = n - 1; i > 0; i--) {
+      const j = this.int(i + 1);
+      const t = p[i]!;
+      p[i] = p[j]!;
+      p[j] = t;
+    }
+    return p;
+  }
+}
