@@ -1,0 +1,426 @@
+/*
+ * conv.c - conv2d (im2col + sgemm) and its gradients (col2im for the input),
+ * pooling, global average pooling and nearest 2x upsampling, all NCHW.
+ * Accumulations that overlap (col2im, pooling gradients) give each channel
+ * plane to one thread, which adds in a fixed order.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct {
+  int64_t N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, OH, OW;
+  int has_bias;
+} convp;
+
+static int64_t out_size(int64_t size, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
+  const int64_t num = size + 2 * pad - dil * (k - 1) - 1;
+  /* floor division (num may be negative) */
+  return (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+}
+
+static int32_t conv_parse(const kcall* c, convp* q) {
+  if (pint(c, 0, 0, "N", &q->N) || pint(c, 1, 0, "C", &q->C) || pint(c, 2, 0, "H", &q->H) ||
+      pint(c, 3, 0, "W", &q->W) || pint(c, 4, 0, "K", &q->K) || pint(c, 5, 0, "R", &q->R) ||
+      pint(c, 6, 0, "S", &q->S) || pint(c, 7, 1, "strideH", &q->sh) ||
+      pint(c, 8, 1, "strideW", &q->sw) || pint(c, 9, 0, "padH", &q->ph) ||
+      pint(c, 10, 0, "padW", &q->pw) || pint(c, 11, 1, "dilH", &q->dh) ||
+      pint(c, 12, 1, "dilW", &q->dw)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  const double hb = c->p[13];
+  if (hb != 0.0 && hb != 1.0) return kfail(c, "hasBias must be 0 or 1, got %.17g", hb);
+  q->has_bias = hb == 1.0;
+  q->OH = out_size(q->H, q->R, q->sh, q->ph, q->dh);
+  q->OW = out_size(q->W, q->S, q->sw, q->pw, q->dw);
+  if (q->OH < 1 || q->OW < 1) {
+    return kfail(c,
+                 "input %lldx%lld with padding %lldx%lld is smaller than the dilated window "
+                 "%lldx%lld (dilation %lldx%lld)",
+                 (long long)q->H, (long long)q->W, (long long)q->ph, (long long)q->pw,
+                 (long long)q->R, (long long)q->S, (long long)q->dh, (long long)q->dw);
+  }
+  return LIBRA_OK;
+}
+
+static int is_pointwise(const convp* q) {
+  return q->R == 1 && q->S == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
+}
+
+/* col[(ch*R + r)*S + s][oh*OW + ow] = x[ch, oh*sh - ph + r*dh, ow*sw - pw + s*dw] (0 outside) */
+static void im2col(const convp* q, const float* x, float* col) {
+  const int64_t rows = q->C * q->R * q->S, L = q->OH * q->OW;
+#pragma omp parallel for schedule(static) if (rows * L > PAR_MIN)
+  for (int64_t row = 0; row < rows; row++) {
+    const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, s = row % q->S;
+    float* dst = col + row * L;
+    const float* plane = x + ch * q->H * q->W;
+    for (int64_t oh = 0; oh < q->OH; oh++) {
+      const int64_t h = oh * q->sh - q->ph + r * q->dh;
+      float* d = dst + oh * q->OW;
+      if (h < 0 || h >= q->H) {
+        memset(d, 0, sizeof(float) * (size_t)q->OW);
+        continue;
+      }
+      const float* src = plane + h * q->W;
+      for (int64_t ow = 0; ow < q->OW; ow++) {
+        const int64_t w = ow * q->sw - q->pw + s * q->dw;
+        d[ow] = w >= 0 && w < q->W ? src[w] : 0.0f;
+      }
+    }
+  }
+}
+
+/* x[ch] = sum of the col entries that came from it; one channel per thread. */
+static void col2im(const convp* q, const float* col, float* x) {
+  const int64_t L = q->OH * q->OW, HW = q->H * q->W;
+#pragma omp parallel for schedule(static) if (q->C * q->R * q->S * L > PAR_MIN)
+  for (int64_t ch = 0; ch < q->C; ch++) {
+    float* plane = x + ch * HW;
+    memset(plane, 0, sizeof(float) * (size_t)HW);
+    for (int64_t r = 0; r < q->R; r++) {
+      for (int64_t s = 0; s < q->S; s++) {
+        const float* src = col + ((ch * q->R + r) * q->S + s) * L;
+        for (int64_t oh = 0; oh < q->OH; oh++) {
+          const int64_t h = oh * q->sh - q->ph + r * q->dh;
+          if (h < 0 || h >= q->H) continue;
+          float* d = plane + h * q->W;
+          const float* sr = src + oh * q->OW;
+          for (int64_t ow = 0; ow < q->OW; ow++) {
+            const int64_t w = ow * q->sw - q->pw + s * q->dw;
+            if (w >= 0 && w < q->W) d[w] += sr[ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+static float* alloc_col(const kcall* c, const convp* q, int32_t* status) {
+  const int64_t n = q->C * q->R * q->S * q->OH * q->OW;
+  float* col = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+  if (!col) {
+    *status = set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate %lld bytes of im2col scratch",
+                        c->name, (long long)(n * 4));
+  }
+  return col;
+}
+
+int32_t k_conv2d(const kcall* c) {
+  convp q;
+  int32_t st = conv_parse(c, &q);
+  if (st) return st;
+  if (c->n_in != 2 + q.has_bias) {
+    return kfail(c, "expected %d input buffers (x, w%s) for hasBias = %d, got %d", 2 + q.has_bias,
+                 q.has_bias ? ", b" : "", q.has_bias, c->n_in);
+  }
+  const float *X = IN_F(0), *Wt = IN_F(1), *B = q.has_bias ? IN_F(2) : NULL;
+  float* Y = OUT_F(0);
+  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW;
+  const int pw = is_pointwise(&q) && q.dh == 1 && q.dw == 1;
+  float* col = NULL;
+  if (!pw && q.N > 0) {
+    col = alloc_col(c, &q, &st);
+    if (!col) return st;
+  }
+  for (int64_t n = 0; n < q.N; n++) {
+    const float* xn = X + n * q.C * q.H * q.W;
+    if (!pw) im2col(&q, xn, col);
+    float* yn = Y + n * q.K * L;
+    libra_sgemm(0, 0, q.K, L, CRS, 1.0f, Wt, CRS > 0 ? CRS : 1, pw ? xn : col, L, 0.0f, yn, L);
+    if (B) {
+#pragma omp parallel for schedule(static) if (q.K * L > PAR_MIN)
+      for (int64_t k = 0; k < q.K; k++) {
+        float* row = yn + k * L;
+        const float b = B[k];
+        for (int64_t l = 0; l < L; l++) row[l] += b;
+      }
+    }
+  }
+  free(col);
+  return LIBRA_OK;
+}
+
+int32_t k_conv2d_backward_input(const kcall* c) {
+  convp q;
+  int32_t st = conv_parse(c, &q);
+  if (st) return st;
+  const float *GY = IN_F(0), *Wt = IN_F(1);
+  float* GX = OUT_F(0);
+  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW;
+  const int pw = is_pointwise(&q);
+  float* col = NULL;
+  if (!pw && q.N > 0) {
+    col = alloc_col(c, &q, &st);
+    if (!col) return st;
+  }
+  for (int64_t n = 0; n < q.N; n++) {
+    float* gxn = GX + n * q.C * q.H * q.W;
+    const float* gyn = GY + n * q.K * L;
+    libra_sgemm(1, 0, CRS, L, q.K, 1.0f, Wt, CRS > 0 ? CRS : 1, gyn, L, 0.0f, pw ? gxn : col, L);
+    if (!pw) col2im(&q, col, gxn);
+  }
+  free(col);
+  return LIBRA_OK;
+}
+
+int32_t k_conv2d_backward_weight(const kcall* c) {
+  convp q;
+  int32_t st = conv_parse(c, &q);
+  if (st) return st;
+  const float *X = IN_F(0), *GY = IN_F(1);
+  float* GW = OUT_F(0);
+  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW;
+  const int pw = is_pointwise(&q) && q.dh == 1 && q.dw == 1;
+  if (q.N == 0) {
+    if (q.K * CRS > 0) memset(GW, 0, sizeof(float) * (size_t)(q.K * CRS));
+    return LIBRA_OK;
+  }
+  float* col = NULL;
+  if (!pw) {
+    col = alloc_col(c, &q, &st);
+    if (!col) return st;
+  }
+  for (int64_t n = 0; n < q.N; n++) {
+    const float* xn = X + n * q.C * q.H * q.W;
+    if (!pw) im2col(&q, xn, col);
+    libra_sgemm(0, 1, q.K, CRS, L, 1.0f, GY + n * q.K * L, L, pw ? xn : col, L, n == 0 ? 0.0f : 1.0f,
+                GW, CRS > 0 ? CRS : 1);
+  }
+  free(col);
+  return LIBRA_OK;
+}
+
+int32_t k_conv2d_backward_bias(const kcall* c) {
+  PINT(N, 0, 0, "N");
+  PINT(K, 1, 0, "K");
+  PINT(L, 2, 0, "L");
+  const float* GY = IN_F(0);
+  float* GB = OUT_F(0);
+#pragma omp parallel for schedule(static) if (N * K * L > PAR_MIN)
+  for (int64_t k = 0; k < K; k++) {
+    double s = 0.0;
+    for (int64_t n = 0; n < N; n++) {
+      const float* row = GY + (n * K + k) * L;
+      for (int64_t l = 0; l < L; l++) s += row[l];
+    }
+    GB[k] = (float)s;
+  }
+  return LIBRA_OK;
+}
+
+/* ---- pooling ---- */
+
+typedef struct {
+  int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, OH, OW;
+} poolp;
+
+static int32_t pool_parse(const kcall* c, poolp* q) {
+  if (pint(c, 0, 0, "N", &q->N) || pint(c, 1, 0, "C", &q->C) || pint(c, 2, 0, "H", &q->H) ||
+      pint(c, 3, 0, "W", &q->W) || pint(c, 4, 1, "kH", &q->kh) || pint(c, 5, 1, "kW", &q->kw) ||
+      pint(c, 6, 1, "strideH", &q->sh) || pint(c, 7, 1, "strideW", &q->sw) ||
+      pint(c, 8, 0, "padH", &q->ph) || pint(c, 9, 0, "padW", &q->pw)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  if (2 * q->ph > q->kh || 2 * q->pw > q->kw) {
+    return kfail(c, "padding %lldx%lld must be at most half the window %lldx%lld", (long long)q->ph,
+                 (long long)q->pw, (long long)q->kh, (long long)q->kw);
+  }
+  q->OH = out_size(q->H, q->kh, q->sh, q->ph, 1);
+  q->OW = out_size(q->W, q->kw, q->sw, q->pw, 1);
+  if (q->OH < 1 || q->OW < 1) {
+    return kfail(c, "input %lldx%lld is smaller than the window %lldx%lld", (long long)q->H,
+                 (long long)q->W, (long long)q->kh, (long long)q->kw);
+  }
+  return LIBRA_OK;
+}
+
+/* Flat index (in the plane) of the first maximum of window (oh, ow); NaN wins. */
+static inline int64_t window_argmax(const poolp* q, const float* plane, int64_t oh, int64_t ow) {
+  int64_t best = -1;
+  float bv = -INFINITY;
+  for (int64_t i = 0; i < q->kh; i++) {
+    const int64_t h = oh * q->sh - q->ph + i;
+    if (h < 0 || h >= q->H) continue;
+    for (int64_t j = 0; j < q->kw; j++) {
+      const int64_t w = ow * q->sw - q->pw + j;
+      if (w < 0 || w >= q->W) continue;
+      const float v = plane[h * q->W + w];
+      if (v != v) return h * q->W + w;
+      if (best < 0 || v > bv) {
+        bv = v;
+        best = h * q->W + w;
+      }
+    }
+  }
+  return best;
+}
+
+int32_t k_max_pool2d(const kcall* c) {
+  poolp q;
+  int32_t st = pool_parse(c, &q);
+  if (st) return st;
+  const float* X = IN_F(0);
+  float* Y = OUT_F(0);
+  const int64_t planes = q.N * q.C;
+#pragma omp parallel for schedule(static) if (planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN)
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const float* plane = X + pl * q.H * q.W;
+    float* y = Y + pl * q.OH * q.OW;
+    for (int64_t oh = 0; oh < q.OH; oh++) {
+      for (int64_t ow = 0; ow < q.OW; ow++) {
+        const int64_t a = window_argmax(&q, plane, oh, ow);
+        y[oh * q.OW + ow] = a >= 0 ? plane[a] : -INFINITY;
+      }
+    }
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_max_pool2d_backward(const kcall* c) {
+  poolp q;
+  int32_t st = pool_parse(c, &q);
+  if (st) return st;
+  const float *X = IN_F(0), *GY = IN_F(1);
+  float* GX = OUT_F(0);
+  const int64_t planes = q.N * q.C;
+#pragma omp parallel for schedule(static) if (planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN)
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const float* plane = X + pl * q.H * q.W;
+    const float* gy = GY + pl * q.OH * q.OW;
+    float* gx = GX + pl * q.H * q.W;
+    memset(gx, 0, sizeof(float) * (size_t)(q.H * q.W));
+    for (int64_t oh = 0; oh < q.OH; oh++) {
+      for (int64_t ow = 0; ow < q.OW; ow++) {
+        const int64_t a = window_argmax(&q, plane, oh, ow);
+        if (a >= 0) gx[a] += gy[oh * q.OW + ow];
+      }
+    }
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_avg_pool2d(const kcall* c) {
+  poolp q;
+  int32_t st = pool_parse(c, &q);
+  if (st) return st;
+  const float* X = IN_F(0);
+  float* Y = OUT_F(0);
+  const int64_t planes = q.N * q.C;
+  const double inv = 1.0 / (double)(q.kh * q.kw);
+#pragma omp parallel for schedule(static) if (planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN)
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const float* plane = X + pl * q.H * q.W;
+    float* y = Y + pl * q.OH * q.OW;
+    for (int64_t oh = 0; oh < q.OH; oh++) {
+      for (int64_t ow = 0; ow < q.OW; ow++) {
+        double s = 0.0;
+        for (int64_t i = 0; i < q.kh; i++) {
+          const int64_t h = oh * q.sh - q.ph + i;
+          if (h < 0 || h >= q.H) continue;
+          for (int64_t j = 0; j < q.kw; j++) {
+            const int64_t w = ow * q.sw - q.pw + j;
+            if (w >= 0 && w < q.W) s += plane[h * q.W + w];
+          }
+        }
+        y[oh * q.OW + ow] = (float)(s * inv);
+      }
+    }
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_avg_pool2d_backward(const kcall* c) {
+  poolp q;
+  int32_t st = pool_parse(c, &q);
+  if (st) return st;
+  const float* GY = IN_F(0);
+  float* GX = OUT_F(0);
+  const int64_t planes = q.N * q.C;
+  const float inv = (float)(1.0 / (double)(q.kh * q.kw));
+#pragma omp parallel for schedule(static) if (planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN)
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const float* gy = GY + pl * q.OH * q.OW;
+    float* gx = GX + pl * q.H * q.W;
+    memset(gx, 0, sizeof(float) * (size_t)(q.H * q.W));
+    for (int64_t oh = 0; oh < q.OH; oh++) {
+      for (int64_t ow = 0; ow < q.OW; ow++) {
+        const float g = gy[oh * q.OW + ow] * inv;
+        for (int64_t i = 0; i < q.kh; i++) {
+          const int64_t h = oh * q.sh - q.ph + i;
+          if (h < 0 || h >= q.H) continue;
+          for (int64_t j = 0; j < q.kw; j++) {
+            const int64_t w = ow * q.sw - q.pw + j;
+            if (w >= 0 && w < q.W) gx[h * q.W + w] += g;
+          }
+        }
+      }
+    }
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_global_avg_pool(const kcall* c) {
+  PINT(rows, 0, 0, "rows");
+  PINT(hw, 1, 0, "hw");
+  const float* X = IN_F(0);
+  float* Y = OUT_F(0);
+#pragma omp parallel for schedule(static) if (rows * hw > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    double s = 0.0;
+    for (int64_t j = 0; j < hw; j++) s += X[r * hw + j];
+    Y[r] = hw == 0 ? NAN : (float)(s / (double)hw);
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_global_avg_pool_backward(const kcall* c) {
+  PINT(rows, 0, 0, "rows");
+  PINT(hw, 1, 0, "hw");
+  const float* GY = IN_F(0);
+  float* GX = OUT_F(0);
+#pragma omp parallel for schedule(static) if (rows * hw > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float g = (float)((double)GY[r] / (double)hw);
+    for (int64_t j = 0; j < hw; j++) GX[r * hw + j] = g;
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_upsample_nearest2x(const kcall* c) {
+  PINT(planes, 0, 0, "planes");
+  PINT(H, 1, 0, "H");
+  PINT(W, 2, 0, "W");
+  const float* X = IN_F(0);
+  float* Y = OUT_F(0);
+  const int64_t rows = planes * H;
+#pragma omp parallel for schedule(static) if (rows * W * 4 > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float* x = X + r * W;
+    float* y0 = Y + 2 * r * 2 * W;
+    float* y1 = y0 + 2 * W;
+    for (int64_t j = 0; j < W; j++) {
+      y0[2 * j] = y0[2 * j + 1] = y1[2 * j] = y1[2 * j + 1] = x[j];
+    }
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_upsample_nearest2x_backward(const kcall* c) {
+  PINT(planes, 0, 0, "planes");
+  PINT(H, 1, 0, "H");
+  PINT(W, 2, 0, "W");
+  const float* GY = IN_F(0);
+  float* GX = OUT_F(0);
+  const int64_t rows = planes * H;
+#pragma omp parallel for schedule(static) if (rows * W * 4 > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float* g0 = GY + 2 * r * 2 * W;
+    const float* g1 = g0 + 2 * W;
+    float* gx = GX + r * W;
+    for (int64_t j = 0; j < W; j++) gx[j] = g0[2 * j] + g0[2 * j + 1] + g1[2 * j] + g1[2 * j + 1];
+  }
+  return LIBRA_OK;
+}

@@ -1,0 +1,362 @@
+/*
+ * core.c - library, device, memory, stream, timing and registry functions of
+ * the CPU build. "Device" memory is aligned host memory; streams and events
+ * exist so the ABI is the same as CUDA's, and asynchronous copies complete
+ * before they return.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifdef LIBRA_OPENBLAS
+void openblas_set_num_threads(int num_threads);
+#endif
+
+static _Thread_local char last_error[1024];
+
+int32_t set_error(int32_t status, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int32_t kfail(const kcall* c, const char* fmt, ...) {
+  int n = snprintf(last_error, sizeof last_error, "libra_run(%s): ", c->name);
+  if (n < 0 || n >= (int)sizeof last_error) return LIBRA_ERR_INVALID_ARGUMENT;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error + n, sizeof last_error - (size_t)n, fmt, ap);
+  va_end(ap);
+  return LIBRA_ERR_INVALID_ARGUMENT;
+}
+
+int pint(const kcall* c, int i, int64_t lo, const char* what, int64_t* out) {
+  double v = c->p[i];
+  if (!(v == v) || v != floor(v) || v < (double)lo || v > 9007199254740992.0) {
+    kfail(c, "%s (param %d) must be an integer >= %lld, got %.17g", what, i, (long long)lo, v);
+    return 1;
+  }
+  *out = (int64_t)v;
+  return 0;
+}
+
+int preal(const kcall* c, int i, const char* what, double* out) {
+  double v = c->p[i];
+  if (!isfinite(v)) {
+    kfail(c, "%s (param %d) must be a finite number, got %.17g", what, i, v);
+    return 1;
+  }
+  *out = v;
+  return 0;
+}
+
+int pcount(const kcall* c, int32_t n, const char* layout) {
+  if (c->np != n) {
+    kfail(c, "expected %d params (%s), got %d", n, layout, c->np);
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- library ---- */
+
+static int default_threads = 1;
+
+__attribute__((constructor)) static void libra_cpu_init(void) {
+#ifdef _OPENMP
+  default_threads = omp_get_max_threads();
+#endif
+}
+
+int libra_threads(void) {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+LIBRA_API int32_t libra_abi_version(void) { return LIBRA_ABI_VERSION; }
+LIBRA_API const char* libra_last_error(void) { return last_error; }
+LIBRA_API const char* libra_build_info(void) {
+#ifdef LIBRA_OPENBLAS
+  return "cpu (openblas, openmp)";
+#else
+  return "cpu (portable, openmp)";
+#endif
+}
+LIBRA_API int32_t libra_init(void) { return LIBRA_OK; }
+
+LIBRA_API int32_t libra_set_threads(int32_t n) {
+  int t = n > 0 ? n : default_threads;
+#ifdef _OPENMP
+  omp_set_num_threads(t);
+#endif
+#ifdef LIBRA_OPENBLAS
+  openblas_set_num_threads(t);
+#endif
+  (void)t;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_get_threads(int32_t* out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_get_threads: out is NULL");
+  *out = libra_threads();
+  return LIBRA_OK;
+}
+
+/* ---- device info ---- */
+
+LIBRA_API int32_t libra_device_name(char* buf, int32_t len) {
+  if (!buf || len <= 0) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_device_name: buf is NULL or len %d <= 0",
+                     len);
+  }
+  char model[256] = "unknown cpu";
+  FILE* f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+      if (strncmp(line, "model name", 10) == 0) {
+        char* colon = strchr(line, ':');
+        if (colon) {
+          colon++;
+          while (*colon == ' ' || *colon == '\t') colon++;
+          size_t l = strcspn(colon, "\n");
+          if (l >= sizeof model) l = sizeof model - 1;
+          memcpy(model, colon, l);
+          model[l] = 0;
+        }
+        break;
+      }
+    }
+    fclose(f);
+  }
+  snprintf(buf, (size_t)len, "cpu: %s (%d threads)", model, libra_threads());
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_mem_info(uint64_t* free_bytes, uint64_t* total_bytes) {
+  if (!free_bytes || !total_bytes) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_mem_info: NULL output pointer");
+  }
+  long page = sysconf(_SC_PAGESIZE);
+  long phys = sysconf(_SC_PHYS_PAGES);
+  long avail = sysconf(_SC_AVPHYS_PAGES);
+  *total_bytes = phys > 0 && page > 0 ? (uint64_t)phys * (uint64_t)page : 0;
+  *free_bytes = avail > 0 && page > 0 ? (uint64_t)avail * (uint64_t)page : 0;
+  return LIBRA_OK;
+}
+
+/* ---- memory ---- */
+
+static int32_t aligned(uint64_t bytes, void** out, const char* fn) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  if (bytes > (UINT64_MAX >> 2)) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "%s: %llu bytes is not allocatable", fn,
+                     (unsigned long long)bytes);
+  }
+  uint64_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;
+  void* p = aligned_alloc(256, (size_t)rounded);
+  if (!p) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "%s: could not allocate %llu bytes", fn,
+                     (unsigned long long)bytes);
+  }
+  *out = p;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) { return aligned(bytes, out, "libra_alloc"); }
+LIBRA_API int32_t libra_free(void* ptr) {
+  free(ptr);
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_memset(void* ptr, int32_t value, uint64_t bytes) {
+  if (bytes == 0) return LIBRA_OK;
+  if (!ptr) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_memset: ptr is NULL");
+  memset(ptr, value, (size_t)bytes);
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_host_alloc(uint64_t bytes, void** out) {
+  return aligned(bytes, out, "libra_host_alloc");
+}
+LIBRA_API int32_t libra_host_free(void* ptr) {
+  free(ptr);
+  return LIBRA_OK;
+}
+
+static int32_t copy(void* dst, const void* src, uint64_t bytes, const char* fn) {
+  if (bytes == 0) return LIBRA_OK;
+  if (!dst || !src) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "%s: NULL %s pointer for %llu bytes", fn,
+                     dst ? "source" : "destination", (unsigned long long)bytes);
+  }
+  memmove(dst, src, (size_t)bytes);
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_copy_h2d(void* dst, const void* src, uint64_t bytes) {
+  return copy(dst, src, bytes, "libra_copy_h2d");
+}
+LIBRA_API int32_t libra_copy_d2h(void* dst, const void* src, uint64_t bytes) {
+  return copy(dst, src, bytes, "libra_copy_d2h");
+}
+LIBRA_API int32_t libra_copy_d2d(void* dst, const void* src, uint64_t bytes) {
+  return copy(dst, src, bytes, "libra_copy_d2d");
+}
+
+/* ---- streams ---- */
+
+LIBRA_API int32_t libra_stream_create(libra_stream* out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_stream_create: out is NULL");
+  *out = malloc(1);
+  if (!*out) return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_stream_create: out of memory");
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_stream_destroy(libra_stream s) {
+  free(s);
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_stream_sync(libra_stream s) {
+  (void)s;
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_copy_h2d_async(void* dst, const void* src, uint64_t bytes, libra_stream s) {
+  (void)s;
+  return copy(dst, src, bytes, "libra_copy_h2d_async");
+}
+LIBRA_API int32_t libra_copy_d2h_async(void* dst, const void* src, uint64_t bytes, libra_stream s) {
+  (void)s;
+  return copy(dst, src, bytes, "libra_copy_d2h_async");
+}
+LIBRA_API int32_t libra_sync(void) { return LIBRA_OK; }
+LIBRA_API int32_t libra_set_stream(libra_stream s) {
+  (void)s;
+  return LIBRA_OK;
+}
+
+/* ---- timing ---- */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+LIBRA_API int32_t libra_event_create(libra_event* out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_create: out is NULL");
+  uint64_t* e = calloc(1, sizeof *e);
+  if (!e) return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_event_create: out of memory");
+  *out = e;
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_event_destroy(libra_event e) {
+  free(e);
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_event_record(libra_event e, libra_stream s) {
+  (void)s;
+  if (!e) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_record: event is NULL");
+  *(uint64_t*)e = now_ns();
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_event_query(libra_event e, int32_t* out) {
+  if (!e || !out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_query: NULL argument");
+  *out = 1;
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_event_elapsed(libra_event start, libra_event end, float* ms) {
+  if (!start || !end || !ms) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_elapsed: NULL argument");
+  }
+  uint64_t a = *(uint64_t*)start, b = *(uint64_t*)end;
+  *ms = (float)(((double)b - (double)a) / 1e6);
+  return LIBRA_OK;
+}
+LIBRA_API int32_t libra_now_ns(uint64_t* out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_now_ns: out is NULL");
+  *out = now_ns();
+  return LIBRA_OK;
+}
+
+/* ---- random ---- */
+
+LIBRA_API int32_t libra_philox4x32(const uint32_t* ctr, const uint32_t* key, uint32_t* out) {
+  if (!ctr || !key || !out) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_philox4x32: NULL argument");
+  }
+  philox4x32_10(ctr, key, out);
+  return LIBRA_OK;
+}
+
+/* ---- registry ---- */
+
+typedef struct {
+  const char* name;
+  kfn fn;
+  int32_t n_in, n_out, n_params;
+} kentry;
+
+static const kentry REGISTRY[] = {
+#define K(name, ni, no, np) {#name, k_##name, ni, no, np},
+#include "kernel_list.h"
+#undef K
+};
+#define N_KERNELS ((int32_t)(sizeof REGISTRY / sizeof REGISTRY[0]))
+
+LIBRA_API int32_t libra_kernel_count(void) { return N_KERNELS; }
+LIBRA_API const char* libra_kernel_name(int32_t id) {
+  return id >= 0 && id < N_KERNELS ? REGISTRY[id].name : NULL;
+}
+LIBRA_API int32_t libra_kernel_id(const char* name, int32_t* out) {
+  if (!name || !out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_kernel_id: NULL argument");
+  for (int32_t i = 0; i < N_KERNELS; i++) {
+    if (strcmp(REGISTRY[i].name, name) == 0) {
+      *out = i;
+      return LIBRA_OK;
+    }
+  }
+  return set_error(LIBRA_ERR_UNKNOWN_KERNEL, "libra_kernel_id: unknown kernel \"%s\"", name);
+}
+
+LIBRA_API int32_t libra_run(int32_t kernel, void* const* inputs, int32_t n_in, void* const* outputs,
+                            int32_t n_out, const double* params, int32_t n_params) {
+  if (kernel < 0 || kernel >= N_KERNELS) {
+    return set_error(LIBRA_ERR_UNKNOWN_KERNEL, "libra_run: kernel id %d out of range [0, %d)",
+                     kernel, N_KERNELS);
+  }
+  const kentry* e = &REGISTRY[kernel];
+  kcall c = {e->name, inputs, n_in, outputs, n_out, params, n_params};
+  if (n_in < 0 || n_out < 0 || n_params < 0) {
+    return kfail(&c, "negative count (n_in %d, n_out %d, n_params %d)", n_in, n_out, n_params);
+  }
+  if (e->n_in >= 0 && n_in != e->n_in) {
+    return kfail(&c, "expected %d input buffers, got %d", e->n_in, n_in);
+  }
+  if (n_out != e->n_out) return kfail(&c, "expected %d output buffers, got %d", e->n_out, n_out);
+  if (e->n_params >= 0 && n_params != e->n_params) {
+    return kfail(&c, "expected %d params, got %d", e->n_params, n_params);
+  }
+  if (n_params > 0 && !params) return kfail(&c, "params is NULL with n_params %d", n_params);
+  for (int32_t i = 0; i < n_params; i++) {
+    if (params[i] != params[i]) return kfail(&c, "param %d is NaN", i);
+  }
+  if (n_in > 0 && !inputs) return kfail(&c, "inputs is NULL with n_in %d", n_in);
+  if (n_out > 0 && !outputs) return kfail(&c, "outputs is NULL with n_out %d", n_out);
+  for (int32_t i = 0; i < n_in; i++) {
+    if (!inputs[i]) return kfail(&c, "input %d is NULL", i);
+  }
+  for (int32_t i = 0; i < n_out; i++) {
+    if (!outputs[i]) return kfail(&c, "output %d is NULL", i);
+  }
+  return e->fn(&c);
+}

@@ -1,0 +1,440 @@
+/*
+ * elementwise.c - broadcasting binary ops, where, expand, sum_to, unary ops and
+ * their gradients, scalar variants, fills, casts and add_inplace.
+ *
+ * Broadcasting kernels collapse the shape first (size-1 dims dropped, adjacent
+ * dims merged where every operand is contiguous across them) so the common
+ * cases run as one long inner loop with unit or zero strides.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- broadcast views ---- */
+
+#define MAXOPS 4 /* output + up to three inputs */
+
+typedef struct {
+  int nd;
+  int nops;
+  int64_t n;
+  int64_t shape[MAX_DIMS_C];
+  int64_t st[MAXOPS][MAX_DIMS_C]; /* st[0] = output (contiguous), st[1..] = inputs */
+} bview;
+
+/* Parses "ndim, outShape[ndim], strides[ndim] x k" into a collapsed view. */
+static int32_t bview_parse(const kcall* c, int k, bview* v) {
+  PINT(ndim, 0, 0, "ndim");
+  if (ndim > MAX_DIMS_C) return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)ndim);
+  int32_t need = (int32_t)(1 + ndim * (k + 1));
+  if (c->np != need) {
+    return kfail(c, "expected %d params (ndim, outShape[%lld], %d stride lists of %lld), got %d",
+                 need, (long long)ndim, k, (long long)ndim, c->np);
+  }
+  int64_t shape[MAX_DIMS_C], st[MAXOPS][MAX_DIMS_C];
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (pint(c, 1 + i, 0, "outShape", &shape[i])) return LIBRA_ERR_INVALID_ARGUMENT;
+    n *= shape[i];
+  }
+  for (int j = 0; j < k; j++) {
+    for (int i = 0; i < ndim; i++) {
+      if (pint(c, (int)(1 + ndim * (j + 1) + i), 0, "stride", &st[j + 1][i])) {
+        return LIBRA_ERR_INVALID_ARGUMENT;
+      }
+    }
+  }
+  int64_t acc = 1;
+  for (int i = (int)ndim - 1; i >= 0; i--) {
+    st[0][i] = acc;
+    acc *= shape[i];
+  }
+  v->nops = k + 1;
+  v->n = n;
+  /* drop size-1 dims, then merge contiguous neighbours */
+  int nd = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == 1) continue;
+    v->shape[nd] = shape[i];
+    for (int j = 0; j <= k; j++) v->st[j][nd] = st[j][i];
+    nd++;
+  }
+  if (nd == 0) {
+    v->shape[0] = 1;
+    for (int j = 0; j <= k; j++) v->st[j][0] = 1;
+    nd = 1;
+  }
+  int w = 0;
+  for (int i = 1; i < nd; i++) {
+    int merge = 1;
+    for (int j = 0; j <= k; j++) {
+      if (v->st[j][w] != v->st[j][i] * v->shape[i]) merge = 0;
+    }
+    if (merge) {
+      v->shape[w] *= v->shape[i];
+      for (int j = 0; j <= k; j++) v->st[j][w] = v->st[j][i];
+    } else {
+      w++;
+      v->shape[w] = v->shape[i];
+      for (int j = 0; j <= k; j++) v->st[j][w] = v->st[j][i];
+    }
+  }
+  v->nd = w + 1;
+  return LIBRA_OK;
+}
+
+/* Offsets of each input at the start of row r (all dims but the last). */
+static inline void bview_row(const bview* v, int64_t r, int64_t* off) {
+  for (int j = 1; j < v->nops; j++) off[j] = 0;
+  for (int d = v->nd - 2; d >= 0; d--) {
+    int64_t i = r % v->shape[d];
+    r /= v->shape[d];
+    for (int j = 1; j < v->nops; j++) off[j] += i * v->st[j][d];
+  }
+}
+
+#define BINARY(NAME, EXPR)                                                           \
+  int32_t k_##NAME(const kcall* c) {                                                 \
+    bview v;                                                                         \
+    int32_t s = bview_parse(c, 2, &v);                                               \
+    if (s != LIBRA_OK || v.n == 0) return s;                                         \
+    const float* A = IN_F(0);                                                        \
+    const float* B = IN_F(1);                                                        \
+    float* Y = OUT_F(0);                                                             \
+    const int64_t inner = v.shape[v.nd - 1], rows = v.n / inner;                     \
+    const int64_t sa = v.st[1][v.nd - 1], sb = v.st[2][v.nd - 1];                    \
+    _Pragma("omp parallel for schedule(static) if (v.n > PAR_MIN)")                  \
+    for (int64_t r = 0; r < rows; r++) {                                             \
+      int64_t off[MAXOPS];                                                           \
+      bview_row(&v, r, off);                                                         \
+      const float* ar = A + off[1];                                                  \
+      const float* br = B + off[2];                                                  \
+      float* yr = Y + r * inner;                                                     \
+      if (sa == 1 && sb == 1) {                                                      \
+        for (int64_t i = 0; i < inner; i++) {                                        \
+          const float a = ar[i], b = br[i];                                          \
+          yr[i] = (EXPR);                                                            \
+        }                                                                            \
+      } else if (sa == 1 && sb == 0) {                                               \
+        const float b = br[0];                                                       \
+        for (int64_t i = 0; i < inner; i++) {                                        \
+          const float a = ar[i];                                                     \
+          yr[i] = (EXPR);                                                            \
+        }                                                                            \
+      } else if (sa == 0 && sb == 1) {                                               \
+        const float a = ar[0];                                                       \
+        for (int64_t i = 0; i < inner; i++) {                                        \
+          const float b = br[i];                                                     \
+          yr[i] = (EXPR);                                                            \
+        }                                                                            \
+      } else {                                                                       \
+        for (int64_t i = 0; i < inner; i++) {                                        \
+          const float a = ar[i * sa], b = br[i * sb];                                \
+          yr[i] = (EXPR);                                                            \
+        }                                                                            \
+      }                                                                              \
+    }                                                                                \
+    return LIBRA_OK;                                                                 \
+  }
+
+BINARY(add, a + b)
+BINARY(sub, a - b)
+BINARY(mul, a * b)
+BINARY(div, a / b)
+BINARY(eq, a == b ? 1.0f : 0.0f)
+BINARY(ne, a != b ? 1.0f : 0.0f)
+BINARY(lt, a < b ? 1.0f : 0.0f)
+BINARY(le, a <= b ? 1.0f : 0.0f)
+BINARY(gt, a > b ? 1.0f : 0.0f)
+BINARY(ge, a >= b ? 1.0f : 0.0f)
+
+int32_t k_where(const kcall* c) {
+  bview v;
+  int32_t s = bview_parse(c, 3, &v);
+  if (s != LIBRA_OK || v.n == 0) return s;
+  const float *C = IN_F(0), *A = IN_F(1), *B = IN_F(2);
+  float* Y = OUT_F(0);
+  const int64_t inner = v.shape[v.nd - 1], rows = v.n / inner;
+  const int64_t sc = v.st[1][v.nd - 1], sa = v.st[2][v.nd - 1], sb = v.st[3][v.nd - 1];
+#pragma omp parallel for schedule(static) if (v.n > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t off[MAXOPS];
+    bview_row(&v, r, off);
+    const float *cr = C + off[1], *ar = A + off[2], *br = B + off[3];
+    float* yr = Y + r * inner;
+    for (int64_t i = 0; i < inner; i++) yr[i] = cr[i * sc] != 0.0f ? ar[i * sa] : br[i * sb];
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_expand(const kcall* c) {
+  bview v;
+  int32_t s = bview_parse(c, 1, &v);
+  if (s != LIBRA_OK || v.n == 0) return s;
+  const uint32_t* X = (const uint32_t*)c->in[0];
+  uint32_t* Y = (uint32_t*)c->out[0];
+  const int64_t inner = v.shape[v.nd - 1], rows = v.n / inner, sx = v.st[1][v.nd - 1];
+#pragma omp parallel for schedule(static) if (v.n > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t off[MAXOPS];
+    bview_row(&v, r, off);
+    const uint32_t* xr = X + off[1];
+    uint32_t* yr = Y + r * inner;
+    if (sx == 1) {
+      memcpy(yr, xr, (size_t)inner * 4);
+    } else if (sx == 0) {
+      const uint32_t x0 = xr[0];
+      for (int64_t i = 0; i < inner; i++) yr[i] = x0;
+    } else {
+      for (int64_t i = 0; i < inner; i++) yr[i] = xr[i * sx];
+    }
+  }
+  return LIBRA_OK;
+}
+
+/* Sums x over the dims where yShape is 1; each output element is summed on one
+ * thread, in row-major order of the reduced index, in double precision. */
+int32_t k_sum_to(const kcall* c) {
+  PINT(ndim, 0, 0, "ndim");
+  if (ndim > MAX_DIMS_C) return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)ndim);
+  if (pcount(c, (int32_t)(1 + 2 * ndim), "ndim, xShape[ndim], yShape[ndim]")) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  int64_t xs[MAX_DIMS_C], ys[MAX_DIMS_C], xstr[MAX_DIMS_C];
+  int64_t nx = 1, ny = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (pint(c, 1 + i, 0, "xShape", &xs[i]) || pint(c, (int)(1 + ndim + i), 0, "yShape", &ys[i])) {
+      return LIBRA_ERR_INVALID_ARGUMENT;
+    }
+    if (ys[i] != 1 && ys[i] != xs[i]) {
+      return kfail(c, "yShape[%d] = %lld must be 1 or xShape[%d] = %lld", i, (long long)ys[i], i,
+                   (long long)xs[i]);
+    }
+    nx *= xs[i];
+    ny *= ys[i];
+  }
+  int64_t acc = 1;
+  for (int i = (int)ndim - 1; i >= 0; i--) {
+    xstr[i] = acc;
+    acc *= xs[i];
+  }
+  /* kept dims (index from y) and reduced dims (xShape > 1, yShape == 1) */
+  int64_t ksh[MAX_DIMS_C], kst[MAX_DIMS_C], rsh[MAX_DIMS_C], rst[MAX_DIMS_C];
+  int nk = 0, nr = 0;
+  int64_t nred = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (ys[i] == xs[i]) {
+      ksh[nk] = ys[i];
+      kst[nk++] = xstr[i];
+    } else {
+      rsh[nr] = xs[i];
+      rst[nr++] = xstr[i];
+      nred *= xs[i];
+    }
+  }
+  const float* X = IN_F(0);
+  float* Y = OUT_F(0);
+  if (ny == 0) return LIBRA_OK;
+  if (nx == 0) {
+    memset(Y, 0, (size_t)ny * 4);
+    return LIBRA_OK;
+  }
+#pragma omp parallel for schedule(static) if (nx > PAR_MIN)
+  for (int64_t o = 0; o < ny; o++) {
+    int64_t base = 0, r = o;
+    for (int d = nk - 1; d >= 0; d--) {
+      base += (r % ksh[d]) * kst[d];
+      r /= ksh[d];
+    }
+    double s = 0.0;
+    int64_t idx[MAX_DIMS_C] = {0};
+    int64_t off = base;
+    for (int64_t t = 0; t < nred; t++) {
+      s += X[off];
+      for (int d = nr - 1; d >= 0; d--) {
+        idx[d]++;
+        off += rst[d];
+        if (idx[d] < rsh[d]) break;
+        off -= rst[d] * rsh[d];
+        idx[d] = 0;
+      }
+    }
+    Y[o] = (float)s;
+  }
+  return LIBRA_OK;
+}
+
+/* ---- unary ---- */
+
+static int32_t read_n(const kcall* c, int64_t* n) {
+  return pint(c, 0, 0, "n", n) ? LIBRA_ERR_INVALID_ARGUMENT : LIBRA_OK;
+}
+
+#define SQRT_2_OVER_PI 0.7978845608028654f
+#define GELU_C 0.044715f
+#define INV_SQRT2 0.70710678118654752f
+#define INV_SQRT_2PI 0.39894228040143268f
+
+#define UNARY(NAME, EXPR)                                        \
+  int32_t k_##NAME(const kcall* c) {                             \
+    int64_t n;                                                   \
+    if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;        \
+    const float* X = IN_F(0);                                    \
+    float* Y = OUT_F(0);                                         \
+    _Pragma("omp parallel for simd schedule(static) if (n > PAR_MIN)") \
+    for (int64_t i = 0; i < n; i++) {                            \
+      const float x = X[i];                                      \
+      Y[i] = (EXPR);                                             \
+    }                                                            \
+    return LIBRA_OK;                                             \
+  }
+
+static inline float gelu_tanh_f(float x) {
+  return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + GELU_C * x * x * x)));
+}
+static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+UNARY(neg, -x)
+UNARY(exp, expf(x))
+UNARY(log, logf(x))
+UNARY(sqrt, sqrtf(x))
+UNARY(rsqrt, 1.0f / sqrtf(x))
+UNARY(relu, x > 0.0f ? x : 0.0f)
+UNARY(gelu_tanh, gelu_tanh_f(x))
+UNARY(gelu_erf, 0.5f * x * (1.0f + erff(x * INV_SQRT2)))
+UNARY(silu, x * sigmoid_f(x))
+UNARY(sigmoid, sigmoid_f(x))
+UNARY(tanh, tanhf(x))
+
+int32_t k_copy(const kcall* c) {
+  int64_t n;
+  if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  if (n > 0) memcpy(c->out[0], c->in[0], (size_t)n * 4);
+  return LIBRA_OK;
+}
+
+static inline int32_t f32_to_i32(float x) {
+  if (x != x) return 0;
+  if (x >= 2147483647.0f) return INT32_MAX;
+  if (x <= -2147483648.0f) return INT32_MIN;
+  return (int32_t)x;
+}
+
+int32_t k_cast_f32_i32(const kcall* c) {
+  int64_t n;
+  if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float* X = IN_F(0);
+  int32_t* Y = OUT_I(0);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+  for (int64_t i = 0; i < n; i++) Y[i] = f32_to_i32(X[i]);
+  return LIBRA_OK;
+}
+
+int32_t k_cast_i32_f32(const kcall* c) {
+  int64_t n;
+  if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const int32_t* X = IN_I(0);
+  float* Y = OUT_F(0);
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+  for (int64_t i = 0; i < n; i++) Y[i] = (float)X[i];
+  return LIBRA_OK;
+}
+
+#define UNARY_BW(NAME, EXPR)                                     \
+  int32_t k_##NAME(const kcall* c) {                             \
+    int64_t n;                                                   \
+    if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;        \
+    const float* S = IN_F(0);                                    \
+    const float* G = IN_F(1);                                    \
+    float* Y = OUT_F(0);                                         \
+    _Pragma("omp parallel for simd schedule(static) if (n > PAR_MIN)") \
+    for (int64_t i = 0; i < n; i++) {                            \
+      const float x = S[i], g = G[i];                            \
+      Y[i] = (EXPR);                                             \
+    }                                                            \
+    return LIBRA_OK;                                             \
+  }
+
+static inline float gelu_tanh_grad(float x) {
+  const float u = SQRT_2_OVER_PI * (x + GELU_C * x * x * x);
+  const float t = tanhf(u);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_C * x * x);
+}
+static inline float gelu_erf_grad(float x) {
+  return 0.5f * (1.0f + erff(x * INV_SQRT2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x);
+}
+static inline float silu_grad(float x) {
+  const float s = sigmoid_f(x);
+  return s * (1.0f + x * (1.0f - s));
+}
+
+UNARY_BW(relu_backward, x > 0.0f ? g : 0.0f)
+UNARY_BW(gelu_tanh_backward, g * gelu_tanh_grad(x))
+UNARY_BW(gelu_erf_backward, g * gelu_erf_grad(x))
+UNARY_BW(silu_backward, g * silu_grad(x))
+UNARY_BW(sigmoid_backward, g * x * (1.0f - x))
+UNARY_BW(tanh_backward, g * (1.0f - x * x))
+
+/* ---- scalar variants ---- */
+
+#define SCALAR(NAME, EXPR)                                                      \
+  int32_t k_##NAME(const kcall* c) {                                            \
+    int64_t n;                                                                  \
+    if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;                       \
+    const float s = (float)c->p[1];                                             \
+    const float* X = IN_F(0);                                                   \
+    float* Y = OUT_F(0);                                                        \
+    _Pragma("omp parallel for simd schedule(static) if (n > PAR_MIN)")          \
+    for (int64_t i = 0; i < n; i++) {                                           \
+      const float x = X[i];                                                     \
+      Y[i] = (EXPR);                                                            \
+    }                                                                           \
+    return LIBRA_OK;                                                            \
+  }
+
+SCALAR(add_scalar, x + s)
+SCALAR(mul_scalar, x * s)
+SCALAR(rsub_scalar, s - x)
+SCALAR(rdiv_scalar, s / x)
+SCALAR(pow_scalar, powf(x, s))
+SCALAR(eq_scalar, x == s ? 1.0f : 0.0f)
+SCALAR(ne_scalar, x != s ? 1.0f : 0.0f)
+SCALAR(lt_scalar, x < s ? 1.0f : 0.0f)
+SCALAR(le_scalar, x <= s ? 1.0f : 0.0f)
+SCALAR(gt_scalar, x > s ? 1.0f : 0.0f)
+SCALAR(ge_scalar, x >= s ? 1.0f : 0.0f)
+
+int32_t k_fill(const kcall* c) {
+  int64_t n;
+  if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float v = (float)c->p[1];
+  float* Y = OUT_F(0);
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+  for (int64_t i = 0; i < n; i++) Y[i] = v;
+  return LIBRA_OK;
+}
+
+int32_t k_fill_i32(const kcall* c) {
+  int64_t n;
+  if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const double d = c->p[1];
+  if (d != floor(d) || d < -2147483648.0 || d > 2147483647.0) {
+    return kfail(c, "value (param 1) must be an integer in the i32 range, got %.17g", d);
+  }
+  const int32_t v = (int32_t)d;
+  int32_t* Y = OUT_I(0);
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+  for (int64_t i = 0; i < n; i++) Y[i] = v;
+  return LIBRA_OK;
+}
+
+int32_t k_add_inplace(const kcall* c) {
+  int64_t n;
+  if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  float* A = (float*)c->in[0];
+  const float* X = IN_F(1);
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+  for (int64_t i = 0; i < n; i++) A[i] += X[i];
+  return LIBRA_OK;
+}

@@ -1,0 +1,162 @@
+/*
+ * loss_optim.c - cross-entropy and MSE losses (mean reduction) with their
+ * gradients, and the SGD / AdamW updates (in place). Loss sums are formed from
+ * fixed-size blocks added in order, so they do not depend on the thread count.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define BLOCK 4096
+
+static int32_t check_targets(const kcall* c, const int32_t* t, int64_t rows, int64_t classes) {
+  for (int64_t r = 0; r < rows; r++) {
+    if (t[r] < 0 || t[r] >= classes) {
+      return kfail(c, "targets[%lld] = %d is out of range [0, classes = %lld)", (long long)r, t[r],
+                   (long long)classes);
+    }
+  }
+  return LIBRA_OK;
+}
+
+/* log-sum-exp of a row, max-subtracted */
+static double row_lse(const float* x, int64_t cols) {
+  float m = -INFINITY;
+  for (int64_t j = 0; j < cols; j++) m = x[j] > m || x[j] != x[j] ? x[j] : m;
+  if (m == -INFINITY) return -INFINITY;
+  double s = 0.0;
+  for (int64_t j = 0; j < cols; j++) s += exp((double)x[j] - m);
+  return m + log(s);
+}
+
+int32_t k_cross_entropy(const kcall* c) {
+  PINT(rows, 0, 0, "rows");
+  PINT(classes, 1, 0, "classes");
+  const float* X = IN_F(0);
+  const int32_t* T = IN_I(1);
+  int32_t st = check_targets(c, T, rows, classes);
+  if (st) return st;
+  double* per = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
+  if (!per) return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(cross_entropy): out of memory");
+#pragma omp parallel for schedule(static) if (rows * classes > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float* x = X + r * classes;
+    per[r] = row_lse(x, classes) - x[T[r]];
+  }
+  double s = 0.0;
+  for (int64_t r = 0; r < rows; r++) s += per[r];
+  free(per);
+  OUT_F(0)[0] = (float)(s / (double)rows);
+  return LIBRA_OK;
+}
+
+int32_t k_cross_entropy_backward(const kcall* c) {
+  PINT(rows, 0, 0, "rows");
+  PINT(classes, 1, 0, "classes");
+  const float* X = IN_F(0);
+  const int32_t* T = IN_I(1);
+  int32_t st = check_targets(c, T, rows, classes);
+  if (st) return st;
+  const double g = (double)IN_F(2)[0] / (double)rows;
+  float* GX = OUT_F(0);
+#pragma omp parallel for schedule(static) if (rows * classes > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float* x = X + r * classes;
+    float* gx = GX + r * classes;
+    const double lse = row_lse(x, classes);
+    for (int64_t j = 0; j < classes; j++) {
+      const double p = exp((double)x[j] - lse);
+      gx[j] = (float)((p - (j == T[r] ? 1.0 : 0.0)) * g);
+    }
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_mse(const kcall* c) {
+  PINT(n, 0, 0, "n");
+  const float *A = IN_F(0), *B = IN_F(1);
+  const int64_t blocks = (n + BLOCK - 1) / BLOCK;
+  double* part = malloc(sizeof(double) * (size_t)(blocks > 0 ? blocks : 1));
+  if (!part) return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(mse): out of memory");
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+  for (int64_t b = 0; b < blocks; b++) {
+    const int64_t i0 = b * BLOCK, i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
+    double s = 0.0;
+    for (int64_t i = i0; i < i1; i++) {
+      const double d = (double)A[i] - B[i];
+      s += d * d;
+    }
+    part[b] = s;
+  }
+  double s = 0.0;
+  for (int64_t b = 0; b < blocks; b++) s += part[b];
+  free(part);
+  OUT_F(0)[0] = (float)(s / (double)n);
+  return LIBRA_OK;
+}
+
+int32_t k_mse_backward(const kcall* c) {
+  PINT(n, 0, 0, "n");
+  const float *A = IN_F(0), *B = IN_F(1);
+  const double g = 2.0 * (double)IN_F(2)[0] / (double)n;
+  float* GA = OUT_F(0);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+  for (int64_t i = 0; i < n; i++) GA[i] = (float)(((double)A[i] - B[i]) * g);
+  return LIBRA_OK;
+}
+
+int32_t k_sgd_update(const kcall* c) {
+  PINT(n, 0, 0, "n");
+  PREAL(lr, 1, "lr");
+  PREAL(momentum, 2, "momentum");
+  PREAL(dampening, 3, "dampening");
+  PREAL(wd, 4, "weightDecay");
+  PINT(nesterov, 5, 0, "nesterov");
+  PINT(first, 6, 0, "firstStep");
+  if (nesterov > 1 || first > 1) {
+    return kfail(c, "nesterov and firstStep must be 0 or 1, got %lld and %lld", (long long)nesterov,
+                 (long long)first);
+  }
+  float* P = (float*)c->in[0];
+  const float* G = IN_F(1);
+  float* BUF = (float*)c->in[2];
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+  for (int64_t i = 0; i < n; i++) {
+    double g = (double)G[i] + wd * P[i];
+    if (momentum != 0.0) {
+      const double b = first ? g : momentum * BUF[i] + (1.0 - dampening) * g;
+      BUF[i] = (float)b;
+      g = nesterov ? g + momentum * b : b;
+    }
+    P[i] = (float)(P[i] - lr * g);
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_adamw_update(const kcall* c) {
+  PINT(n, 0, 0, "n");
+  PREAL(lr, 1, "lr");
+  PREAL(b1, 2, "beta1");
+  PREAL(b2, 3, "beta2");
+  PREAL(eps, 4, "eps");
+  PREAL(wd, 5, "weightDecay");
+  PINT(step, 6, 1, "step");
+  float* P = (float*)c->in[0];
+  const float* G = IN_F(1);
+  float* Mb = (float*)c->in[2];
+  float* Vb = (float*)c->in[3];
+  const double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
+  const double decay = 1.0 - lr * wd;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+  for (int64_t i = 0; i < n; i++) {
+    const double g = G[i];
+    const double p = (double)P[i] * decay;
+    const double m = b1 * Mb[i] + (1.0 - b1) * g;
+    const double v = b2 * Vb[i] + (1.0 - b2) * g * g;
+    Mb[i] = (float)m;
+    Vb[i] = (float)v;
+    P[i] = (float)(p - lr * (m / bc1) / (sqrt(v / bc2) + eps));
+  }
+  return LIBRA_OK;
+}

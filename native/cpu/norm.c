@@ -1,0 +1,252 @@
+/*
+ * norm.c - batch norm (statistics, apply, running update, backward), layer norm
+ * and RMS norm with their gradients. Statistics are accumulated in double by
+ * one thread per channel/row/column, in index order.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define COLCHUNK 256
+
+static int32_t read_nchw(const kcall* c, int64_t* N, int64_t* C, int64_t* HW) {
+  if (pint(c, 0, 0, "N", N) || pint(c, 1, 0, "C", C) || pint(c, 2, 0, "HW", HW)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  return LIBRA_OK;
+}
+
+static int32_t read_eps(const kcall* c, int i, double* eps) {
+  if (preal(c, i, "eps", eps)) return LIBRA_ERR_INVALID_ARGUMENT;
+  if (*eps < 0) return kfail(c, "eps (param %d) must be >= 0, got %.17g", i, *eps);
+  return LIBRA_OK;
+}
+
+int32_t k_batch_norm_stats(const kcall* c) {
+  int64_t N, C, HW;
+  if (read_nchw(c, &N, &C, &HW)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float* X = IN_F(0);
+  float *MEAN = OUT_F(0), *VAR = OUT_F(1);
+  const double M = (double)(N * HW);
+#pragma omp parallel for schedule(static) if (N * C * HW > PAR_MIN)
+  for (int64_t ch = 0; ch < C; ch++) {
+    double s = 0.0;
+    for (int64_t n = 0; n < N; n++) {
+      const float* x = X + (n * C + ch) * HW;
+      for (int64_t j = 0; j < HW; j++) s += x[j];
+    }
+    const double mean = s / M;
+    double v = 0.0;
+    for (int64_t n = 0; n < N; n++) {
+      const float* x = X + (n * C + ch) * HW;
+      for (int64_t j = 0; j < HW; j++) {
+        const double d = x[j] - mean;
+        v += d * d;
+      }
+    }
+    MEAN[ch] = (float)mean;
+    VAR[ch] = (float)(v / M);
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_batch_norm_apply(const kcall* c) {
+  int64_t N, C, HW;
+  double eps;
+  if (read_nchw(c, &N, &C, &HW) || read_eps(c, 3, &eps)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float *X = IN_F(0), *MEAN = IN_F(1), *VAR = IN_F(2), *G = IN_F(3), *B = IN_F(4);
+  float* Y = OUT_F(0);
+  const int64_t planes = N * C;
+#pragma omp parallel for schedule(static) if (planes * HW > PAR_MIN)
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const int64_t ch = pl % C;
+    const float rstd = (float)(1.0 / sqrt((double)VAR[ch] + eps));
+    const float scale = rstd * G[ch], mean = MEAN[ch], beta = B[ch];
+    const float* x = X + pl * HW;
+    float* y = Y + pl * HW;
+    for (int64_t j = 0; j < HW; j++) y[j] = (x[j] - mean) * scale + beta;
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_batch_norm_update_running(const kcall* c) {
+  PINT(C, 0, 0, "C");
+  PREAL(momentum, 1, "momentum");
+  PREAL(count, 2, "count");
+  const float *MEAN = IN_F(0), *VAR = IN_F(1);
+  float *RM = (float*)c->in[2], *RV = (float*)c->in[3];
+  const double unbias = count > 1 ? count / (count - 1) : 1.0;
+  for (int64_t ch = 0; ch < C; ch++) {
+    RM[ch] = (float)((1.0 - momentum) * RM[ch] + momentum * MEAN[ch]);
+    RV[ch] = (float)((1.0 - momentum) * RV[ch] + momentum * VAR[ch] * unbias);
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_batch_norm_backward(const kcall* c) {
+  int64_t N, C, HW;
+  double eps;
+  if (read_nchw(c, &N, &C, &HW) || read_eps(c, 3, &eps)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float *X = IN_F(0), *GY = IN_F(1), *MEAN = IN_F(2), *VAR = IN_F(3), *G = IN_F(4);
+  float *GX = OUT_F(0), *GG = OUT_F(1), *GB = OUT_F(2);
+  const double M = (double)(N * HW);
+#pragma omp parallel for schedule(static) if (N * C * HW > PAR_MIN)
+  for (int64_t ch = 0; ch < C; ch++) {
+    const double mean = MEAN[ch], rstd = 1.0 / sqrt((double)VAR[ch] + eps);
+    double sg = 0.0, sgx = 0.0;
+    for (int64_t n = 0; n < N; n++) {
+      const float* x = X + (n * C + ch) * HW;
+      const float* gy = GY + (n * C + ch) * HW;
+      for (int64_t j = 0; j < HW; j++) {
+        sg += gy[j];
+        sgx += gy[j] * ((x[j] - mean) * rstd);
+      }
+    }
+    GB[ch] = (float)sg;
+    GG[ch] = (float)sgx;
+    const double k = G[ch] * rstd / M;
+    for (int64_t n = 0; n < N; n++) {
+      const float* x = X + (n * C + ch) * HW;
+      const float* gy = GY + (n * C + ch) * HW;
+      float* gx = GX + (n * C + ch) * HW;
+      for (int64_t j = 0; j < HW; j++) {
+        const double xhat = (x[j] - mean) * rstd;
+        gx[j] = (float)(k * (M * gy[j] - sg - xhat * sgx));
+      }
+    }
+  }
+  return LIBRA_OK;
+}
+
+static int32_t read_rc(const kcall* c, int64_t* rows, int64_t* cols) {
+  if (pint(c, 0, 0, "rows", rows) || pint(c, 1, 0, "cols", cols)) return LIBRA_ERR_INVALID_ARGUMENT;
+  return LIBRA_OK;
+}
+
+int32_t k_layer_norm(const kcall* c) {
+  int64_t rows, cols;
+  double eps;
+  if (read_rc(c, &rows, &cols) || read_eps(c, 2, &eps)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float *X = IN_F(0), *G = IN_F(1), *B = IN_F(2);
+  float *Y = OUT_F(0), *MEAN = OUT_F(1), *RSTD = OUT_F(2);
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float* x = X + r * cols;
+    float* y = Y + r * cols;
+    double s = 0.0;
+    for (int64_t j = 0; j < cols; j++) s += x[j];
+    const double mean = s / (double)cols;
+    double v = 0.0;
+    for (int64_t j = 0; j < cols; j++) {
+      const double d = x[j] - mean;
+      v += d * d;
+    }
+    const double rstd = 1.0 / sqrt(v / (double)cols + eps);
+    for (int64_t j = 0; j < cols; j++) y[j] = (float)((x[j] - mean) * rstd * G[j] + B[j]);
+    MEAN[r] = (float)mean;
+    RSTD[r] = (float)rstd;
+  }
+  return LIBRA_OK;
+}
+
+/* gsum[j] = sum_r gy[r, j] * f(r, j) for column chunks; one thread per chunk. */
+int32_t k_layer_norm_backward(const kcall* c) {
+  int64_t rows, cols;
+  if (read_rc(c, &rows, &cols)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float *X = IN_F(0), *GY = IN_F(1), *MEAN = IN_F(2), *RSTD = IN_F(3), *G = IN_F(4);
+  float *GX = OUT_F(0), *GG = OUT_F(1), *GB = OUT_F(2);
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float* x = X + r * cols;
+    const float* gy = GY + r * cols;
+    float* gx = GX + r * cols;
+    const double mean = MEAN[r], rstd = RSTD[r];
+    double a = 0.0, b = 0.0; /* sum gxhat, sum gxhat * xhat */
+    for (int64_t j = 0; j < cols; j++) {
+      const double gh = (double)gy[j] * G[j];
+      a += gh;
+      b += gh * ((x[j] - mean) * rstd);
+    }
+    const double inv = 1.0 / (double)cols;
+    for (int64_t j = 0; j < cols; j++) {
+      const double xhat = (x[j] - mean) * rstd;
+      const double gh = (double)gy[j] * G[j];
+      gx[j] = (float)(rstd * (gh - a * inv - xhat * b * inv));
+    }
+  }
+  const int64_t chunks = (cols + COLCHUNK - 1) / COLCHUNK;
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+  for (int64_t t = 0; t < chunks; t++) {
+    const int64_t j0 = t * COLCHUNK, len = cols - j0 < COLCHUNK ? cols - j0 : COLCHUNK;
+    double sg[COLCHUNK], sb[COLCHUNK];
+    for (int64_t j = 0; j < len; j++) sg[j] = sb[j] = 0.0;
+    for (int64_t r = 0; r < rows; r++) {
+      const float* x = X + r * cols + j0;
+      const float* gy = GY + r * cols + j0;
+      const double mean = MEAN[r], rstd = RSTD[r];
+      for (int64_t j = 0; j < len; j++) {
+        sb[j] += gy[j];
+        sg[j] += gy[j] * ((x[j] - mean) * rstd);
+      }
+    }
+    for (int64_t j = 0; j < len; j++) {
+      GG[j0 + j] = (float)sg[j];
+      GB[j0 + j] = (float)sb[j];
+    }
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_rms_norm(const kcall* c) {
+  int64_t rows, cols;
+  double eps;
+  if (read_rc(c, &rows, &cols) || read_eps(c, 2, &eps)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float *X = IN_F(0), *G = IN_F(1);
+  float *Y = OUT_F(0), *RSTD = OUT_F(1);
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float* x = X + r * cols;
+    float* y = Y + r * cols;
+    double s = 0.0;
+    for (int64_t j = 0; j < cols; j++) s += (double)x[j] * x[j];
+    const double rstd = 1.0 / sqrt(s / (double)cols + eps);
+    for (int64_t j = 0; j < cols; j++) y[j] = (float)(x[j] * rstd * G[j]);
+    RSTD[r] = (float)rstd;
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_rms_norm_backward(const kcall* c) {
+  int64_t rows, cols;
+  if (read_rc(c, &rows, &cols)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float *X = IN_F(0), *GY = IN_F(1), *RSTD = IN_F(2), *G = IN_F(3);
+  float *GX = OUT_F(0), *GG = OUT_F(1);
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float* x = X + r * cols;
+    const float* gy = GY + r * cols;
+    float* gx = GX + r * cols;
+    const double rstd = RSTD[r];
+    double d = 0.0;
+    for (int64_t j = 0; j < cols; j++) d += (double)gy[j] * G[j] * x[j];
+    const double k = rstd * rstd * rstd * d / (double)cols;
+    for (int64_t j = 0; j < cols; j++) gx[j] = (float)(rstd * G[j] * gy[j] - x[j] * k);
+  }
+  const int64_t chunks = (cols + COLCHUNK - 1) / COLCHUNK;
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+  for (int64_t t = 0; t < chunks; t++) {
+    const int64_t j0 = t * COLCHUNK, len = cols - j0 < COLCHUNK ? cols - j0 : COLCHUNK;
+    double sg[COLCHUNK];
+    for (int64_t j = 0; j < len; j++) sg[j] = 0.0;
+    for (int64_t r = 0; r < rows; r++) {
+      const float* x = X + r * cols + j0;
+      const float* gy = GY + r * cols + j0;
+      const double rstd = RSTD[r];
+      for (int64_t j = 0; j < len; j++) sg[j] += gy[j] * (x[j] * rstd);
+    }
+    for (int64_t j = 0; j < len; j++) GG[j0 + j] = (float)sg[j];
+  }
+  return LIBRA_OK;
+}

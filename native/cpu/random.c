@@ -1,0 +1,105 @@
+/*
+ * random.c - Philox4x32-10 and the random kernels (dropout, uniform, normal).
+ * Element i of a call with (seed, offset) uses counter offset + i, so any
+ * element can be regenerated on its own: a recomputation draws the same numbers
+ * whatever the thread count.
+ */
+#include <math.h>
+
+#include "internal.h"
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; round++) {
+    const uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
+    const uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
+    const uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+    const uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += PHILOX_W0;
+    k1 += PHILOX_W1;
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}
+
+/* Words w0, w1 for element i of (seed, offset). */
+static inline void philox_element(uint64_t seed, uint64_t offset, int64_t i, uint32_t* w0,
+                                  uint32_t* w1) {
+  const uint64_t ctr64 = offset + (uint64_t)i;
+  const uint32_t ctr[4] = {(uint32_t)ctr64, (uint32_t)(ctr64 >> 32), 0, 0};
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+  uint32_t out[4];
+  philox4x32_10(ctr, key, out);
+  *w0 = out[0];
+  *w1 = out[1];
+}
+
+static inline double unit(uint32_t w) { return (double)(w >> 8) * (1.0 / 16777216.0); }
+
+static int32_t dropout_like(const kcall* c) {
+  PINT(n, 0, 0, "n");
+  PREAL(p, 1, "p");
+  PINT(seed, 2, 0, "seed");
+  PINT(offset, 3, 0, "offset");
+  if (p < 0.0 || p > 1.0) return kfail(c, "p (param 1) must be in [0, 1], got %.17g", p);
+  const float* X = IN_F(0);
+  float* Y = OUT_F(0);
+  const double keep_scale = 1.0 - p;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN / 8)
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t w0, w1;
+    philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);
+    Y[i] = p < 1.0 && unit(w0) >= p ? (float)((double)X[i] / keep_scale) : 0.0f;
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_dropout(const kcall* c) { return dropout_like(c); }
+int32_t k_dropout_backward(const kcall* c) { return dropout_like(c); }
+
+int32_t k_rand_uniform(const kcall* c) {
+  PINT(n, 0, 0, "n");
+  PINT(seed, 1, 0, "seed");
+  PINT(offset, 2, 0, "offset");
+  PREAL(low, 3, "low");
+  PREAL(high, 4, "high");
+  float* Y = OUT_F(0);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN / 8)
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t w0, w1;
+    philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);
+    Y[i] = (float)(low + (high - low) * unit(w0));
+  }
+  return LIBRA_OK;
+}
+
+int32_t k_rand_normal(const kcall* c) {
+  PINT(n, 0, 0, "n");
+  PINT(seed, 1, 0, "seed");
+  PINT(offset, 2, 0, "offset");
+  PREAL(mean, 3, "mean");
+  PREAL(std, 4, "std");
+  float* Y = OUT_F(0);
+  const double two_pi = 6.283185307179586;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN / 8)
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t w0, w1;
+    philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);
+    const double u1 = ((double)(w0 >> 8) + 1.0) * (1.0 / 16777216.0);
+    const double u2 = unit(w1);
+    Y[i] = (float)(mean + std * sqrt(-2.0 * log(u1)) * cos(two_pi * u2));
+  }
+  return LIBRA_OK;
+}
