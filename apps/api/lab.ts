@@ -1,0 +1,95 @@
+/**
+ * Opens everything the lab server needs — store (migrated), tokens, API app, and the
+ * in-process worker — from one options object, with defaults from the environment.
+ *
+ * @module
+ */
+
+import type { Hono } from "hono";
+import { type BodyLimits, createApi } from "./app.ts";
+import { type AuthConfig, loadAuth } from "./auth.ts";
+import { realExecutor } from "./executor.ts";
+import type { RunExecutor } from "./run_executor.ts";
+import { openStore, type Store } from "./store.ts";
+import { RunWorker, type WorkerOptions } from "./worker.ts";
+
+/** Where the data lives and how runs execute. */
+export interface LabOptions {
+  /** Folder for the default SQLite file and the generated token (default `.libra`). */
+  dataDir?: string;
+  /** SQLite file (default `<dataDir>/libra.db`). */
+  dbPath?: string;
+  /** PostgreSQL URL (default `LIBRA_DATABASE_URL`); overrides `dbPath`. */
+  databaseUrl?: string;
+  /** Write token (default `LIBRA_API_TOKEN`, else saved/generated under `dataDir`). */
+  token?: string;
+  /** Read token (default `LIBRA_API_READ_TOKEN`; unset = open reads). */
+  readToken?: string | null;
+  /** Executes runs (default: the real executor). */
+  executor?: RunExecutor;
+  /** Runs an in-process worker (default true). */
+  worker?: boolean;
+  /** Worker tuning. */
+  workerOptions?: Partial<Omit<WorkerOptions, "store" | "executor">>;
+  /** Body limits. */
+  limits?: Partial<BodyLimits>;
+  /** Log lines (default console.log). */
+  log?: (line: string) => void;
+}
+
+/** An opened lab. */
+export interface Lab {
+  /** Storage. */
+  store: Store;
+  /** Tokens in force. */
+  auth: AuthConfig;
+  /** The API app (mount at `/api`). */
+  api: Hono;
+  /** The executor runs use. */
+  executor: RunExecutor;
+  /** The in-process worker, if any. */
+  worker: RunWorker | null;
+  /** Stops the worker (failing its run, if any) and closes the store. */
+  close(): Promise<void>;
+}
+
+/** Opens the lab. */
+export async function openLab(opts: LabOptions = {}): Promise<Lab> {
+  const log = opts.log ?? ((l: string) => console.log(l));
+  const dataDir = opts.dataDir ?? ".libra";
+  const url = opts.databaseUrl ?? Deno.env.get("LIBRA_DATABASE_URL") ?? undefined;
+  const store = await openStore(url ? { url } : { path: opts.dbPath ?? `${dataDir}/libra.db` });
+  try {
+    const auth = await loadAuth({
+      dataDir,
+      writeToken: opts.token,
+      readToken: opts.readToken,
+      announce: log,
+    });
+    const executor = opts.executor ?? realExecutor();
+    const worker = opts.worker === false
+      ? null
+      : new RunWorker({ store, executor, log, ...opts.workerOptions });
+    const api = createApi({
+      store,
+      auth,
+      onQueued: () => worker?.poke(),
+      ...(opts.limits ? { limits: opts.limits } : {}),
+    });
+    worker?.start();
+    return {
+      store,
+      auth,
+      api,
+      executor,
+      worker,
+      async close() {
+        await worker?.stop("the server shut down");
+        await store.close();
+      },
+    };
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+}

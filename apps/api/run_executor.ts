@@ -1,0 +1,142 @@
+/**
+ * The contract between the API's workers and whatever executes an experiment. The
+ * API and the worker depend only on this interface; `executor.ts` holds the real
+ * implementation on top of `@libra/runtime` and `@libra/nn`.
+ *
+ * @module
+ */
+
+/** Train a model for a few steps under a memory budget with a policy. */
+export interface TrainSpec {
+  /** Discriminant. */
+  kind: "train";
+  /** Model name in the zoo (`gpt`, `resnet`, ...). */
+  model: string;
+  /** Size preset (`tiny`, ...). */
+  preset: string;
+  /** Model configuration overrides, or null. */
+  config: Record<string, unknown> | null;
+  /** Device. */
+  device: "cpu" | "cuda";
+  /** Budget as a fraction of the budget-free peak, or null when `budgetBytes` is set. */
+  budgetRatio: number | null;
+  /** Budget in bytes, or null when `budgetRatio` is set. */
+  budgetBytes: number | null;
+  /** Eviction policy or planner name. */
+  policy: string;
+  /** Cost model name. */
+  costModel: string;
+  /** Training steps. */
+  steps: number;
+  /** Seed for initialization and data. */
+  seed: number;
+}
+
+/** Replay an uploaded DTR-format trace under several policies and ratios. */
+export interface SimulateSpec {
+  /** Discriminant. */
+  kind: "simulate";
+  /** Name the trace is shown under. */
+  name: string;
+  /** Policies to compare. */
+  policies: string[];
+  /** Budget ratios to sweep. */
+  ratios: number[];
+}
+
+/** What a run executes. */
+export type RunSpec = TrainSpec | SimulateSpec;
+
+/** A progress report while a run executes. */
+export interface ProgressEvent {
+  /** Phase (`baseline`, `train`, `simulate`, ...). */
+  phase: string;
+  /** Units done in this phase. */
+  done: number;
+  /** Units in this phase. */
+  total: number;
+  /** One human-readable line. */
+  message: string;
+  /** Device memory in use now, when known. */
+  memoryBytes?: number;
+}
+
+/** An event on the memory timeline. */
+export interface MemoryMarker {
+  /** Position on the timeline (same unit as the samples' first element). */
+  t: number;
+  /** What happened. */
+  kind: "evict" | "drop" | "swap-out" | "swap-in" | "remat";
+  /** Bytes involved. */
+  bytes: number;
+}
+
+/** Memory over time of one run. */
+export interface MemoryTimeline {
+  /** The budget in bytes (drawn as a line). */
+  budgetBytes: number;
+  /** What `t` counts (`call` index or `ms`). */
+  unit: string;
+  /** `[t, bytes in use]`, in order of t. */
+  samples: [number, number][];
+  /** Evictions and re-materializations. */
+  markers: MemoryMarker[];
+}
+
+/** One point of an overhead-versus-ratio curve. */
+export interface CurvePoint {
+  /** Policy. */
+  policy: string;
+  /** Budget ratio. */
+  ratio: number;
+  /** Whether the step completed at that budget. */
+  feasible: boolean;
+  /** Overhead (>= 1 in the simulator), null when infeasible. */
+  overhead: number | null;
+}
+
+/** What an executed run produced. */
+export interface RunResult {
+  /** Whether the run completed under its budget. */
+  feasible: boolean;
+  /** Budget in bytes. */
+  budgetBytes: number | null;
+  /** Budget ratio (budget / budget-free peak). */
+  budgetRatio: number | null;
+  /** Peak of a budget-free run of the same step. */
+  baselinePeakBytes: number | null;
+  /** Peak reached under the budget. */
+  peakBytes: number | null;
+  /** Time under the budget over time without it; null when infeasible. */
+  overhead: number | null;
+  /** Named counters and timings (evictions, remats, swapBytes, bookkeepingMs, ...). */
+  stats: Record<string, number>;
+  /** Memory over time, when recorded. */
+  memory: MemoryTimeline | null;
+  /** Loss per step (and the budget-free losses, for comparison). */
+  loss: { step: number; loss: number; baseline: number | null }[];
+  /** Overhead-versus-ratio points this run contributes to comparisons. */
+  points: CurvePoint[];
+  /** The recorded trace (DTR format), when one was recorded. */
+  trace: string | null;
+  /** Why an infeasible run stopped, when it did. */
+  note: string | null;
+}
+
+/** Context given to an execution. */
+export interface ExecuteContext {
+  /** Aborted when the run is canceled or the worker stops. */
+  signal: AbortSignal;
+  /** Called with progress; cheap to call often (the worker throttles). */
+  progress(event: ProgressEvent): void;
+  /** For `simulate` runs: the uploaded trace text. */
+  trace?: string;
+}
+
+/** Executes runs. */
+export interface RunExecutor {
+  /** Name shown in logs (`real`, `fake`, ...). */
+  readonly name: string;
+  /** Executes `spec`; rejects with an Error whose message says why the run failed. */
+  execute(spec: RunSpec, ctx: ExecuteContext): Promise<RunResult>;
+}
