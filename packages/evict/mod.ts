@@ -1,7 +1,18 @@
 /**
- * `@libra/evict`: (not built yet; see the issues).
+ * `@libra/evict`: eviction policies and the planner contract. A dynamic
+ * {@link EvictionPolicy} picks victims from the runtime's evictable pool; the
+ * score-based ones share one candidate search (full scan, sqrt(N) sampling,
+ * minimum size). A {@link Planner} makes a static plan from a trace.
+ *
+ * @example
+ * ```ts
+ * import { createPolicy, POLICY_NAMES } from "@libra/evict";
+ * for (const n of POLICY_NAMES) createPolicy(n);
+ * ```
  *
  * @module
  */
 
-export {};
+export * from "./policy.ts";
+export * from "./policies.ts";
+export * from "./planner.ts";

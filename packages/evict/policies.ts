@@ -1,0 +1,185 @@
+/**
+ * The dynamic eviction policies (DESIGN.md, "Algorithms"): `dtr`, `dtr-eq`,
+ * `dtr-local`, `msps`, `lru`, `largest`, `random`, and swap-aware variants
+ * (`<name>+swap`) that choose per victim between dropping and swapping.
+ *
+ * @module
+ */
+
+import type { StorageNode } from "@libra/lineage";
+import {
+  type EvictAction,
+  type EvictionContext,
+  type EvictionPolicy,
+  ScorePolicy,
+  type SearchOptions,
+  seededRandom,
+} from "./policy.ts";
+
+function staleness(s: StorageNode, ctx: EvictionContext): number {
+  return ctx.clock - s.lastAccess;
+}
+
+function ratio(num: number, den: number): number {
+  return den > 0 ? num / den : Infinity;
+}
+
+/** `dtr`: (c(t) + sum of c over the evicted neighbourhood e*(t)) / (m(t) * staleness(t)). */
+export class DtrPolicy extends ScorePolicy {
+  readonly name: string = "dtr";
+  score(s: StorageNode, ctx: EvictionContext): number {
+    const c = s.compute + ctx.lineage.evictedNeighborhoodCost(s);
+    return ratio(c, s.bytes * staleness(s, ctx));
+  }
+}
+
+/**
+ * `dtr-eq`: like `dtr`, with the neighbourhood cost read from the union-find of
+ * evicted equivalence classes (each distinct neighbouring class counted once).
+ */
+export class DtrEqPolicy extends ScorePolicy {
+  readonly name: string = "dtr-eq";
+  score(s: StorageNode, ctx: EvictionContext): number {
+    const c = s.compute + ctx.lineage.neighborClassCost(s);
+    return ratio(c, s.bytes * staleness(s, ctx));
+  }
+}
+
+/** `dtr-local`: c(t) / (m(t) * staleness(t)). */
+export class DtrLocalPolicy extends ScorePolicy {
+  readonly name: string = "dtr-local";
+  score(s: StorageNode, ctx: EvictionContext): number {
+    return ratio(s.compute, s.bytes * staleness(s, ctx));
+  }
+}
+
+/**
+ * `msps` (Capuchin's memory saving per second, inverted so lower = evict first):
+ * (c(t) + cost of the evicted ancestors its recomputation needs) / m(t).
+ */
+export class MspsPolicy extends ScorePolicy {
+  readonly name: string = "msps";
+  score(s: StorageNode, ctx: EvictionContext): number {
+    return ratio(s.compute + ctx.lineage.evictedAncestorCost(s), s.bytes);
+  }
+}
+
+/** `lru`: least recently used first. */
+export class LruPolicy extends ScorePolicy {
+  readonly name: string = "lru";
+  score(s: StorageNode): number {
+    return s.lastAccess;
+  }
+}
+
+/** `largest`: largest storage first. */
+export class LargestPolicy extends ScorePolicy {
+  readonly name: string = "largest";
+  score(s: StorageNode): number {
+    return -s.bytes;
+  }
+}
+
+/** `random`: a seeded random victim. */
+export class RandomPolicy extends ScorePolicy {
+  readonly name: string = "random";
+  readonly #rng: () => number;
+  constructor(search: SearchOptions = {}) {
+    super(search);
+    this.#rng = seededRandom((search.seed ?? 1) ^ 0x5bd1e995);
+  }
+  score(): number {
+    return this.#rng() + 1e-9;
+  }
+}
+
+/**
+ * Swap-aware wrapper: scores each storage with the cheaper of its recompute
+ * cost (the base policy's numerator is approximated by `c(t)` plus evicted
+ * ancestors) and its swap cost, keeping the base policy's denominator, and
+ * picks the cheaper action per victim.
+ */
+export class SwapAwarePolicy extends ScorePolicy {
+  readonly name: string;
+  readonly #base: ScorePolicy;
+  constructor(base: ScorePolicy, search: SearchOptions = {}) {
+    super(search);
+    this.#base = base;
+    this.name = `${base.name}+swap`;
+  }
+  #recompute(s: StorageNode, ctx: EvictionContext): number {
+    return s.compute + ctx.lineage.evictedAncestorCost(s);
+  }
+  score(s: StorageNode, ctx: EvictionContext): number {
+    const base = this.#base.score(s, ctx);
+    const drop = ctx.canDrop(s) ? this.#recompute(s, ctx) : Infinity;
+    const swap = ctx.canSwap(s) ? 2 * ctx.costModel.swapCost(s.bytes) : Infinity;
+    if (drop <= swap) return base;
+    // Rescale the base score by how much cheaper swapping is than recomputing.
+    if (!Number.isFinite(drop) || drop === 0) return ratio(swap, s.bytes * staleness(s, ctx));
+    return base * (swap / drop);
+  }
+  override action(s: StorageNode, ctx: EvictionContext): EvictAction {
+    const drop = ctx.canDrop(s) ? this.#recompute(s, ctx) : Infinity;
+    const swap = ctx.canSwap(s) ? 2 * ctx.costModel.swapCost(s.bytes) : Infinity;
+    return drop <= swap ? "drop" : "swap";
+  }
+}
+
+/** Names accepted by {@link createPolicy} (each also with a `+swap` suffix). */
+export const POLICY_NAMES: readonly string[] = [
+  "dtr",
+  "dtr-eq",
+  "dtr-local",
+  "msps",
+  "lru",
+  "largest",
+  "random",
+];
+
+/**
+ * Builds a policy by name: one of {@link POLICY_NAMES}, optionally suffixed
+ * `+swap` for the swap-aware variant.
+ *
+ * @example
+ * ```ts
+ * import { createPolicy } from "@libra/evict";
+ * const p = createPolicy("dtr-eq+swap", { mode: "sqrt" });
+ * if (p.name !== "dtr-eq+swap") throw new Error(p.name);
+ * ```
+ */
+export function createPolicy(name: string, search: SearchOptions = {}): EvictionPolicy {
+  const swap = name.endsWith("+swap");
+  const base = swap ? name.slice(0, -5) : name;
+  let p: ScorePolicy;
+  switch (base) {
+    case "dtr":
+      p = new DtrPolicy(search);
+      break;
+    case "dtr-eq":
+      p = new DtrEqPolicy(search);
+      break;
+    case "dtr-local":
+      p = new DtrLocalPolicy(search);
+      break;
+    case "msps":
+      p = new MspsPolicy(search);
+      break;
+    case "lru":
+      p = new LruPolicy(search);
+      break;
+    case "largest":
+      p = new LargestPolicy(search);
+      break;
+    case "random":
+      p = new RandomPolicy(search);
+      break;
+    default:
+      throw new RangeError(
+        `unknown eviction policy "${name}" (policies: ${
+          POLICY_NAMES.join(", ")
+        }; add "+swap" for swap-aware)`,
+      );
+  }
+  return swap ? new SwapAwarePolicy(p, search) : p;
+}

@@ -1,0 +1,177 @@
+/**
+ * The `EvictionPolicy` contract and the shared candidate search.
+ *
+ * The runtime keeps the pool of evictable storages (resident, unpinned,
+ * unlocked) and asks its policy for victims whenever memory runs short. A
+ * score-based policy only defines `score` (lower = evict first); the search
+ * over the pool (full scan, sqrt(N) sampling, a minimum storage size) is shared.
+ *
+ * @module
+ */
+
+import type { CostModel } from "@libra/cost";
+import type { Lineage, StorageNode } from "@libra/lineage";
+
+/** What to do with a victim: drop it (recompute later) or swap it to host. */
+export type EvictAction = "drop" | "swap";
+
+/** One storage to evict and how. */
+export interface Victim {
+  readonly storage: StorageNode;
+  readonly action: EvictAction;
+}
+
+/** The evictable pool: insertion-ordered, with O(1) random access for sampling. */
+export interface EvictablePool {
+  /** Number of evictable storages. */
+  readonly size: number;
+  /** Storage at position `i` (0 <= i < size); positions change as the pool changes. */
+  at(i: number): StorageNode;
+  /** Iterates in insertion order (oldest first). */
+  [Symbol.iterator](): Iterator<StorageNode>;
+}
+
+/** What a policy may look at when choosing. */
+export interface EvictionContext {
+  /** The staleness clock (cost units). */
+  readonly clock: number;
+  /** Evictable storages. */
+  readonly pool: EvictablePool;
+  /** The lineage graph (neighbourhoods, equivalence classes). */
+  readonly lineage: Lineage;
+  /** The cost model (swap cost for swap-aware policies). */
+  readonly costModel: CostModel;
+  /** Bytes that must be freed. */
+  readonly bytesNeeded: number;
+  /** True when `s` may be dropped (it has a replayable producer). */
+  canDrop(s: StorageNode): boolean;
+  /** True when `s` may be swapped now (swapping enabled and host pool has room). */
+  canSwap(s: StorageNode): boolean;
+}
+
+/**
+ * The `EvictionPolicy` contract (DESIGN.md). `choose` returns at least one
+ * victim from the pool with an action the context allows, or an empty list
+ * when nothing in the pool may be evicted.
+ */
+export interface EvictionPolicy {
+  /** Name, e.g. `"dtr-eq"`. */
+  readonly name: string;
+  /** Picks victims to free `ctx.bytesNeeded`. */
+  choose(ctx: EvictionContext): Victim[];
+  /** Optional hooks for static plans (see `planner.ts`). */
+  readonly hooks?: PlanHooks;
+}
+
+/** Control surface a plan uses from its hooks. */
+export interface PlanControl {
+  /** Evicts a tensor by trace/handle name now, if resident and evictable. Returns whether it did. */
+  evict(name: string, action: EvictAction): boolean;
+  /** Brings a tensor back now (recompute or swap-in; prefetch where async). Returns whether it did. */
+  restore(name: string): boolean;
+}
+
+/** Hooks the runtime calls around every model call (index = call sequence number). */
+export interface PlanHooks {
+  beforeCall?(index: number, ctl: PlanControl): void;
+  afterCall?(index: number, ctl: PlanControl): void;
+}
+
+/** How the shared candidate search looks at the pool. */
+export interface SearchOptions {
+  /** `"full"` scans every storage; `"sqrt"` scores ceil(sqrt(N)) random ones. Default `"full"`. */
+  mode?: "full" | "sqrt";
+  /** Storages smaller than this are skipped unless nothing else is evictable. Default 0. */
+  minBytes?: number;
+  /** Seed of the sampling generator. Default 1. */
+  seed?: number;
+}
+
+/** A small seeded generator (mulberry32), deterministic across runs. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * A policy defined by a score (lower = evict first) and, for swap-aware
+ * policies, a per-victim action.
+ */
+export abstract class ScorePolicy implements EvictionPolicy {
+  abstract readonly name: string;
+  readonly #mode: "full" | "sqrt";
+  readonly #minBytes: number;
+  readonly #rng: () => number;
+  /** Storages scored by the last `choose` (bookkeeping statistics). */
+  scored = 0;
+
+  constructor(search: SearchOptions = {}) {
+    this.#mode = search.mode ?? "full";
+    this.#minBytes = search.minBytes ?? 0;
+    this.#rng = seededRandom(search.seed ?? 1);
+  }
+
+  /** Score of evicting `s` (lower = evict first). */
+  abstract score(s: StorageNode, ctx: EvictionContext): number;
+
+  /** Action for a chosen victim; default: drop when allowed, else swap. */
+  action(s: StorageNode, ctx: EvictionContext): EvictAction {
+    return ctx.canDrop(s) ? "drop" : "swap";
+  }
+
+  /** True when the context allows some action on `s`. */
+  protected allowed(s: StorageNode, ctx: EvictionContext): boolean {
+    return ctx.canDrop(s) || ctx.canSwap(s);
+  }
+
+  choose(ctx: EvictionContext): Victim[] {
+    const best = this.#search(ctx, this.#minBytes) ??
+      (this.#minBytes > 0 ? this.#search(ctx, 0) : null);
+    return best === null ? [] : [{ storage: best, action: this.action(best, ctx) }];
+  }
+
+  #search(ctx: EvictionContext, minBytes: number): StorageNode | null {
+    const pool = ctx.pool;
+    const n = pool.size;
+    let best: StorageNode | null = null;
+    let bestScore = Infinity;
+    let scored = 0;
+    if (this.#mode === "sqrt" && n > 16) {
+      const k = Math.ceil(Math.sqrt(n));
+      for (let j = 0; j < k; j++) {
+        const s = pool.at(Math.floor(this.#rng() * n));
+        if (s.bytes < minBytes || !this.allowed(s, ctx)) continue;
+        const sc = this.score(s, ctx);
+        scored++;
+        if (sc <= bestScore) {
+          bestScore = sc;
+          best = s;
+        }
+      }
+      if (best !== null) {
+        this.scored = scored;
+        return best;
+      }
+    }
+    // Full scan in pool order; ties go to the later storage and a zero score
+    // stops the scan, as in DTR's simulator (so figures are comparable).
+    for (const s of pool) {
+      if (s.bytes < minBytes || !this.allowed(s, ctx)) continue;
+      const sc = this.score(s, ctx);
+      scored++;
+      if (sc <= bestScore) {
+        bestScore = sc;
+        best = s;
+      }
+      if (sc === 0) break;
+    }
+    this.scored = scored;
+    return best;
+  }
+}

@@ -1,0 +1,531 @@
+/**
+ * The lineage graph: storages, the tensors (values) that live in them, and the
+ * calls that produced them. A call is `{ op, params, inputs, outputs, cost }`;
+ * an output either owns a fresh storage or is a view (alias) of an input's
+ * storage. The re-materialization runtime keeps this graph; eviction policies
+ * read it; planners export it.
+ *
+ * All traversals use explicit stacks, so arbitrarily long chains of evicted
+ * storages never overflow the JavaScript call stack.
+ *
+ * @module
+ */
+
+import { type EqNode, find } from "./union_find.ts";
+
+/**
+ * Where a storage's bytes are:
+ * - `empty`: allocated virtually, never written or computed;
+ * - `resident`: on the device;
+ * - `evicted`: dropped, recomputable from lineage;
+ * - `swapped`: copied to host memory;
+ * - `freed`: gone for good (no one can need it again).
+ */
+export type Residency = "empty" | "resident" | "evicted" | "swapped" | "freed";
+
+/** A storage: one device allocation shared by a tensor and its views. */
+export class StorageNode {
+  /** Unique id. */
+  readonly id: number;
+  /** Size in bytes. */
+  readonly bytes: number;
+  /** Tensors living in this storage; `tensors[0]` is the root (owner), the others are views. */
+  tensors: TensorNode[] = [];
+  /** Current residency. */
+  residency: Residency = "empty";
+  /** Temporary pins (inputs of the running call, reads); a locked storage is never evicted. */
+  locks = 0;
+  /** Permanently pinned (constants, parameters, outputs): never evicted. */
+  pinned = false;
+  /** External references (handles held by the program) over all tensors of the storage. */
+  extRefs = 0;
+  /** Clock value of the last access (staleness = clock - lastAccess). */
+  lastAccess = -Infinity;
+  /** Summed cost of the distinct calls producing the tensors of this storage. */
+  compute = 0;
+  /** Equivalence-class node while evicted (dtr-eq); `null` otherwise. */
+  eq: EqNode | null = null;
+  /** Position in the runtime's evictable pool, or -1. */
+  poolIndex = -1;
+  /** Scratch stamp for traversals. */
+  stamp = 0;
+  /** Times evicted (drop or swap). */
+  evictions = 0;
+  /** Times re-materialized (recompute or swap-in). */
+  remats = 0;
+  /** Backend payload (device or host buffer) owned by the runtime's executor. */
+  data: unknown = undefined;
+  /** Host copy while swapped. */
+  host: unknown = undefined;
+
+  constructor(id: number, bytes: number) {
+    this.id = id;
+    this.bytes = bytes;
+  }
+
+  /** The owning tensor (first created in this storage). */
+  get root(): TensorNode {
+    return this.tensors[0]!;
+  }
+
+  /** True when the owning tensor has a replayable producer (so it may be dropped). */
+  get droppable(): boolean {
+    const p = this.tensors[0]?.producer;
+    return p !== null && p !== undefined && p.replayable;
+  }
+
+  /** A name for messages: the root tensor's name. */
+  get name(): string {
+    return this.tensors[0]?.name ?? `s${this.id}`;
+  }
+}
+
+/** A value: a tensor produced by a call (or a leaf), living in a storage. */
+export class TensorNode {
+  /** Unique id. */
+  readonly id: number;
+  /** Name (trace name or `t<id>`). */
+  readonly name: string;
+  /** Storage holding the bytes. */
+  storage: StorageNode;
+  /** The call that produced it; `null` for leaves (constants, host writes). */
+  producer: CallNode | null;
+  /** Output index in the producer. */
+  readonly index: number;
+  /** True while the value is available on the device. */
+  defined = false;
+  /** External references to this tensor. */
+  extRefs = 0;
+  /** Calls that read this tensor. */
+  consumers: CallNode[] = [];
+
+  constructor(
+    id: number,
+    name: string,
+    storage: StorageNode,
+    producer: CallNode | null,
+    index: number,
+  ) {
+    this.id = id;
+    this.name = name;
+    this.storage = storage;
+    this.producer = producer;
+    this.index = index;
+  }
+
+  /** True when this tensor is a view of another tensor's storage. */
+  get isAlias(): boolean {
+    return this.storage.tensors[0] !== this;
+  }
+}
+
+/** A recorded call: what to replay to recompute its outputs. */
+export class CallNode {
+  /** Unique id (sequence number of recording). */
+  readonly id: number;
+  /** Operator name: a kernel-table name in live runs, any name in traces. */
+  readonly op: string;
+  /** Kernel params (incl. Philox seed/offset) replayed verbatim. */
+  readonly params: readonly number[];
+  /** Input tensors in order. */
+  readonly inputs: readonly TensorNode[];
+  /** Output tensors in order. */
+  outputs: TensorNode[] = [];
+  /** Per output: -1 for fresh storage, else the index of the input it is a view of. */
+  readonly aliases: readonly number[];
+  /** Per output: bytes of fresh storage (0 for views). */
+  readonly sizes: readonly number[];
+  /** Sum of `sizes`: the memory a (re)computation needs. */
+  readonly totalBytes: number;
+  /** Cost in nanoseconds (clock units) used for scoring and simulation. */
+  cost: number;
+  /** False once an input's value has been overwritten (in-place update): it cannot be replayed. */
+  replayable = true;
+  /** True for calls in the backward pass. */
+  backward: boolean;
+
+  constructor(
+    id: number,
+    op: string,
+    params: readonly number[],
+    inputs: readonly TensorNode[],
+    sizes: readonly number[],
+    aliases: readonly number[],
+    cost: number,
+    backward: boolean,
+  ) {
+    this.id = id;
+    this.op = op;
+    this.params = params;
+    this.inputs = inputs;
+    this.sizes = sizes;
+    this.aliases = aliases;
+    let total = 0;
+    for (const s of sizes) total += s;
+    this.totalBytes = total;
+    this.cost = cost;
+    this.backward = backward;
+  }
+}
+
+/** Output description for {@link Lineage.addCall}. */
+export interface OutputSpec {
+  /** Tensor name; default `t<id>`. */
+  name?: string;
+  /** Bytes of fresh storage (ignored for views). */
+  bytes: number;
+  /** -1 (default) for fresh storage, or the index of the input this output is a view of. */
+  alias?: number;
+  /** Existing empty storage to produce into (live runtime: a pre-allocated virtual buffer). */
+  storage?: StorageNode;
+}
+
+/** JSON export of the graph (see {@link Lineage.toJSON}). */
+export interface LineageJSON {
+  storages: {
+    id: number;
+    bytes: number;
+    residency: Residency;
+    pinned: boolean;
+    extRefs: number;
+    tensors: string[];
+  }[];
+  calls: {
+    id: number;
+    op: string;
+    inputs: string[];
+    outputs: string[];
+    cost: number;
+    replayable: boolean;
+  }[];
+}
+
+/**
+ * The storage/call graph.
+ *
+ * @example
+ * ```ts
+ * import { Lineage } from "@libra/lineage";
+ * const g = new Lineage();
+ * const x = g.addLeaf(16, "x");
+ * const [y] = g.addCall("relu", [4], [x], [{ bytes: 16, name: "y" }], 10);
+ * if (y!.producer?.inputs[0] !== x) throw new Error("lineage records inputs");
+ * ```
+ */
+export class Lineage {
+  /** Live storages by id. */
+  readonly storages: Map<number, StorageNode> = new Map();
+  #nextStorage = 1;
+  #nextTensor = 1;
+  #nextCall = 1;
+  #stamp = 1;
+
+  /** Creates an empty storage of `bytes` (residency `empty`). */
+  addStorage(bytes: number): StorageNode {
+    const s = new StorageNode(this.#nextStorage++, bytes);
+    this.storages.set(s.id, s);
+    return s;
+  }
+
+  /** Creates a leaf tensor (no producer) in a new storage, or in `storage` if given. */
+  addLeaf(bytes: number, name?: string, storage?: StorageNode): TensorNode {
+    const s = storage ?? this.addStorage(bytes);
+    const id = this.#nextTensor++;
+    const t = new TensorNode(id, name ?? `t${id}`, s, null, 0);
+    s.tensors.push(t);
+    return t;
+  }
+
+  /**
+   * Records a call and creates its output tensors (not yet defined: the runtime
+   * materializes them). A view output joins its input's storage and adds the
+   * call's cost to that storage's compute.
+   */
+  addCall(
+    op: string,
+    params: readonly number[],
+    inputs: readonly TensorNode[],
+    outputs: readonly OutputSpec[],
+    cost: number,
+    backward = false,
+  ): TensorNode[] {
+    const aliases = outputs.map((o) => o.alias ?? -1);
+    const sizes = outputs.map((o, i) => (aliases[i]! >= 0 ? 0 : o.bytes));
+    const call = new CallNode(
+      this.#nextCall++,
+      op,
+      params,
+      inputs,
+      sizes,
+      aliases,
+      cost,
+      backward,
+    );
+    for (let i = 0; i < outputs.length; i++) {
+      const spec = outputs[i]!;
+      const a = aliases[i]!;
+      let s: StorageNode;
+      if (a >= 0) {
+        const base = inputs[a];
+        if (!base) {
+          throw new RangeError(
+            `${op}: output ${i} aliases input ${a}, but the call has ${inputs.length} inputs`,
+          );
+        }
+        s = base.storage;
+      } else {
+        s = spec.storage ?? this.addStorage(spec.bytes);
+      }
+      const id = this.#nextTensor++;
+      const t = new TensorNode(id, spec.name ?? `t${id}`, s, call, i);
+      s.tensors.push(t);
+      call.outputs.push(t);
+    }
+    for (const inp of inputs) inp.consumers.push(call);
+    const touched = new Set<StorageNode>();
+    for (const t of call.outputs) touched.add(t.storage);
+    for (const s of touched) s.compute = storageCompute(s);
+    return call.outputs;
+  }
+
+  /** Forgets a storage (after it is freed for good). */
+  removeStorage(s: StorageNode): void {
+    this.storages.delete(s.id);
+  }
+
+  /** A fresh traversal stamp (storages whose `stamp` differs are unvisited). */
+  nextStamp(): number {
+    return ++this.#stamp;
+  }
+
+  /**
+   * The evicted storages adjacent to `s` (DTR's evicted neighbours): storages of
+   * the inputs of the calls producing `s`'s tensors and of the outputs of the
+   * calls consuming them, that are evicted (dropped) and distinct from `s`.
+   * Each neighbour is reported once.
+   */
+  evictedNeighbors(s: StorageNode, out: StorageNode[] = []): StorageNode[] {
+    const stamp = this.nextStamp();
+    s.stamp = stamp;
+    for (const t of s.tensors) {
+      const p = t.producer;
+      if (p !== null) {
+        for (const inp of p.inputs) {
+          const n = inp.storage;
+          if (n.stamp !== stamp && n.residency === "evicted") {
+            n.stamp = stamp;
+            out.push(n);
+          }
+        }
+      }
+      for (const c of t.consumers) {
+        for (const o of c.outputs) {
+          const n = o.storage;
+          if (n.stamp !== stamp && n.residency === "evicted") {
+            n.stamp = stamp;
+            out.push(n);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Summed class values of the distinct equivalence classes among `s`'s evicted neighbours. */
+  neighborClassCost(s: StorageNode): number {
+    const ns = this.evictedNeighbors(s);
+    if (ns.length === 0) return 0;
+    let sum = 0;
+    const roots: EqNode[] = [];
+    for (const n of ns) {
+      if (n.eq === null) continue;
+      const r = find(n.eq);
+      if (!roots.includes(r)) {
+        roots.push(r);
+        sum += r.value;
+      }
+    }
+    return sum;
+  }
+
+  /**
+   * The evicted neighbourhood e*(s): every evicted storage reachable from `s`
+   * through evicted producers and consumers (transitively), excluding `s`.
+   */
+  evictedNeighborhood(s: StorageNode): StorageNode[] {
+    const result: StorageNode[] = [];
+    const stamp = this.nextStamp();
+    s.stamp = stamp;
+    const stack: StorageNode[] = [s];
+    while (stack.length > 0) {
+      const cur = stack.pop()!;
+      for (const t of cur.tensors) {
+        const p = t.producer;
+        if (p !== null) {
+          for (const inp of p.inputs) visit(inp.storage);
+        }
+        for (const c of t.consumers) {
+          for (const o of c.outputs) visit(o.storage);
+        }
+      }
+    }
+    return result;
+    function visit(n: StorageNode): void {
+      if (n.stamp !== stamp && n.residency === "evicted") {
+        n.stamp = stamp;
+        result.push(n);
+        stack.push(n);
+      }
+    }
+  }
+
+  /** Summed compute of {@link evictedNeighborhood}. */
+  evictedNeighborhoodCost(s: StorageNode): number {
+    let sum = 0;
+    for (const n of this.evictedNeighborhood(s)) sum += n.compute;
+    return sum;
+  }
+
+  /**
+   * Cost of the evicted ancestors that recomputing `s` would also recompute
+   * (producer side only, transitively through evicted storages).
+   */
+  evictedAncestorCost(s: StorageNode): number {
+    const stamp = this.nextStamp();
+    s.stamp = stamp;
+    let sum = 0;
+    const stack: StorageNode[] = [s];
+    while (stack.length > 0) {
+      const cur = stack.pop()!;
+      const p = cur.tensors[0]?.producer;
+      if (!p) continue;
+      for (const inp of p.inputs) {
+        const n = inp.storage;
+        if (n.stamp !== stamp && n.residency === "evicted") {
+          n.stamp = stamp;
+          sum += n.compute;
+          stack.push(n);
+        }
+      }
+    }
+    return sum;
+  }
+
+  /**
+   * The calls to replay, in order, to make `t` available, assuming nothing is
+   * evicted meanwhile: a post-order over undefined producers computed with an
+   * explicit stack. Throws when a needed value cannot be recomputed.
+   */
+  rematPlan(t: TensorNode): CallNode[] {
+    const plan: CallNode[] = [];
+    if (t.defined) return plan;
+    const planned = new Set<CallNode>();
+    const stack: { t: TensorNode; i: number }[] = [{ t, i: 0 }];
+    while (stack.length > 0) {
+      const f = stack[stack.length - 1]!;
+      const p = f.t.producer;
+      if (f.t.storage.residency === "swapped" && !f.t.isAlias) {
+        stack.pop();
+        continue;
+      }
+      if (p === null || !p.replayable) {
+        throw new Error(
+          `lineage: ${f.t.name} is not available and cannot be recomputed (${
+            p === null
+              ? "no producer"
+              : `its producer ${p.op}#${p.id} read a value overwritten since`
+          })`,
+        );
+      }
+      if (planned.has(p)) {
+        stack.pop();
+        continue;
+      }
+      let pushed = false;
+      while (f.i < p.inputs.length) {
+        const inp = p.inputs[f.i++]!;
+        if (!inp.defined && !(inp.producer !== null && planned.has(inp.producer))) {
+          stack.push({ t: inp, i: 0 });
+          pushed = true;
+          break;
+        }
+      }
+      if (pushed) continue;
+      planned.add(p);
+      plan.push(p);
+      stack.pop();
+    }
+    return plan;
+  }
+
+  /** The graph as JSON (storages with their tensors, calls with their tensor names). */
+  toJSON(): LineageJSON {
+    const calls = new Map<number, CallNode>();
+    const storages: LineageJSON["storages"] = [];
+    for (const s of this.storages.values()) {
+      storages.push({
+        id: s.id,
+        bytes: s.bytes,
+        residency: s.residency,
+        pinned: s.pinned,
+        extRefs: s.extRefs,
+        tensors: s.tensors.map((t) => t.name),
+      });
+      for (const t of s.tensors) if (t.producer) calls.set(t.producer.id, t.producer);
+    }
+    return {
+      storages,
+      calls: [...calls.values()].sort((a, b) => a.id - b.id).map((c) => ({
+        id: c.id,
+        op: c.op,
+        inputs: c.inputs.map((t) => t.name),
+        outputs: c.outputs.map((t) => t.name),
+        cost: c.cost,
+        replayable: c.replayable,
+      })),
+    };
+  }
+
+  /** The graph in Graphviz DOT: storages as boxes (dashed when evicted), calls as ellipses. */
+  toDot(): string {
+    const j = this.toJSON();
+    const lines = ["digraph lineage {", "  rankdir=LR;"];
+    const owner = new Map<string, number>();
+    for (const s of j.storages) {
+      const style = s.residency === "resident" ? "solid" : "dashed";
+      lines.push(
+        `  s${s.id} [shape=box,style=${style},label=${
+          JSON.stringify(`${s.tensors.join(",")}\\n${s.bytes} B ${s.residency}`)
+        }];`,
+      );
+      for (const t of s.tensors) owner.set(t, s.id);
+    }
+    for (const c of j.calls) {
+      lines.push(`  c${c.id} [shape=ellipse,label=${JSON.stringify(`${c.op}\\n${c.cost}`)}];`);
+      for (const t of c.inputs) {
+        const s = owner.get(t);
+        if (s !== undefined) lines.push(`  s${s} -> c${c.id};`);
+      }
+      for (const t of c.outputs) {
+        const s = owner.get(t);
+        if (s !== undefined) lines.push(`  c${c.id} -> s${s};`);
+      }
+    }
+    lines.push("}");
+    return lines.join("\n");
+  }
+}
+
+/** Sum of the costs of the distinct calls producing the tensors of `s`. */
+export function storageCompute(s: StorageNode): number {
+  let sum = 0;
+  const seen: CallNode[] = [];
+  for (const t of s.tensors) {
+    const p = t.producer;
+    if (p !== null && !seen.includes(p)) {
+      seen.push(p);
+      sum += p.cost;
+    }
+  }
+  return sum;
+}

@@ -1,0 +1,906 @@
+/**
+ * The re-materialization core shared by live runs and simulations.
+ *
+ * The engine sees a flat stream of calls `{ op, params, inputs, outputs, cost }`
+ * on tensors living in storages. It keeps memory in use under the budget:
+ * before a call it pins its inputs and re-materializes evicted ones (recompute
+ * with an explicit stack, or swap in), reserves the outputs, evicting victims
+ * chosen by the policy until they fit, runs the call through an
+ * {@link Executor}, and records lineage and cost. The executor is the only part
+ * that differs between a live run (a real backend) and a simulation (the meta
+ * backend for accounting), so both make the same decisions given the same costs.
+ *
+ * The semantics follow DTR's simulator (uwsampl/dtr-prototype, simrd runtime
+ * V2): storages are evictable when resident, unlocked and unpinned; recomputing
+ * a call recomputes all its outputs and discards duplicates; staleness runs on
+ * a clock advanced by call costs; dtr-eq classes merge on evict and subtract on
+ * re-materialization.
+ *
+ * @module
+ */
+
+import type { CostModel } from "@libra/cost";
+import type {
+  EvictablePool,
+  EvictAction,
+  EvictionContext,
+  EvictionPolicy,
+  PlanControl,
+  Victim,
+} from "@libra/evict";
+import {
+  addToClass,
+  type CallNode,
+  EqNode,
+  Lineage,
+  merge,
+  type OutputSpec,
+  storageCompute,
+  type StorageNode,
+  type TensorNode,
+} from "@libra/lineage";
+import { OutOfBudgetError } from "./errors.ts";
+import { newStats, type RuntimeEvent, type RuntimeStats, Timeline } from "./stats.ts";
+
+/** What actually moves bytes and runs kernels (live) or only accounts for them (simulation). */
+export interface Executor {
+  /** Gives `s` device memory (a leaf being written, or an output). */
+  allocate(s: StorageNode): void;
+  /** Releases `s`'s device memory (dropped or freed). */
+  release(s: StorageNode): void;
+  /**
+   * Runs `call`. Outputs whose storage is not resident get device memory via
+   * the executor; resident ones (recomputed duplicates) get temporary buffers
+   * that are released afterwards. Returns the measured time in ns, if any.
+   */
+  execute(call: CallNode, remat: boolean): number | undefined;
+  /** Copies `s` to host and releases its device memory; returns the stall in ns, if measured. */
+  swapOut(s: StorageNode): number | undefined;
+  /** Brings `s` back from host into new device memory; returns the stall in ns, if measured. */
+  swapIn(s: StorageNode): number | undefined;
+}
+
+/** Options of {@link Engine}. */
+export interface EngineOptions {
+  /** Budget in bytes (default: unlimited). */
+  budgetBytes?: number;
+  /** Eviction policy. */
+  policy: EvictionPolicy;
+  /** Cost model (call costs when not given explicitly; swap costs). */
+  costModel: CostModel;
+  /** The executor. */
+  executor: Executor;
+  /** Evict storages as soon as no handle references them (DTR's eager eviction). Default true. */
+  eagerEviction?: boolean;
+  /** Host memory for swapping, in bytes. Default 0 (swapping off). */
+  hostLimitBytes?: number;
+  /** Record a memory timeline. Default true. */
+  timeline?: boolean;
+  /** Event listener (progress displays). */
+  onEvent?: (e: RuntimeEvent) => void;
+  /** A budget known to work (reported by {@link OutOfBudgetError}). */
+  knownFeasibleBytes?: number;
+  /** Garbage-collect dead lineage automatically. Default true. */
+  gc?: boolean;
+  /**
+   * What happens to a leaf (constant, host-written value) when its last handle
+   * is released while values computed from it may need it for recomputation:
+   * `"keep-if-needed"` (default) keeps it; `"free-unless-evicted"` frees it
+   * unless an evicted value needs it, and its resident dependents become leaves
+   * (swap-only). Leaves nothing needs are always freed.
+   */
+  leafRelease?: "keep-if-needed" | "free-unless-evicted";
+}
+
+class Pool implements EvictablePool {
+  readonly order: Set<StorageNode> = new Set();
+  readonly items: StorageNode[] = [];
+  bytes = 0;
+  get size(): number {
+    return this.items.length;
+  }
+  at(i: number): StorageNode {
+    return this.items[i]!;
+  }
+  [Symbol.iterator](): Iterator<StorageNode> {
+    return this.order[Symbol.iterator]();
+  }
+  add(s: StorageNode): void {
+    if (s.poolIndex >= 0) return;
+    s.poolIndex = this.items.length;
+    this.items.push(s);
+    this.order.add(s);
+    this.bytes += s.bytes;
+  }
+  remove(s: StorageNode): void {
+    const i = s.poolIndex;
+    if (i < 0) return;
+    const last = this.items.pop()!;
+    if (last !== s) {
+      this.items[i] = last;
+      last.poolIndex = i;
+    }
+    s.poolIndex = -1;
+    this.order.delete(s);
+    this.bytes -= s.bytes;
+  }
+}
+
+interface Frame {
+  t: TensorNode;
+  remat: boolean;
+  undef: TensorNode[] | null;
+  i: number;
+  locked: StorageNode[];
+  waiting: TensorNode | null;
+}
+
+const now = (): number => performance.now();
+
+/** The shared core. See the module doc. */
+export class Engine {
+  /** The lineage graph. */
+  readonly lineage: Lineage = new Lineage();
+  /** Statistics. */
+  readonly stats: RuntimeStats = newStats();
+  /** Memory timeline (bytes after each call, with event markers). */
+  readonly timeline: Timeline;
+  /** Staleness clock. */
+  clock = 1;
+  /** Bytes in use on the device (resident storages plus transient duplicates). */
+  used = 0;
+  /** Host bytes in use by swapped storages. */
+  hostUsed = 0;
+  /** Model calls run so far (the index plan hooks see). */
+  callIndex = 0;
+  /** Eviction decisions in order (`drop:name`, `swap:name`), for comparing runs. */
+  readonly decisions: string[] = [];
+  /** Record {@link decisions}. Default false. */
+  recordDecisions = false;
+
+  #budget: number;
+  #policy: EvictionPolicy;
+  readonly #cost: CostModel;
+  readonly #exec: Executor;
+  readonly #eager: boolean;
+  readonly #hostLimit: number;
+  readonly #pool = new Pool();
+  readonly #onEvent: ((e: RuntimeEvent) => void) | undefined;
+  #knownFeasible: number | undefined;
+  readonly #gc: boolean;
+  readonly #leafRelease: "keep-if-needed" | "free-unless-evicted";
+  #deadCandidates = 0;
+  readonly #ctx: EvictionContext;
+  #bytesNeeded = 0;
+
+  constructor(options: EngineOptions) {
+    this.#budget = options.budgetBytes ?? Infinity;
+    this.#policy = options.policy;
+    this.#cost = options.costModel;
+    this.#exec = options.executor;
+    this.#eager = options.eagerEviction ?? true;
+    this.#hostLimit = options.hostLimitBytes ?? 0;
+    this.#onEvent = options.onEvent;
+    this.#knownFeasible = options.knownFeasibleBytes;
+    this.#gc = options.gc ?? true;
+    this.#leafRelease = options.leafRelease ?? "keep-if-needed";
+    this.timeline = new Timeline(options.timeline ?? true);
+    this.stats.budgetBytes = this.#budget;
+    const clock = (): number => this.clock;
+    const needed = (): number => this.#bytesNeeded;
+    this.#ctx = {
+      get clock() {
+        return clock();
+      },
+      pool: this.#pool,
+      lineage: this.lineage,
+      costModel: this.#cost,
+      get bytesNeeded() {
+        return needed();
+      },
+      canDrop: (s) => s.droppable,
+      canSwap: (s) => this.hostUsed + s.bytes <= this.#hostLimit,
+    };
+  }
+
+  /** Current budget in bytes. */
+  get budgetBytes(): number {
+    return this.#budget;
+  }
+
+  /** Changes the budget (it may be below current use: later calls evict to fit). */
+  setBudget(bytes: number): void {
+    if (!(bytes > 0)) throw new RangeError(`budget must be > 0 bytes, got ${bytes}`);
+    this.#budget = bytes;
+    this.stats.budgetBytes = bytes;
+  }
+
+  /** Records that a step completed under `bytes` of budget (reported by later errors). */
+  noteFeasible(bytes: number): void {
+    if (this.#knownFeasible === undefined || bytes < this.#knownFeasible) {
+      this.#knownFeasible = bytes;
+    }
+  }
+
+  /** The policy in use. */
+  get policy(): EvictionPolicy {
+    return this.#policy;
+  }
+
+  /** Bytes of the evictable pool (an upper bound on what eviction can free now). */
+  get evictableBytes(): number {
+    let b = 0;
+    for (const s of this.#pool.items) if (s.droppable || this.#ctx.canSwap(s)) b += s.bytes;
+    return b;
+  }
+
+  // ------------------------------------------------------------------ memory
+
+  #emit(e: RuntimeEvent): void {
+    this.#onEvent?.(e);
+  }
+
+  #addUsed(bytes: number): void {
+    this.used += bytes;
+    if (this.used > this.stats.peakBytes) this.stats.peakBytes = this.used;
+  }
+
+  #evictable(s: StorageNode): boolean {
+    return s.residency === "resident" && s.locks === 0 && !s.pinned &&
+      (s.droppable || this.#hostLimit > 0);
+  }
+
+  #refreshPool(s: StorageNode): void {
+    if (this.#evictable(s)) this.#pool.add(s);
+    else this.#pool.remove(s);
+  }
+
+  /** Frees memory until `bytes` more fit in the budget, or throws {@link OutOfBudgetError}. */
+  reserve(bytes: number): void {
+    if (this.used + bytes <= this.#budget) return;
+    while (this.used + bytes > this.#budget) {
+      let victims: Victim[] = [];
+      if (this.#pool.size > 0) {
+        this.#bytesNeeded = this.used + bytes - this.#budget;
+        const t0 = now();
+        victims = this.#policy.choose(this.#ctx);
+        const dt = (now() - t0) * 1e6;
+        this.stats.policyNs += dt;
+        this.stats.bookkeepingNs += dt;
+      }
+      if (victims.length === 0) {
+        const err = new OutOfBudgetError({
+          neededBytes: bytes,
+          usedBytes: this.used,
+          evictableBytes: this.evictableBytes,
+          budgetBytes: this.#budget,
+          ...(this.#knownFeasible !== undefined ? { knownFeasibleBytes: this.#knownFeasible } : {}),
+        });
+        this.stats.oomErrors++;
+        this.timeline.mark(this.callIndex, this.used, "oom", "");
+        this.#emit({ type: "oom", bytes, usedBytes: this.used });
+        throw err;
+      }
+      for (const v of victims) this.evict(v.storage, v.action, "policy");
+    }
+  }
+
+  /** Evicts a resident, unlocked, unpinned storage by dropping or swapping it. */
+  evict(s: StorageNode, action: EvictAction, why: "policy" | "eager" | "plan"): void {
+    if (s.residency !== "resident" || s.locks > 0 || s.pinned) {
+      throw new Error(
+        `evict ${s.name}: storage is ${s.residency}${s.locks > 0 ? ", locked" : ""}${
+          s.pinned ? ", pinned" : ""
+        } (the policy returned a storage outside the evictable pool)`,
+      );
+    }
+    if (action === "drop") {
+      if (!s.droppable) {
+        throw new Error(`evict ${s.name}: a leaf (no replayable producer) cannot be dropped`);
+      }
+      this.#exec.release(s);
+      s.residency = "evicted";
+      for (const t of s.tensors) t.defined = false;
+      this.used -= s.bytes;
+      this.#pool.remove(s);
+      s.evictions++;
+      const st = this.stats;
+      if (why === "eager") st.eagerDrops++;
+      else {
+        st.evictions++;
+        st.drops++;
+        st.dropBytes += s.bytes;
+      }
+      const t0 = now();
+      s.eq = new EqNode(s.compute);
+      const ns = this.lineage.evictedNeighbors(s);
+      for (const n of ns) if (n.eq !== null) merge(n.eq, s.eq);
+      st.bookkeepingNs += (now() - t0) * 1e6;
+      if (this.recordDecisions && why !== "eager") this.decisions.push(`drop:${s.name}`);
+      if (why !== "eager") this.timeline.mark(this.callIndex, this.used, "drop", s.name);
+      this.#emit({
+        type: "evict",
+        action: "drop",
+        name: s.name,
+        bytes: s.bytes,
+        eager: why === "eager",
+      });
+    } else {
+      if (this.hostUsed + s.bytes > this.#hostLimit) {
+        throw new Error(
+          `swap ${s.name}: host pool full (${this.hostUsed} + ${s.bytes} > ${this.#hostLimit} bytes); raise hostLimitBytes`,
+        );
+      }
+      const defined = s.tensors.filter((t) => t.defined);
+      const measured = this.#exec.swapOut(s);
+      const stall = measured ?? this.#cost.swapCost(s.bytes);
+      s.residency = "swapped";
+      s.host = s.host ?? undefined;
+      swappedDefined.set(s, defined);
+      for (const t of s.tensors) t.defined = false;
+      this.used -= s.bytes;
+      this.hostUsed += s.bytes;
+      this.#pool.remove(s);
+      s.evictions++;
+      const st = this.stats;
+      st.evictions++;
+      st.swapOuts++;
+      st.swapOutBytes += s.bytes;
+      st.swapStallNs += stall;
+      this.clock += stall;
+      if (this.recordDecisions) this.decisions.push(`swap:${s.name}`);
+      this.timeline.mark(this.callIndex, this.used, "swap-out", s.name);
+      this.#emit({ type: "evict", action: "swap", name: s.name, bytes: s.bytes, eager: false });
+    }
+  }
+
+  #swapIn(s: StorageNode): void {
+    this.reserve(s.bytes);
+    const measured = this.#exec.swapIn(s);
+    const stall = measured ?? this.#cost.swapCost(s.bytes);
+    s.residency = "resident";
+    this.hostUsed -= s.bytes;
+    this.#addUsed(s.bytes);
+    for (const t of swappedDefined.get(s) ?? [s.tensors[0]!]) t.defined = true;
+    swappedDefined.delete(s);
+    s.remats++;
+    const st = this.stats;
+    st.swapIns++;
+    st.swapInBytes += s.bytes;
+    st.swapStallNs += stall;
+    this.clock += stall;
+    this.#refreshPool(s);
+    this.timeline.mark(this.callIndex, this.used, "swap-in", s.name);
+    this.#emit({ type: "remat", how: "swap", name: s.name, bytes: s.bytes });
+  }
+
+  #lock(s: StorageNode): void {
+    if (s.locks === 0) this.#pool.remove(s);
+    s.locks++;
+  }
+
+  #unlock(s: StorageNode): void {
+    s.locks--;
+    if (s.locks === 0 && this.#evictable(s)) this.#pool.add(s);
+  }
+
+  // ------------------------------------------------------------------ calls
+
+  /** Creates a leaf in `storage` (or a new one): reserves, allocates, defines. Pinned leaves never move. */
+  leaf(
+    bytes: number,
+    name?: string,
+    options: { pinned?: boolean; storage?: StorageNode } = {},
+  ): TensorNode {
+    const s = options.storage ?? this.lineage.addStorage(bytes);
+    if (s.residency !== "empty") {
+      throw new Error(`leaf ${name}: storage ${s.id} already holds a value`);
+    }
+    this.reserve(s.bytes);
+    const t = this.lineage.addLeaf(s.bytes, name, s);
+    this.#exec.allocate(s);
+    s.residency = "resident";
+    this.#addUsed(s.bytes);
+    t.defined = true;
+    t.extRefs = 1;
+    s.extRefs += 1;
+    s.lastAccess = this.clock;
+    if (options.pinned) s.pinned = true;
+    this.#refreshPool(s);
+    return t;
+  }
+
+  /**
+   * Runs a model call: records it, materializes its inputs, reserves and
+   * produces its outputs. `costNs` fixes the cost (simulations); otherwise the
+   * cost model prices the measured execution.
+   */
+  compute(
+    op: string,
+    params: readonly number[],
+    inputs: readonly TensorNode[],
+    outputs: readonly OutputSpec[],
+    costNs?: number,
+    backward = false,
+  ): TensorNode[] {
+    const hooks = this.#policy.hooks;
+    if (hooks?.beforeCall) hooks.beforeCall(this.callIndex, this.#control);
+    const tensors = this.lineage.addCall(op, params, inputs, outputs, costNs ?? 0, backward);
+    const call = tensors[0]?.producer;
+    if (call === undefined || call === null) {
+      throw new Error(
+        `${op}: a call needs at least one output (use runInPlace for in-place kernels)`,
+      );
+    }
+    if (costNs === undefined) pendingCost.add(call);
+    for (const t of tensors) {
+      t.extRefs = 1;
+      t.storage.extRefs += 1;
+    }
+    try {
+      this.#materialize(tensors[0]!, false);
+    } catch (e) {
+      pendingCost.delete(call);
+      // Undo the record so the engine stays usable: the call never happened.
+      for (const inp of inputs) {
+        const i = inp.consumers.lastIndexOf(call);
+        if (i >= 0) inp.consumers.splice(i, 1);
+      }
+      for (const t of tensors) {
+        const s = t.storage;
+        s.extRefs -= t.extRefs;
+        t.extRefs = 0;
+        const k = s.tensors.indexOf(t);
+        if (k >= 0) s.tensors.splice(k, 1);
+        if (s.tensors.length === 0 && !outputs.some((o) => o.storage === s)) {
+          this.lineage.removeStorage(s);
+        }
+      }
+      throw e;
+    }
+    for (const t of tensors) t.storage.lastAccess = this.clock;
+    this.stats.calls++;
+    this.timeline.point(this.callIndex, this.used);
+    if (this.#onEvent) {
+      this.#emit({ type: "call", index: this.callIndex, op, usedBytes: this.used });
+    }
+    this.callIndex++;
+    if (hooks?.afterCall) hooks.afterCall(this.callIndex - 1, this.#control);
+    return tensors;
+  }
+
+  /**
+   * Runs `fn` with `inputs` materialized and locked (in-place kernels, reads).
+   * Counts as a model call when `count` is true.
+   */
+  withInputs<T>(inputs: readonly TensorNode[], fn: () => T): T {
+    const locked: StorageNode[] = [];
+    try {
+      for (const t of inputs) t.storage.lastAccess = this.clock;
+      for (const t of inputs) {
+        if (!t.defined) this.#materialize(t, true);
+        this.#lock(t.storage);
+        locked.push(t.storage);
+      }
+      return fn();
+    } finally {
+      for (const s of locked) this.#unlock(s);
+    }
+  }
+
+  /** Ensures `t` is on the device (re-materializing it if needed). */
+  materialize(t: TensorNode): void {
+    if (!t.defined) this.#materialize(t, true);
+  }
+
+  /** A new external reference to `t` (a handle copy). */
+  get(t: TensorNode): void {
+    t.extRefs++;
+    t.storage.extRefs++;
+  }
+
+  /** Drops an external reference; with eager eviction an unreferenced storage is evicted (lineage kept). */
+  release(t: TensorNode): void {
+    if (t.extRefs <= 0) throw new Error(`release ${t.name}: no external reference left`);
+    t.extRefs--;
+    const s = t.storage;
+    s.extRefs--;
+    if (s.extRefs > 0 || s.locks > 0) return;
+    if (s.residency === "resident") {
+      if (s.droppable && !s.pinned) {
+        if (this.#eager) this.evict(s, "drop", "eager");
+      } else if (
+        !this.isNeeded(s, true) ||
+        (this.#leafRelease === "free-unless-evicted" && !this.#evictedNeeds(s))
+      ) {
+        // A leaf (or pinned value) no handle refers to: free it for good. Calls
+        // that read it can no longer be replayed, so their resident outputs
+        // become leaves (swap-only).
+        this.invalidate(s);
+        this.freeStorage(s);
+        return;
+      }
+    }
+    if (
+      this.#gc && ++this.#deadCandidates > 4096 &&
+      this.#deadCandidates > this.lineage.storages.size / 2
+    ) {
+      this.collect();
+    }
+  }
+
+  /** Pins `t`'s storage for good (re-materializing it first). */
+  pin(t: TensorNode): void {
+    if (!t.defined) this.#materialize(t, true);
+    if (t.storage.pinned) return;
+    this.#lock(t.storage);
+    t.storage.pinned = true;
+  }
+
+  /** Releases `s`'s memory and forgets it (no one needs it again). */
+  freeStorage(s: StorageNode): void {
+    if (s.residency === "resident") {
+      this.#exec.release(s);
+      this.used -= s.bytes;
+    } else if (s.residency === "swapped") {
+      this.hostUsed -= s.bytes;
+      this.#exec.release(s);
+    }
+    this.#pool.remove(s);
+    s.residency = "freed";
+    for (const t of s.tensors) t.defined = false;
+    this.lineage.removeStorage(s);
+  }
+
+  /**
+   * True when some value that may still be read could need `s` to be
+   * recomputed: a descendant (through droppable storages) is referenced.
+   */
+  isNeeded(s: StorageNode, ignorePin = false): boolean {
+    if (s.extRefs > 0 || (s.pinned && !ignorePin) || s.locks > 0) return true;
+    const stamp = this.lineage.nextStamp();
+    s.stamp = stamp;
+    const stack: StorageNode[] = [s];
+    while (stack.length > 0) {
+      const cur = stack.pop()!;
+      for (const t of cur.tensors) {
+        for (const c of t.consumers) {
+          if (!c.replayable) continue;
+          for (const o of c.outputs) {
+            const n = o.storage;
+            if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
+            n.stamp = stamp;
+            if (n.extRefs > 0 || n.pinned || n.locks > 0) return true;
+            stack.push(n);
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  /** True when an evicted value that may still be needed is computed directly from `s`. */
+  #evictedNeeds(s: StorageNode): boolean {
+    for (const t of s.tensors) {
+      for (const c of t.consumers) {
+        if (!c.replayable) continue;
+        for (const o of c.outputs) {
+          if (o.storage.residency === "evicted" && this.isNeeded(o.storage)) return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Before the value in `s` is overwritten (in-place kernel, host write, a
+   * buffer produced into again): every evicted value whose recomputation would
+   * read the old value and that may still be needed is re-materialized now, and
+   * the calls that read it become non-replayable (their outputs turn into
+   * leaves: swap-only). Then the old tensors move to a tombstone storage.
+   */
+  invalidate(s: StorageNode): void {
+    const held: StorageNode[] = [];
+    try {
+      for (const t of s.tensors) {
+        for (const c of t.consumers) {
+          if (!c.replayable) continue;
+          for (const o of c.outputs) {
+            const n = o.storage;
+            if (n.residency === "evicted" && n !== s && this.isNeeded(n)) {
+              this.#materialize(o, true);
+            }
+            if (n.residency === "resident" && n !== s) {
+              this.#lock(n);
+              held.push(n);
+            }
+          }
+        }
+      }
+      for (const t of s.tensors) {
+        for (const c of t.consumers) {
+          c.replayable = false;
+          for (const o of c.outputs) {
+            const n = o.storage;
+            if (n.residency === "evicted") {
+              n.eq = null;
+              this.freeStorage(n);
+            } else if (n.residency === "resident") this.#refreshPool(n);
+          }
+        }
+        t.consumers = [];
+      }
+    } finally {
+      for (const n of held) this.#unlock(n);
+    }
+  }
+
+  /**
+   * Detaches the current tensors of `s` (after {@link invalidate}) so that `s`
+   * can take a new value: they move to a freed tombstone storage, and `s`
+   * becomes empty (its memory released unless `keepMemory`).
+   */
+  retire(s: StorageNode, keepMemory: boolean): number {
+    let ext = 0;
+    if (s.tensors.length > 0) {
+      const tomb = this.lineage.addStorage(s.bytes);
+      tomb.residency = "freed";
+      for (const t of s.tensors) {
+        ext += t.extRefs;
+        t.extRefs = 0;
+        t.defined = false;
+        t.storage = tomb;
+        tomb.tensors.push(t);
+      }
+      this.lineage.removeStorage(tomb);
+    }
+    s.tensors = [];
+    s.extRefs -= ext;
+    s.eq = null;
+    s.compute = 0;
+    if (!keepMemory) {
+      if (s.residency === "resident") {
+        this.#exec.release(s);
+        this.used -= s.bytes;
+      } else if (s.residency === "swapped") {
+        this.#exec.release(s);
+        this.hostUsed -= s.bytes;
+      }
+      s.residency = "empty";
+      this.#pool.remove(s);
+    }
+    return ext;
+  }
+
+  /** Makes `s` (resident, retired with `keepMemory`) hold a new leaf tensor. */
+  adoptLeaf(s: StorageNode, ext: number, name?: string): TensorNode {
+    const t = this.lineage.addLeaf(s.bytes, name, s);
+    t.defined = true;
+    t.extRefs = ext;
+    s.extRefs += ext;
+    s.lastAccess = this.clock;
+    this.#refreshPool(s);
+    return t;
+  }
+
+  /**
+   * Frees every storage no one can need again (unreferenced, and no referenced
+   * value depends on it through droppable storages) and prunes dead calls from
+   * consumer lists, so the graph stays proportional to live data.
+   */
+  collect(): number {
+    const t0 = now();
+    this.#deadCandidates = 0;
+    const needed = this.lineage.nextStamp();
+    const stack: StorageNode[] = [];
+    for (const s of this.lineage.storages.values()) {
+      if (s.extRefs > 0 || s.pinned || s.locks > 0) {
+        s.stamp = needed;
+        stack.push(s);
+      }
+    }
+    while (stack.length > 0) {
+      const cur = stack.pop()!;
+      if (!cur.droppable) continue;
+      for (const t of cur.tensors) {
+        const p = t.producer;
+        if (p === null || !p.replayable) continue;
+        for (const inp of p.inputs) {
+          const n = inp.storage;
+          if (n.stamp !== needed && n.residency !== "freed") {
+            n.stamp = needed;
+            stack.push(n);
+          }
+        }
+      }
+    }
+    let freed = 0;
+    const dead: StorageNode[] = [];
+    for (const s of this.lineage.storages.values()) {
+      if (s.stamp !== needed && s.residency !== "empty") dead.push(s);
+    }
+    for (const s of dead) {
+      this.freeStorage(s);
+      freed++;
+    }
+    for (const s of this.lineage.storages.values()) {
+      for (const t of s.tensors) {
+        if (t.consumers.length === 0) continue;
+        t.consumers = t.consumers.filter((c) =>
+          c.outputs.some((o) => o.storage.residency !== "freed")
+        );
+      }
+    }
+    this.stats.bookkeepingNs += (now() - t0) * 1e6;
+    return freed;
+  }
+
+  readonly #control: PlanControl = {
+    evict: (name, action) => {
+      const s = this.#findByName(name);
+      if (!s || !this.#evictable(s)) return false;
+      if (action === "drop" && !s.droppable) return false;
+      if (action === "swap" && !this.#ctx.canSwap(s)) return false;
+      this.evict(s, action, "plan");
+      return true;
+    },
+    restore: (name) => {
+      const s = this.#findByName(name);
+      if (!s || s.residency === "resident") return false;
+      const t = s.tensors[0];
+      if (!t || (s.residency !== "evicted" && s.residency !== "swapped")) return false;
+      this.#materialize(t, true);
+      return true;
+    },
+  };
+
+  /** Names to storages for plan hooks (set by the driver: trace replay or live runtime). */
+  resolveName: (name: string) => StorageNode | undefined = () => undefined;
+
+  #findByName(name: string): StorageNode | undefined {
+    return this.resolveName(name);
+  }
+
+  // ------------------------------------------------------- materialization
+
+  #materialize(target: TensorNode, remat: boolean): void {
+    const stack: Frame[] = [{ t: target, remat, undef: null, i: 0, locked: [], waiting: null }];
+    try {
+      while (stack.length > 0) {
+        const f = stack[stack.length - 1]!;
+        if (f.undef === null) {
+          const s = f.t.storage;
+          if (s.residency === "swapped") {
+            this.#swapIn(s);
+            if (f.t.defined) {
+              stack.pop();
+              continue;
+            }
+          }
+          const p = f.t.producer;
+          if (p === null || !p.replayable) {
+            throw new Error(
+              `${f.t.name} (storage ${s.id}, ${s.residency}) is not on the device and cannot be recomputed: ${
+                p === null
+                  ? "it has no producer"
+                  : `its producer ${p.op} read a value that was overwritten`
+              }`,
+            );
+          }
+          const c = this.clock;
+          const undef: TensorNode[] = [];
+          for (const inp of p.inputs) inp.storage.lastAccess = c;
+          for (const inp of p.inputs) {
+            if (inp.defined) {
+              this.#lock(inp.storage);
+              f.locked.push(inp.storage);
+            } else undef.push(inp);
+          }
+          f.undef = undef;
+        }
+        if (f.waiting !== null) {
+          if (!f.waiting.defined) {
+            throw new Error(`internal: re-materializing ${f.waiting.name} left it undefined`);
+          }
+          f.waiting = null;
+        }
+        let pushed = false;
+        while (f.i < f.undef.length) {
+          const inp = f.undef[f.i]!;
+          if (!inp.defined) {
+            f.waiting = inp;
+            stack.push({ t: inp, remat: true, undef: null, i: 0, locked: [], waiting: null });
+            pushed = true;
+            break;
+          }
+          this.#lock(inp.storage);
+          f.locked.push(inp.storage);
+          f.i++;
+        }
+        if (pushed) continue;
+        const call = f.t.producer!;
+        if (this.used + call.totalBytes > this.#budget) this.reserve(call.totalBytes);
+        this.#run(call, f.remat);
+        for (const s of f.locked) this.#unlock(s);
+        f.locked.length = 0;
+        stack.pop();
+      }
+    } catch (e) {
+      for (const f of stack) {
+        for (const s of f.locked) this.#unlock(s);
+        f.locked.length = 0;
+      }
+      throw e;
+    }
+  }
+
+  #run(call: CallNode, remat: boolean): void {
+    const outs = call.outputs;
+    const fresh: StorageNode[] = [];
+    for (const o of outs) {
+      const s = o.storage;
+      if (s.residency !== "resident" && s.residency !== "freed" && !fresh.includes(s)) {
+        fresh.push(s);
+      }
+    }
+    const measured = this.#exec.execute(call, remat);
+    const st = this.stats;
+    if (!remat) {
+      if (pendingCost.has(call)) {
+        pendingCost.delete(call);
+        call.cost = this.#cost.callCost(
+          { op: call.op, params: call.params, index: this.callIndex, totalBytes: call.totalBytes },
+          measured,
+        );
+        for (const s of fresh) s.compute = storageCompute(s);
+        for (const o of outs) if (o.isAlias) o.storage.compute = storageCompute(o.storage);
+      }
+      st.computeNs += call.cost;
+      if (measured !== undefined) st.kernelNs += measured;
+    } else {
+      st.remats++;
+      st.recomputeNs += measured ?? call.cost;
+      if (measured !== undefined) st.kernelNs += measured;
+    }
+    this.clock += call.cost;
+    this.#addUsed(call.totalBytes);
+    for (let i = 0; i < outs.length; i++) {
+      const o = outs[i]!;
+      if (o.defined) {
+        if (call.aliases[i]! < 0) this.used -= call.sizes[i]!;
+      } else if (o.storage.residency !== "freed") {
+        o.defined = true;
+      } else if (call.aliases[i]! < 0) {
+        this.used -= call.sizes[i]!;
+      }
+    }
+    for (const s of fresh) {
+      s.residency = "resident";
+      if (s.eq !== null) {
+        addToClass(s.eq, -s.compute);
+        s.eq = null;
+      }
+      if (remat) {
+        s.remats++;
+        st.rematBytes += s.bytes;
+      }
+      this.#refreshPool(s);
+    }
+    if (remat) {
+      this.timeline.mark(this.callIndex, this.used, "remat", call.outputs[0]?.name ?? call.op);
+      if (this.#onEvent) {
+        this.#emit({
+          type: "remat",
+          how: "recompute",
+          name: call.outputs[0]?.name ?? "",
+          bytes: call.totalBytes,
+        });
+      }
+    }
+  }
+}
+
+/** Tensors that were defined when their storage was swapped out (restored on swap-in). */
+const swappedDefined = new WeakMap<StorageNode, TensorNode[]>();
+/** Calls whose cost the cost model sets after their first execution. */
+const pendingCost = new WeakSet<CallNode>();

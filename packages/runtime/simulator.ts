@@ -1,0 +1,347 @@
+/**
+ * The simulator: replays a trace under a policy and a budget with the same
+ * {@link Engine} a live run uses, on the meta backend (sizes only, no data).
+ *
+ * @module
+ */
+
+import type { CostModel } from "@libra/cost";
+import { SwapCost } from "@libra/cost";
+import { createPolicy, type EvictionPolicy, type SearchOptions } from "@libra/evict";
+import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
+import type { Trace } from "@libra/lineage/trace";
+import type { DeviceBuffer } from "@libra/tensor/backend";
+import { MetaBackend } from "@libra/tensor/meta-backend";
+import { Engine, type Executor } from "./engine.ts";
+import { OutOfBudgetError } from "./errors.ts";
+import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
+
+/** Executor for replays: memory accounting on a {@link MetaBackend}, no data, no kernels. */
+export class MetaExecutor implements Executor {
+  /** The meta backend holding one buffer per resident storage. */
+  readonly meta: MetaBackend = new MetaBackend();
+  allocate(s: StorageNode): void {
+    s.data = this.meta.alloc(s.bytes);
+  }
+  release(s: StorageNode): void {
+    if (s.data !== undefined) {
+      this.meta.free(s.data as DeviceBuffer);
+      s.data = undefined;
+    }
+  }
+  execute(call: CallNode): undefined {
+    for (let i = 0; i < call.outputs.length; i++) {
+      if (call.aliases[i]! >= 0) continue;
+      const s = call.outputs[i]!.storage;
+      if (s.residency === "resident" || s.residency === "freed") continue;
+      if (s.data === undefined) this.allocate(s);
+    }
+    return undefined;
+  }
+  swapOut(s: StorageNode): undefined {
+    this.release(s);
+    return undefined;
+  }
+  swapIn(s: StorageNode): undefined {
+    this.allocate(s);
+    return undefined;
+  }
+}
+
+/** Options of {@link replayTrace}. */
+export interface ReplayOptions {
+  /** Budget in bytes (default: unlimited). */
+  budgetBytes?: number;
+  /** Policy name (see `createPolicy`) or instance, or a factory. Default `"dtr-eq"`. */
+  policy?: string | EvictionPolicy | (() => EvictionPolicy);
+  /** Candidate search of named policies. */
+  search?: SearchOptions;
+  /** Cost model: when given, call costs come from it instead of the trace's TIME; swap costs always do. */
+  costModel?: CostModel;
+  /** Eager eviction of unreferenced storages. Default true. */
+  eagerEviction?: boolean;
+  /** Host memory for swap-aware policies. Default: unlimited when the policy name ends in `+swap`, else 0. */
+  hostLimitBytes?: number;
+  /** Record the memory timeline. Default false. */
+  timeline?: boolean;
+  /** Record the eviction decisions in order. Default false. */
+  recordDecisions?: boolean;
+  /** Event listener. */
+  onEvent?: (e: RuntimeEvent) => void;
+  /** Peak of a budget-free replay, reported as known-feasible in errors. */
+  knownFeasibleBytes?: number;
+  /**
+   * Released constants that values computed from them may need: freed unless an
+   * evicted value needs them (default, `"free-unless-evicted"`), or kept.
+   */
+  leafRelease?: "keep-if-needed" | "free-unless-evicted";
+}
+
+/** Outcome of one replay. */
+export interface ReplayResult {
+  /** False when the replay ran out of budget. */
+  feasible: boolean;
+  /** (compute + recompute + swap stall) / compute; `Infinity` when infeasible. */
+  overhead: number;
+  /** Statistics. */
+  stats: RuntimeStats;
+  /** The error when infeasible. */
+  error?: OutOfBudgetError;
+  /** Memory timeline (when requested). */
+  timeline: Timeline;
+  /** Eviction decisions (when requested). */
+  decisions: string[];
+  /** Bytes in use at the end (outputs resident). */
+  endBytes: number;
+  /** Peak the meta backend saw (cross-check of the engine's accounting, excluding transient duplicates). */
+  metaPeakBytes: number;
+}
+
+function makePolicy(p: ReplayOptions["policy"], search: SearchOptions | undefined): EvictionPolicy {
+  if (p === undefined) return createPolicy("dtr-eq", search);
+  if (typeof p === "string") return createPolicy(p, search);
+  if (typeof p === "function") return p();
+  return p;
+}
+
+/**
+ * Replays `trace` under a budget. CONSTANTs are pinned leaves; CALLs are
+ * computed (views join their argument's storage); MUTATE is copy-on-write (a
+ * new version per mutated argument, the old handle released); COPY/COPY_FROM
+ * move references; RELEASE drops one; tensors still referenced at the end are
+ * outputs and are re-materialized and pinned.
+ *
+ * @example
+ * ```ts
+ * import { parseTrace, replayTrace } from "@libra/runtime";
+ * const trace = parseTrace([
+ *   `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
+ *   `{"INSTRUCTION":"MEMORY","MEMORY":"16","NAME":"x"}`,
+ *   `{"ARGS":["x"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["y"],"TIME":"5"}`,
+ *   `{"INSTRUCTION":"MEMORY","MEMORY":"16","NAME":"y"}`,
+ *   `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"y"}`,
+ * ].join("\n"));
+ * const r = replayTrace(trace);
+ * if (r.stats.peakBytes !== 32) throw new Error(`peak ${r.stats.peakBytes}`);
+ * ```
+ */
+export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayResult {
+  const policy = makePolicy(options.policy, options.search);
+  const swapAware = policy.name.endsWith("+swap");
+  const exec = new MetaExecutor();
+  const engine = new Engine({
+    budgetBytes: options.budgetBytes ?? Infinity,
+    policy,
+    costModel: options.costModel ??
+      { name: "trace", callCost: () => 0, swapCost: (b) => swap.swapCost(b) },
+    executor: exec,
+    eagerEviction: options.eagerEviction ?? true,
+    hostLimitBytes: options.hostLimitBytes ?? (swapAware ? Infinity : 0),
+    timeline: options.timeline ?? false,
+    gc: false,
+    leafRelease: options.leafRelease ?? "free-unless-evicted",
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    ...(options.knownFeasibleBytes !== undefined
+      ? { knownFeasibleBytes: options.knownFeasibleBytes }
+      : {}),
+  });
+  engine.recordDecisions = options.recordDecisions ?? false;
+  const names = new Map<string, TensorNode>();
+  engine.resolveName = (n) => names.get(n)?.storage;
+  const cm = options.costModel;
+  let index = 0;
+  const cost = (
+    op: string,
+    timeNs: number,
+    params: readonly number[] | undefined,
+    bytes: number,
+  ): number => cm ? cm.callCost({ op, params: params ?? [], index, totalBytes: bytes }) : timeNs;
+  const t0 = performance.now();
+  let error: OutOfBudgetError | undefined;
+  try {
+    for (const e of trace.events) {
+      switch (e.kind) {
+        case "constant":
+          names.set(e.name, engine.leaf(e.bytes, e.name, { pinned: true }));
+          break;
+        case "call": {
+          const inputs = e.args.map((a) => names.get(a)!);
+          let bytes = 0;
+          for (const r of e.results) bytes += r.bytes;
+          const outs = engine.compute(
+            e.op,
+            e.params ?? [],
+            inputs,
+            e.results.map((r) => ({ name: r.name, bytes: r.bytes, alias: r.alias })),
+            cost(e.op, e.timeNs, e.params, bytes),
+            e.backward,
+          );
+          index++;
+          e.results.forEach((r, i) => names.set(r.name, outs[i]!));
+          break;
+        }
+        case "mutate": {
+          const inputs = e.args.map((a) => names.get(a)!);
+          let bytes = 0;
+          for (const m of e.mutate) bytes += inputs[m]!.storage.bytes;
+          const outs = engine.compute(
+            e.op,
+            e.params ?? [],
+            inputs,
+            e.mutate.map((m) => ({
+              name: `${e.args[m]}$`,
+              bytes: inputs[m]!.storage.bytes,
+              alias: -1,
+            })),
+            cost(e.op, e.timeNs, e.params, bytes),
+            e.backward,
+          );
+          index++;
+          e.mutate.forEach((m, i) => {
+            const name = e.args[m]!;
+            const old = names.get(name)!;
+            names.set(name, outs[i]!);
+            engine.release(old);
+          });
+          break;
+        }
+        case "copy": {
+          const t = names.get(e.src)!;
+          engine.get(t);
+          names.set(e.dst, t);
+          break;
+        }
+        case "copyFrom": {
+          const old = names.get(e.dst)!;
+          const t = names.get(e.src)!;
+          names.set(e.dst, t);
+          engine.release(old);
+          engine.get(t);
+          break;
+        }
+        case "release": {
+          const t = names.get(e.name);
+          if (t === undefined) break;
+          if (t.extRefs <= 0) {
+            throw new Error(
+              `${
+                trace.source ?? "trace"
+              }:${e.line}: RELEASE of ${e.name}, which has no reference left`,
+            );
+          }
+          engine.release(t);
+          break;
+        }
+        case "annotate":
+          break;
+      }
+    }
+    for (const t of names.values()) if (t.extRefs > 0) engine.pin(t);
+  } catch (e) {
+    if (!(e instanceof OutOfBudgetError)) throw e;
+    error = e;
+  }
+  engine.stats.bookkeepingNs = (performance.now() - t0) * 1e6;
+  const st = engine.stats;
+  const result: ReplayResult = {
+    feasible: error === undefined,
+    overhead: error === undefined && st.computeNs > 0
+      ? (st.computeNs + st.recomputeNs + st.swapStallNs) / st.computeNs
+      : error === undefined
+      ? 1
+      : Infinity,
+    stats: st,
+    timeline: engine.timeline,
+    decisions: engine.decisions,
+    endBytes: engine.used,
+    metaPeakBytes: exec.meta.memory().peakBytes,
+  };
+  if (error) result.error = error;
+  return result;
+}
+
+const swap = new SwapCost();
+
+/** One row of {@link simulateTrace}. */
+export interface SimulationResult {
+  /** Budget ratio (fraction of the budget-free peak). */
+  ratio: number;
+  /** floor(ratio * baseline peak). */
+  budgetBytes: number;
+  /** False when the replay ran out of budget. */
+  feasible: boolean;
+  /** Overhead (null when infeasible). */
+  overhead: number | null;
+  /** Policy evictions (drops + swap-outs; eager evictions of unreferenced storages excluded). */
+  evictions: number;
+  /** Recomputed calls. */
+  remats: number;
+  /** Wall time of the replay (policy search and all bookkeeping), ms. */
+  bookkeepingMs: number;
+  /** Peak bytes in use. */
+  peakBytes: number;
+  /** Swap-outs. */
+  swaps: number;
+}
+
+/** Result of {@link simulateTrace}. */
+export interface SimulationReport {
+  /** Budget-free replay. */
+  baseline: { peakBytes: number; computeNs: number };
+  /** One row per ratio. */
+  results: SimulationResult[];
+}
+
+/** Options of {@link simulateTrace}. */
+export interface SimulateOptions extends Omit<ReplayOptions, "budgetBytes" | "knownFeasibleBytes"> {
+  /** Budget ratios. */
+  ratios: readonly number[];
+  /** Progress callback (after each ratio). */
+  onProgress?: (done: number, total: number, row: SimulationResult) => void;
+}
+
+/**
+ * Replays `trace` without a budget (the baseline), then at each ratio of its
+ * peak: what `libra simulate` prints, and what benchmarks call.
+ *
+ * @example
+ * ```ts
+ * import { parseTrace, simulateTrace } from "@libra/runtime";
+ * const lines = [`{"INSTRUCTION":"CONSTANT","NAME":"x"}`, `{"INSTRUCTION":"MEMORY","MEMORY":"8","NAME":"x"}`];
+ * let prev = "x";
+ * for (let i = 0; i < 4; i++) {
+ *   lines.push(`{"ARGS":["${prev}"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["y${i}"],"TIME":"10"}`,
+ *     `{"INSTRUCTION":"MEMORY","MEMORY":"8","NAME":"y${i}"}`, `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"y${i}"}`);
+ *   prev = `y${i}`;
+ * }
+ * const r = simulateTrace(parseTrace(lines.join("\n")), { policy: "dtr-eq", ratios: [1, 0.8] });
+ * if (r.baseline.peakBytes !== 40 || !r.results[0]!.feasible) throw new Error("chain of 4");
+ * ```
+ */
+export function simulateTrace(trace: Trace, options: SimulateOptions): SimulationReport {
+  const { ratios, onProgress, ...rest } = options;
+  for (const r of ratios) {
+    if (!(r > 0) || !Number.isFinite(r)) throw new RangeError(`budget ratio must be > 0, got ${r}`);
+  }
+  const base = replayTrace(trace, { ...rest, budgetBytes: Infinity });
+  const peak = base.stats.peakBytes;
+  const results: SimulationResult[] = [];
+  for (const ratio of ratios) {
+    const budgetBytes = Math.floor(ratio * peak);
+    const r = replayTrace(trace, { ...rest, budgetBytes, knownFeasibleBytes: peak });
+    const row: SimulationResult = {
+      ratio,
+      budgetBytes,
+      feasible: r.feasible,
+      overhead: r.feasible ? r.overhead : null,
+      evictions: r.stats.evictions,
+      remats: r.stats.remats,
+      bookkeepingMs: r.stats.bookkeepingNs / 1e6,
+      peakBytes: r.stats.peakBytes,
+      swaps: r.stats.swapOuts,
+    };
+    results.push(row);
+    onProgress?.(results.length, ratios.length, row);
+  }
+  return { baseline: { peakBytes: peak, computeNs: base.stats.computeNs }, results };
+}

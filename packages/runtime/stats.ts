@@ -1,0 +1,129 @@
+/**
+ * Runtime statistics, the memory timeline and the event stream's event types.
+ *
+ * @module
+ */
+
+/** Counters of a runtime or simulation (times in ns). */
+export interface RuntimeStats {
+  /** Model calls run. */
+  calls: number;
+  /** Cost of the model calls (original compute). */
+  computeNs: number;
+  /** Measured kernel time (live runs), originals and recomputations. */
+  kernelNs: number;
+  /** Evictions chosen by the policy or a plan (drops + swap-outs). */
+  evictions: number;
+  /** Policy/plan drops. */
+  drops: number;
+  /** Bytes dropped by the policy/plan. */
+  dropBytes: number;
+  /** Storages dropped because no handle referenced them any more (eager eviction). */
+  eagerDrops: number;
+  /** Swap-outs. */
+  swapOuts: number;
+  /** Bytes swapped out. */
+  swapOutBytes: number;
+  /** Swap-ins. */
+  swapIns: number;
+  /** Bytes swapped in. */
+  swapInBytes: number;
+  /** Recomputed calls. */
+  remats: number;
+  /** Bytes recomputed. */
+  rematBytes: number;
+  /** Time (cost) of recomputations. */
+  recomputeNs: number;
+  /** Time stalled on swaps. */
+  swapStallNs: number;
+  /** Bookkeeping: policy search, equivalence classes, graph upkeep. */
+  bookkeepingNs: number;
+  /** Of which the policy's candidate search. */
+  policyNs: number;
+  /** Highest bytes in use. */
+  peakBytes: number;
+  /** Budget in force. */
+  budgetBytes: number;
+  /** Out-of-budget errors thrown. */
+  oomErrors: number;
+}
+
+/** Fresh zeroed statistics. */
+export function newStats(): RuntimeStats {
+  return {
+    calls: 0,
+    computeNs: 0,
+    kernelNs: 0,
+    evictions: 0,
+    drops: 0,
+    dropBytes: 0,
+    eagerDrops: 0,
+    swapOuts: 0,
+    swapOutBytes: 0,
+    swapIns: 0,
+    swapInBytes: 0,
+    remats: 0,
+    rematBytes: 0,
+    recomputeNs: 0,
+    swapStallNs: 0,
+    bookkeepingNs: 0,
+    policyNs: 0,
+    peakBytes: 0,
+    budgetBytes: Infinity,
+    oomErrors: 0,
+  };
+}
+
+/** Events for progress displays. */
+export type RuntimeEvent =
+  | { type: "call"; index: number; op: string; usedBytes: number }
+  | { type: "evict"; action: "drop" | "swap"; name: string; bytes: number; eager: boolean }
+  | { type: "remat"; how: "recompute" | "swap"; name: string; bytes: number }
+  | { type: "oom"; bytes: number; usedBytes: number };
+
+/** A marker on the memory timeline. */
+export interface TimelineMarker {
+  /** Call index it happened at. */
+  call: number;
+  /** Bytes in use right after. */
+  bytes: number;
+  /** What happened. */
+  kind: "drop" | "swap-out" | "swap-in" | "remat" | "oom";
+  /** Tensor name. */
+  name: string;
+}
+
+/** Bytes in use after each model call, plus event markers. Capped to keep memory bounded. */
+export class Timeline {
+  /** Bytes in use after call `i` (index = call number since the last {@link clear}). */
+  readonly bytes: number[] = [];
+  /** Call index of each point. */
+  readonly calls: number[] = [];
+  /** Markers. */
+  readonly markers: TimelineMarker[] = [];
+  /** Whether recording is on. */
+  readonly enabled: boolean;
+  /** Maximum points/markers kept. */
+  readonly cap: number;
+  constructor(enabled: boolean, cap = 1_000_000) {
+    this.enabled = enabled;
+    this.cap = cap;
+  }
+  /** Adds a point. */
+  point(call: number, bytes: number): void {
+    if (!this.enabled || this.bytes.length >= this.cap) return;
+    this.calls.push(call);
+    this.bytes.push(bytes);
+  }
+  /** Adds a marker. */
+  mark(call: number, bytes: number, kind: TimelineMarker["kind"], name: string): void {
+    if (!this.enabled || this.markers.length >= this.cap) return;
+    this.markers.push({ call, bytes, kind, name });
+  }
+  /** Forgets everything. */
+  clear(): void {
+    this.bytes.length = 0;
+    this.calls.length = 0;
+    this.markers.length = 0;
+  }
+}
