@@ -1,0 +1,552 @@
+/*
+ * elementwise.cu - broadcasting binary ops, where, expand, sum_to, unary ops
+ * and their gradients, scalar variants, fills, casts and add_inplace.
+ *
+ * Semantics follow native/cpu/elementwise.c expression for expression (float
+ * arithmetic, scalars rounded to float, the same NaN and saturation rules).
+ * Broadcast views are collapsed the same way (size-1 dims dropped, contiguous
+ * neighbours merged) so most calls index with one stride per operand.
+ */
+#include <string.h>
+
+#include "common.cuh"
+
+/* ---- broadcast views ---- */
+
+#define MAXOPS 4 /* output + up to three inputs */
+
+struct bview {
+  int nd;
+  int nops;
+  int64_t n;
+  int64_t shape[MAX_DIMS_C];
+  int64_t st[MAXOPS][MAX_DIMS_C]; /* st[0] = output (contiguous), st[1..] = inputs */
+};
+
+/* Parses "ndim, outShape[ndim], strides[ndim] x k" into a collapsed view. */
+static int32_t bview_parse(const kcall* c, int k, bview* v) {
+  PINT(ndim, 0, 0, "ndim");
+  if (ndim > MAX_DIMS_C) {
+    return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)ndim);
+  }
+  int32_t need = (int32_t)(1 + ndim * (k + 1));
+  if (c->np != need) {
+    return kfail(c, "expected %d params (ndim, outShape[%lld], %d stride lists of %lld), got %d",
+                 need, (long long)ndim, k, (long long)ndim, c->np);
+  }
+  int64_t shape[MAX_DIMS_C], st[MAXOPS][MAX_DIMS_C];
+  for (int i = 0; i < ndim; i++) {
+    if (pint(c, 1 + i, 0, "outShape", &shape[i])) return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  int64_t n;
+  if (pmul(c, shape, (int)ndim, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  for (int j = 0; j < k; j++) {
+    for (int i = 0; i < ndim; i++) {
+      if (pint(c, (int)(1 + ndim * (j + 1) + i), 0, "stride", &st[j + 1][i])) {
+        return LIBRA_ERR_INVALID_ARGUMENT;
+      }
+    }
+  }
+  int64_t acc = 1;
+  for (int i = (int)ndim - 1; i >= 0; i--) {
+    st[0][i] = acc;
+    acc *= shape[i];
+  }
+  v->nops = k + 1;
+  v->n = n;
+  int nd = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == 1) continue;
+    v->shape[nd] = shape[i];
+    for (int j = 0; j <= k; j++) v->st[j][nd] = st[j][i];
+    nd++;
+  }
+  if (nd == 0) {
+    v->shape[0] = 1;
+    for (int j = 0; j <= k; j++) v->st[j][0] = 1;
+    nd = 1;
+  }
+  int w = 0;
+  for (int i = 1; i < nd; i++) {
+    int merge = 1;
+    for (int j = 0; j <= k; j++) {
+      if (v->st[j][w] != v->st[j][i] * v->shape[i]) merge = 0;
+    }
+    if (merge) {
+      v->shape[w] *= v->shape[i];
+      for (int j = 0; j <= k; j++) v->st[j][w] = v->st[j][i];
+    } else {
+      w++;
+      v->shape[w] = v->shape[i];
+      for (int j = 0; j <= k; j++) v->st[j][w] = v->st[j][i];
+    }
+  }
+  v->nd = w + 1;
+  return LIBRA_OK;
+}
+
+/* Input offsets of output element i. */
+template <int NIN>
+__device__ inline void bview_offsets(const bview& v, int64_t i, int64_t* off) {
+  if (v.nd == 1) {
+#pragma unroll
+    for (int j = 0; j < NIN; j++) off[j] = i * v.st[j + 1][0];
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < NIN; j++) off[j] = 0;
+  int64_t r = i;
+  for (int d = v.nd - 1; d >= 0; d--) {
+    int64_t q = r % v.shape[d];
+    r /= v.shape[d];
+#pragma unroll
+    for (int j = 0; j < NIN; j++) off[j] += q * v.st[j + 1][d];
+  }
+}
+
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE };
+
+template <int OP>
+__device__ inline float binop(float a, float b) {
+  if (OP == B_ADD) return a + b;
+  if (OP == B_SUB) return a - b;
+  if (OP == B_MUL) return a * b;
+  if (OP == B_DIV) return a / b;
+  if (OP == B_EQ) return a == b ? 1.0f : 0.0f;
+  if (OP == B_NE) return a != b ? 1.0f : 0.0f;
+  if (OP == B_LT) return a < b ? 1.0f : 0.0f;
+  if (OP == B_LE) return a <= b ? 1.0f : 0.0f;
+  if (OP == B_GT) return a > b ? 1.0f : 0.0f;
+  return a >= b ? 1.0f : 0.0f;
+}
+
+template <int OP>
+__global__ void binary_k(bview v, const float* __restrict__ a, const float* __restrict__ b,
+                         float* __restrict__ y) {
+  GRID_LOOP(i, v.n) {
+    int64_t off[2];
+    bview_offsets<2>(v, i, off);
+    y[i] = binop<OP>(a[off[0]], b[off[1]]);
+  }
+}
+
+template <int OP>
+static int32_t binary(const kcall* c) {
+  bview v;
+  int32_t s = bview_parse(c, 2, &v);
+  if (s != LIBRA_OK || v.n == 0) return s;
+  binary_k<OP><<<grid_for(v.n), TPB, 0, c->st>>>(v, IN_F(0), IN_F(1), OUT_F(0));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+int32_t k_add(const kcall* c) { return binary<B_ADD>(c); }
+int32_t k_sub(const kcall* c) { return binary<B_SUB>(c); }
+int32_t k_mul(const kcall* c) { return binary<B_MUL>(c); }
+int32_t k_div(const kcall* c) { return binary<B_DIV>(c); }
+int32_t k_eq(const kcall* c) { return binary<B_EQ>(c); }
+int32_t k_ne(const kcall* c) { return binary<B_NE>(c); }
+int32_t k_lt(const kcall* c) { return binary<B_LT>(c); }
+int32_t k_le(const kcall* c) { return binary<B_LE>(c); }
+int32_t k_gt(const kcall* c) { return binary<B_GT>(c); }
+int32_t k_ge(const kcall* c) { return binary<B_GE>(c); }
+
+__global__ void where_k(bview v, const float* __restrict__ cond, const float* __restrict__ a,
+                        const float* __restrict__ b, float* __restrict__ y) {
+  GRID_LOOP(i, v.n) {
+    int64_t off[3];
+    bview_offsets<3>(v, i, off);
+    y[i] = cond[off[0]] != 0.0f ? a[off[1]] : b[off[2]];
+  }
+}
+
+int32_t k_where(const kcall* c) {
+  bview v;
+  int32_t s = bview_parse(c, 3, &v);
+  if (s != LIBRA_OK || v.n == 0) return s;
+  where_k<<<grid_for(v.n), TPB, 0, c->st>>>(v, IN_F(0), IN_F(1), IN_F(2), OUT_F(0));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+__global__ void expand_k(bview v, const uint32_t* __restrict__ x, uint32_t* __restrict__ y) {
+  GRID_LOOP(i, v.n) {
+    int64_t off[1];
+    bview_offsets<1>(v, i, off);
+    y[i] = x[off[0]];
+  }
+}
+
+int32_t k_expand(const kcall* c) {
+  bview v;
+  int32_t s = bview_parse(c, 1, &v);
+  if (s != LIBRA_OK || v.n == 0) return s;
+  expand_k<<<grid_for(v.n), TPB, 0, c->st>>>(v, (const uint32_t*)c->in[0], (uint32_t*)c->out[0]);
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+/* ---- sum_to ---- */
+
+struct redview {
+  int nk, nr;
+  int64_t ksh[MAX_DIMS_C], kst[MAX_DIMS_C], rsh[MAX_DIMS_C], rst[MAX_DIMS_C];
+  int64_t nred, ny;
+};
+
+/* One block per output element: threads stride over the reduced index (row-major),
+ * then a fixed tree; double accumulation. */
+__global__ void sum_to_block_k(redview v, const float* __restrict__ x, float* __restrict__ y) {
+  __shared__ double sh[TPB];
+  for (int64_t o = blockIdx.x; o < v.ny; o += gridDim.x) {
+    int64_t base = 0, r = o;
+    for (int d = v.nk - 1; d >= 0; d--) {
+      base += (r % v.ksh[d]) * v.kst[d];
+      r /= v.ksh[d];
+    }
+    double s = 0.0;
+    for (int64_t t = threadIdx.x; t < v.nred; t += blockDim.x) {
+      int64_t off = base, q = t;
+      for (int d = v.nr - 1; d >= 0; d--) {
+        off += (q % v.rsh[d]) * v.rst[d];
+        q /= v.rsh[d];
+      }
+      s += x[off];
+    }
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) y[o] = (float)s;
+  }
+}
+
+int32_t k_sum_to(const kcall* c) {
+  PINT(ndim, 0, 0, "ndim");
+  if (ndim > MAX_DIMS_C) {
+    return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)ndim);
+  }
+  if (pcount(c, (int32_t)(1 + 2 * ndim), "ndim, xShape[ndim], yShape[ndim]")) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  int64_t xs[MAX_DIMS_C], ys[MAX_DIMS_C], xstr[MAX_DIMS_C];
+  for (int i = 0; i < ndim; i++) {
+    if (pint(c, 1 + i, 0, "xShape", &xs[i]) || pint(c, (int)(1 + ndim + i), 0, "yShape", &ys[i])) {
+      return LIBRA_ERR_INVALID_ARGUMENT;
+    }
+    if (ys[i] != 1 && ys[i] != xs[i]) {
+      return kfail(c, "yShape[%d] = %lld must be 1 or xShape[%d] = %lld", i, (long long)ys[i], i,
+                   (long long)xs[i]);
+    }
+  }
+  int64_t nx, ny;
+  if (pmul(c, xs, (int)ndim, &nx) || pmul(c, ys, (int)ndim, &ny)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  if (ny == 0) return LIBRA_OK;
+  float* Y = OUT_F(0);
+  if (nx == 0) {
+    CUDA_TRY(c, cudaMemsetAsync(Y, 0, (size_t)ny * 4, c->st));
+    return LIBRA_OK;
+  }
+  if (nx == ny) {
+    CUDA_TRY(c, cudaMemcpyAsync(Y, c->in[0], (size_t)ny * 4, cudaMemcpyDeviceToDevice, c->st));
+    return LIBRA_OK;
+  }
+  int64_t acc = 1;
+  for (int i = (int)ndim - 1; i >= 0; i--) {
+    xstr[i] = acc;
+    acc *= xs[i];
+  }
+  /* Runs of kept (K) and reduced (R) dims over x's dims of size > 1. x is
+   * contiguous, so [K...] R [K...] is exactly an [outer, dim, inner] reduction. */
+  int runs[2 * MAX_DIMS_C];
+  int64_t run_size[2 * MAX_DIMS_C];
+  int nruns = 0;
+  redview v;
+  v.nk = v.nr = 0;
+  v.nred = 1;
+  v.ny = ny;
+  for (int i = 0; i < ndim; i++) {
+    if (xs[i] == 1) continue;
+    int red = ys[i] != xs[i];
+    if (red) {
+      v.rsh[v.nr] = xs[i];
+      v.rst[v.nr++] = xstr[i];
+      v.nred *= xs[i];
+    } else {
+      v.ksh[v.nk] = ys[i];
+      v.kst[v.nk++] = xstr[i];
+    }
+    if (nruns > 0 && runs[nruns - 1] == red) {
+      run_size[nruns - 1] *= xs[i];
+    } else {
+      runs[nruns] = red;
+      run_size[nruns++] = xs[i];
+    }
+  }
+  int first_r = -1, n_r = 0;
+  for (int i = 0; i < nruns; i++) {
+    if (runs[i]) {
+      n_r++;
+      if (first_r < 0) first_r = i;
+    }
+  }
+  if (n_r == 1) {
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < first_r; i++) outer *= run_size[i];
+    for (int i = first_r + 1; i < nruns; i++) inner *= run_size[i];
+    return libra_axis_reduce(c, 0, IN_F(0), Y, outer, run_size[first_r], inner);
+  }
+  if (v.nk == 0) {
+    v.ksh[0] = 1;
+    v.kst[0] = 0;
+    v.nk = 1;
+  }
+  sum_to_block_k<<<grid_for(ny, 1), TPB, 0, c->st>>>(v, IN_F(0), Y);
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+/* ---- unary ---- */
+
+#define SQRT_2_OVER_PI 0.7978845608028654f
+#define GELU_C 0.044715f
+#define INV_SQRT2 0.70710678118654752f
+#define INV_SQRT_2PI 0.39894228040143268f
+
+__device__ inline float gelu_tanh_f(float x) {
+  return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + GELU_C * x * x * x)));
+}
+__device__ inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ inline float gelu_tanh_grad(float x) {
+  const float u = SQRT_2_OVER_PI * (x + GELU_C * x * x * x);
+  const float t = tanhf(u);
+  return 0.5f * (1.0f + t) +
+         0.5f * x * (1.0f - t * t) * SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_C * x * x);
+}
+__device__ inline float gelu_erf_grad(float x) {
+  return 0.5f * (1.0f + erff(x * INV_SQRT2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x);
+}
+__device__ inline float silu_grad(float x) {
+  const float s = sigmoid_f(x);
+  return s * (1.0f + x * (1.0f - s));
+}
+
+enum {
+  U_NEG, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_RELU, U_GELU_TANH, U_GELU_ERF, U_SILU, U_SIGMOID, U_TANH
+};
+
+template <int OP>
+__device__ inline float unop(float x) {
+  if (OP == U_NEG) return -x;
+  if (OP == U_EXP) return expf(x);
+  if (OP == U_LOG) return logf(x);
+  if (OP == U_SQRT) return sqrtf(x);
+  if (OP == U_RSQRT) return 1.0f / sqrtf(x);
+  if (OP == U_RELU) return x > 0.0f ? x : 0.0f;
+  if (OP == U_GELU_TANH) return gelu_tanh_f(x);
+  if (OP == U_GELU_ERF) return 0.5f * x * (1.0f + erff(x * INV_SQRT2));
+  if (OP == U_SILU) return x * sigmoid_f(x);
+  if (OP == U_SIGMOID) return sigmoid_f(x);
+  return tanhf(x);
+}
+
+template <int OP>
+__global__ void unary_k(int64_t n, const float* __restrict__ x, float* __restrict__ y) {
+  GRID_LOOP(i, n) y[i] = unop<OP>(x[i]);
+}
+
+static int32_t read_n(const kcall* c, int64_t* n) {
+  return pint(c, 0, 0, "n", n) ? LIBRA_ERR_INVALID_ARGUMENT : LIBRA_OK;
+}
+
+template <int OP>
+static int32_t unary(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  if (n == 0) return LIBRA_OK;
+  unary_k<OP><<<grid_for(n), TPB, 0, c->st>>>(n, IN_F(0), OUT_F(0));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+int32_t k_neg(const kcall* c) { return unary<U_NEG>(c); }
+int32_t k_exp(const kcall* c) { return unary<U_EXP>(c); }
+int32_t k_log(const kcall* c) { return unary<U_LOG>(c); }
+int32_t k_sqrt(const kcall* c) { return unary<U_SQRT>(c); }
+int32_t k_rsqrt(const kcall* c) { return unary<U_RSQRT>(c); }
+int32_t k_relu(const kcall* c) { return unary<U_RELU>(c); }
+int32_t k_gelu_tanh(const kcall* c) { return unary<U_GELU_TANH>(c); }
+int32_t k_gelu_erf(const kcall* c) { return unary<U_GELU_ERF>(c); }
+int32_t k_silu(const kcall* c) { return unary<U_SILU>(c); }
+int32_t k_sigmoid(const kcall* c) { return unary<U_SIGMOID>(c); }
+int32_t k_tanh(const kcall* c) { return unary<U_TANH>(c); }
+
+int32_t k_copy(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  if (n > 0) {
+    CUDA_TRY(c, cudaMemcpyAsync(c->out[0], c->in[0], (size_t)n * 4, cudaMemcpyDeviceToDevice,
+                                c->st));
+  }
+  return LIBRA_OK;
+}
+
+__global__ void cast_f32_i32_k(int64_t n, const float* __restrict__ x, int32_t* __restrict__ y) {
+  GRID_LOOP(i, n) {
+    float v = x[i];
+    int32_t r;
+    if (v != v) r = 0;
+    else if (v >= 2147483647.0f) r = INT32_MAX;
+    else if (v <= -2147483648.0f) r = INT32_MIN;
+    else r = (int32_t)v;
+    y[i] = r;
+  }
+}
+
+int32_t k_cast_f32_i32(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  if (n == 0) return LIBRA_OK;
+  cast_f32_i32_k<<<grid_for(n), TPB, 0, c->st>>>(n, IN_F(0), OUT_I(0));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+__global__ void cast_i32_f32_k(int64_t n, const int32_t* __restrict__ x, float* __restrict__ y) {
+  GRID_LOOP(i, n) y[i] = (float)x[i];
+}
+
+int32_t k_cast_i32_f32(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  if (n == 0) return LIBRA_OK;
+  cast_i32_f32_k<<<grid_for(n), TPB, 0, c->st>>>(n, IN_I(0), OUT_F(0));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+enum { G_RELU, G_GELU_TANH, G_GELU_ERF, G_SILU, G_SIGMOID, G_TANH };
+
+template <int OP>
+__device__ inline float gradop(float x, float g) {
+  if (OP == G_RELU) return x > 0.0f ? g : 0.0f;
+  if (OP == G_GELU_TANH) return g * gelu_tanh_grad(x);
+  if (OP == G_GELU_ERF) return g * gelu_erf_grad(x);
+  if (OP == G_SILU) return g * silu_grad(x);
+  if (OP == G_SIGMOID) return g * x * (1.0f - x);
+  return g * (1.0f - x * x);
+}
+
+template <int OP>
+__global__ void unary_bw_k(int64_t n, const float* __restrict__ s, const float* __restrict__ g,
+                           float* __restrict__ y) {
+  GRID_LOOP(i, n) y[i] = gradop<OP>(s[i], g[i]);
+}
+
+template <int OP>
+static int32_t unary_bw(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  if (n == 0) return LIBRA_OK;
+  unary_bw_k<OP><<<grid_for(n), TPB, 0, c->st>>>(n, IN_F(0), IN_F(1), OUT_F(0));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+int32_t k_relu_backward(const kcall* c) { return unary_bw<G_RELU>(c); }
+int32_t k_gelu_tanh_backward(const kcall* c) { return unary_bw<G_GELU_TANH>(c); }
+int32_t k_gelu_erf_backward(const kcall* c) { return unary_bw<G_GELU_ERF>(c); }
+int32_t k_silu_backward(const kcall* c) { return unary_bw<G_SILU>(c); }
+int32_t k_sigmoid_backward(const kcall* c) { return unary_bw<G_SIGMOID>(c); }
+int32_t k_tanh_backward(const kcall* c) { return unary_bw<G_TANH>(c); }
+
+/* ---- scalar variants ---- */
+
+enum { S_ADD, S_MUL, S_RSUB, S_RDIV, S_POW, S_EQ, S_NE, S_LT, S_LE, S_GT, S_GE };
+
+template <int OP>
+__device__ inline float scalop(float x, float s) {
+  if (OP == S_ADD) return x + s;
+  if (OP == S_MUL) return x * s;
+  if (OP == S_RSUB) return s - x;
+  if (OP == S_RDIV) return s / x;
+  if (OP == S_POW) return powf(x, s);
+  if (OP == S_EQ) return x == s ? 1.0f : 0.0f;
+  if (OP == S_NE) return x != s ? 1.0f : 0.0f;
+  if (OP == S_LT) return x < s ? 1.0f : 0.0f;
+  if (OP == S_LE) return x <= s ? 1.0f : 0.0f;
+  if (OP == S_GT) return x > s ? 1.0f : 0.0f;
+  return x >= s ? 1.0f : 0.0f;
+}
+
+template <int OP>
+__global__ void scalar_k(int64_t n, float s, const float* __restrict__ x, float* __restrict__ y) {
+  GRID_LOOP(i, n) y[i] = scalop<OP>(x[i], s);
+}
+
+template <int OP>
+static int32_t scalar(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  if (n == 0) return LIBRA_OK;
+  scalar_k<OP><<<grid_for(n), TPB, 0, c->st>>>(n, (float)c->p[1], IN_F(0), OUT_F(0));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+int32_t k_add_scalar(const kcall* c) { return scalar<S_ADD>(c); }
+int32_t k_mul_scalar(const kcall* c) { return scalar<S_MUL>(c); }
+int32_t k_rsub_scalar(const kcall* c) { return scalar<S_RSUB>(c); }
+int32_t k_rdiv_scalar(const kcall* c) { return scalar<S_RDIV>(c); }
+int32_t k_pow_scalar(const kcall* c) { return scalar<S_POW>(c); }
+int32_t k_eq_scalar(const kcall* c) { return scalar<S_EQ>(c); }
+int32_t k_ne_scalar(const kcall* c) { return scalar<S_NE>(c); }
+int32_t k_lt_scalar(const kcall* c) { return scalar<S_LT>(c); }
+int32_t k_le_scalar(const kcall* c) { return scalar<S_LE>(c); }
+int32_t k_gt_scalar(const kcall* c) { return scalar<S_GT>(c); }
+int32_t k_ge_scalar(const kcall* c) { return scalar<S_GE>(c); }
+
+__global__ void fill_k(int64_t n, uint32_t bits, uint32_t* __restrict__ y) {
+  GRID_LOOP(i, n) y[i] = bits;
+}
+
+static int32_t fill_bits(const kcall* c, int64_t n, uint32_t bits) {
+  if (n == 0) return LIBRA_OK;
+  fill_k<<<grid_for(n), TPB, 0, c->st>>>(n, bits, (uint32_t*)c->out[0]);
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+int32_t k_fill(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  float v = (float)c->p[1];
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  return fill_bits(c, n, bits);
+}
+
+int32_t k_fill_i32(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  const double d = c->p[1];
+  if (d != floor(d) || d < -2147483648.0 || d > 2147483647.0) {
+    return kfail(c, "value (param 1) must be an integer in the i32 range, got %.17g", d);
+  }
+  int32_t v = (int32_t)d;
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  return fill_bits(c, n, bits);
+}
+
+__global__ void add_inplace_k(int64_t n, float* __restrict__ acc, const float* __restrict__ x) {
+  GRID_LOOP(i, n) acc[i] += x[i];
+}
+
+int32_t k_add_inplace(const kcall* c) {
+  int64_t n;
+  TRY(read_n(c, &n));
+  if (n == 0) return LIBRA_OK;
+  add_inplace_k<<<grid_for(n), TPB, 0, c->st>>>(n, (float*)c->in[0], IN_F(1));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}

@@ -1,0 +1,514 @@
+/*
+ * runtime.cu - library, device, memory, stream, timing and registry functions
+ * of the CUDA build, plus the host helpers every kernel file shares (errors,
+ * params, temporaries, index checks).
+ *
+ * The CUDA runtime is linked statically, so the library loads on a machine
+ * without a driver: libra_init() then fails with LIBRA_ERR_NO_DEVICE and so
+ * does every later call that needs the device. Functions that need no device
+ * (version, build info, kernel table, Philox, clock) always work.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "common.cuh"
+
+static thread_local char last_error[1024];
+
+int32_t set_error(int32_t status, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int32_t kfail(const kcall* c, const char* fmt, ...) {
+  int n = snprintf(last_error, sizeof last_error, "libra_run(%s): ", c->name);
+  if (n < 0 || n >= (int)sizeof last_error) return LIBRA_ERR_INVALID_ARGUMENT;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error + n, sizeof last_error - (size_t)n, fmt, ap);
+  va_end(ap);
+  return LIBRA_ERR_INVALID_ARGUMENT;
+}
+
+int32_t cuda_fail(cudaError_t e, const char* fn, const char* what) {
+  /* Clears the error if it is not sticky, so the next call starts clean. */
+  cudaGetLastError();
+  int32_t status = e == cudaErrorMemoryAllocation ? LIBRA_ERR_OUT_OF_MEMORY : LIBRA_ERR_DEVICE;
+  return set_error(status, "%s: %s failed: %s (%s)", fn, what, cudaGetErrorString(e),
+                   cudaGetErrorName(e));
+}
+
+int pint(const kcall* c, int i, int64_t lo, const char* what, int64_t* out) {
+  double v = c->p[i];
+  if (!(v == v) || v != floor(v) || v < (double)lo || v > 9007199254740992.0) {
+    kfail(c, "%s (param %d) must be an integer >= %lld, got %.17g", what, i, (long long)lo, v);
+    return 1;
+  }
+  *out = (int64_t)v;
+  return 0;
+}
+
+int preal(const kcall* c, int i, const char* what, double* out) {
+  double v = c->p[i];
+  if (!isfinite(v)) {
+    kfail(c, "%s (param %d) must be a finite number, got %.17g", what, i, v);
+    return 1;
+  }
+  *out = v;
+  return 0;
+}
+
+int pcount(const kcall* c, int32_t n, const char* layout) {
+  if (c->np != n) {
+    kfail(c, "expected %d params (%s), got %d", n, layout, c->np);
+    return 1;
+  }
+  return 0;
+}
+
+int pmul(const kcall* c, const int64_t* xs, int n, int64_t* out) {
+  double d = 1;
+  int64_t r = 1;
+  for (int i = 0; i < n; i++) {
+    d *= (double)xs[i];
+    r *= xs[i];
+    if (xs[i] == 0) {
+      *out = 0;
+      return 0;
+    }
+  }
+  if (d > 4611686018427387904.0) {
+    kfail(c, "element count %.17g is too large", d);
+    return 1;
+  }
+  *out = r;
+  return 0;
+}
+
+int32_t tmp_alloc(const kcall* c, uint64_t bytes, tmpbuf* out) {
+  out->st = c->st;
+  cudaError_t e = cudaMallocAsync(&out->p, bytes ? bytes : 1, c->st);
+  if (e != cudaSuccess) {
+    out->p = nullptr;
+    cuda_fail(e, c->name, "cudaMallocAsync (temporary)");
+    return set_error(e == cudaErrorMemoryAllocation ? LIBRA_ERR_OUT_OF_MEMORY : LIBRA_ERR_DEVICE,
+                     "libra_run(%s): could not allocate %llu bytes of temporary device memory: %s",
+                     c->name, (unsigned long long)bytes, cudaGetErrorString(e));
+  }
+  return LIBRA_OK;
+}
+
+__global__ void first_bad_index(const int32_t* idx, int64_t n, int64_t bound,
+                                unsigned long long* first) {
+  GRID_LOOP(j, n) {
+    int32_t v = idx[j];
+    if (v < 0 || (int64_t)v >= bound) atomicMin(first, (unsigned long long)j);
+  }
+}
+
+int32_t check_indices(const kcall* c, const int32_t* idx, int64_t n, int64_t limit,
+                      const char* what, const char* limit_name) {
+  if (n == 0) return LIBRA_OK;
+  tmpbuf t;
+  TRY(tmp_alloc(c, sizeof(unsigned long long), &t));
+  CUDA_TRY(c, cudaMemsetAsync(t.p, 0xff, sizeof(unsigned long long), c->st));
+  first_bad_index<<<grid_for(n), TPB, 0, c->st>>>(idx, n, limit, t.as<unsigned long long>());
+  LAUNCHED(c);
+  unsigned long long first = 0;
+  CUDA_TRY(c, cudaMemcpyAsync(&first, t.p, sizeof first, cudaMemcpyDeviceToHost, c->st));
+  CUDA_TRY(c, cudaStreamSynchronize(c->st));
+  if (first == ~0ull) return LIBRA_OK;
+  int32_t v = 0;
+  CUDA_TRY(c, cudaMemcpyAsync(&v, idx + first, sizeof v, cudaMemcpyDeviceToHost, c->st));
+  CUDA_TRY(c, cudaStreamSynchronize(c->st));
+  return kfail(c, "%s[%llu] = %d is out of range [0, %s = %lld)", what, first, v, limit_name,
+               (long long)limit);
+}
+
+/* ---- library and device ---- */
+
+static std::mutex init_mu;
+static std::atomic<int> init_state{-1}; /* -1 not tried, else the libra_init status */
+static char init_msg[512];
+static char device_name[256];
+static char build_info[128] = "cuda (not initialized: libra_init picks cublas or tiled sgemm)";
+static std::atomic<void*> current{nullptr};
+static int32_t thread_setting = 1;
+
+LIBRA_API int32_t libra_abi_version(void) { return LIBRA_ABI_VERSION; }
+LIBRA_API const char* libra_last_error(void) { return last_error; }
+LIBRA_API const char* libra_build_info(void) { return build_info; }
+
+LIBRA_API int32_t libra_init(void) {
+  int s = init_state.load();
+  if (s < 0) {
+    std::lock_guard<std::mutex> lock(init_mu);
+    s = init_state.load();
+    if (s < 0) {
+      int n = 0;
+      cudaError_t e = cudaGetDeviceCount(&n);
+      if (e == cudaSuccess && n < 1) e = cudaErrorNoDevice;
+      if (e == cudaSuccess) e = cudaSetDevice(0);
+      if (e == cudaSuccess) e = cudaFree(0); /* creates the context now, not at first use */
+      cudaDeviceProp prop;
+      if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, 0);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(init_msg, sizeof init_msg, "no CUDA device: %s", cudaGetErrorString(e));
+        snprintf(build_info, sizeof build_info, "cuda (no device)");
+        s = LIBRA_ERR_NO_DEVICE;
+      } else {
+        snprintf(device_name, sizeof device_name, "%s (sm_%d%d, %d SMs)", prop.name, prop.major,
+                 prop.minor, prop.multiProcessorCount);
+        libra_load_cublas();
+        snprintf(build_info, sizeof build_info, "cuda (%s)",
+                 libra_have_cublas() ? "cublas" : "tiled sgemm");
+        s = LIBRA_OK;
+      }
+      init_state.store(s);
+    }
+  }
+  if (s != LIBRA_OK) return set_error(s, "%s", init_msg);
+  return LIBRA_OK;
+}
+
+/* Initializes on first use; every entry point that touches the device calls it. */
+static int32_t need_device(const char* fn) {
+  int s = init_state.load();
+  if (s == LIBRA_OK) return LIBRA_OK;
+  if (s < 0 && libra_init() == LIBRA_OK) return LIBRA_OK;
+  return set_error(LIBRA_ERR_NO_DEVICE, "%s: %s", fn, init_msg);
+}
+
+#define NEED_DEVICE(fn)                                                         \
+  do {                                                                          \
+    int32_t s_ = need_device(fn);                                               \
+    if (s_ != LIBRA_OK) return s_;                                              \
+  } while (0)
+#define API_CUDA(fn, call)                                                      \
+  do {                                                                          \
+    cudaError_t e_ = (call);                                                    \
+    if (e_ != cudaSuccess) return cuda_fail(e_, fn, #call);                     \
+  } while (0)
+
+static cudaStream_t cur_stream(void) { return (cudaStream_t)current.load(); }
+
+LIBRA_API int32_t libra_set_threads(int32_t n) {
+  thread_setting = n > 0 ? n : 1;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_get_threads(int32_t* out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_get_threads: out is NULL");
+  *out = thread_setting;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_device_name(char* buf, int32_t len) {
+  if (!buf || len <= 0) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_device_name: buf is NULL or len %d <= 0",
+                     len);
+  }
+  NEED_DEVICE("libra_device_name");
+  snprintf(buf, (size_t)len, "%s", device_name);
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_mem_info(uint64_t* free_bytes, uint64_t* total_bytes) {
+  if (!free_bytes || !total_bytes) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_mem_info: NULL output pointer");
+  }
+  NEED_DEVICE("libra_mem_info");
+  size_t f = 0, t = 0;
+  API_CUDA("libra_mem_info", cudaMemGetInfo(&f, &t));
+  *free_bytes = f;
+  *total_bytes = t;
+  return LIBRA_OK;
+}
+
+/* ---- memory ---- */
+
+LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_alloc: out is NULL");
+  NEED_DEVICE("libra_alloc");
+  /* cudaMalloc(1) gives a distinct 256-byte aligned block: the unique pointer for 0 bytes. */
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, bytes ? (size_t)bytes : 1);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    size_t f = 0, t = 0;
+    cudaMemGetInfo(&f, &t);
+    cudaGetLastError();
+    return set_error(e == cudaErrorMemoryAllocation ? LIBRA_ERR_OUT_OF_MEMORY : LIBRA_ERR_DEVICE,
+                     "libra_alloc: cudaMalloc of %llu bytes failed: %s (%llu of %llu bytes free)",
+                     (unsigned long long)bytes, cudaGetErrorString(e), (unsigned long long)f,
+                     (unsigned long long)t);
+  }
+  *out = p;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_free(void* ptr) {
+  if (!ptr) return LIBRA_OK;
+  NEED_DEVICE("libra_free");
+  API_CUDA("libra_free", cudaFree(ptr));
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_memset(void* ptr, int32_t value, uint64_t bytes) {
+  if (bytes == 0) return LIBRA_OK;
+  if (!ptr) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_memset: ptr is NULL");
+  NEED_DEVICE("libra_memset");
+  API_CUDA("libra_memset", cudaMemsetAsync(ptr, value & 0xff, (size_t)bytes, cur_stream()));
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_host_alloc(uint64_t bytes, void** out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_host_alloc: out is NULL");
+  NEED_DEVICE("libra_host_alloc");
+  void* p = nullptr;
+  cudaError_t e = cudaMallocHost(&p, bytes ? (size_t)bytes : 1);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return set_error(e == cudaErrorMemoryAllocation ? LIBRA_ERR_OUT_OF_MEMORY : LIBRA_ERR_DEVICE,
+                     "libra_host_alloc: cudaMallocHost of %llu bytes failed: %s",
+                     (unsigned long long)bytes, cudaGetErrorString(e));
+  }
+  *out = p;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_host_free(void* ptr) {
+  if (!ptr) return LIBRA_OK;
+  NEED_DEVICE("libra_host_free");
+  API_CUDA("libra_host_free", cudaFreeHost(ptr));
+  return LIBRA_OK;
+}
+
+static int32_t copy_sync(void* dst, const void* src, uint64_t bytes, cudaMemcpyKind kind,
+                         const char* fn, bool wait) {
+  if (bytes == 0) return LIBRA_OK;
+  if (!dst || !src) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "%s: NULL %s pointer for %llu bytes", fn,
+                     dst ? "source" : "destination", (unsigned long long)bytes);
+  }
+  NEED_DEVICE(fn);
+  cudaStream_t s = cur_stream();
+  API_CUDA(fn, cudaMemcpyAsync(dst, src, (size_t)bytes, kind, s));
+  if (wait) API_CUDA(fn, cudaStreamSynchronize(s));
+  return LIBRA_OK;
+}
+
+/* Host copies wait for completion (the host buffer may be reused at once); the
+ * device-to-device copy is ordered on the current stream like any kernel. */
+LIBRA_API int32_t libra_copy_h2d(void* dst, const void* src, uint64_t bytes) {
+  return copy_sync(dst, src, bytes, cudaMemcpyHostToDevice, "libra_copy_h2d", true);
+}
+LIBRA_API int32_t libra_copy_d2h(void* dst, const void* src, uint64_t bytes) {
+  return copy_sync(dst, src, bytes, cudaMemcpyDeviceToHost, "libra_copy_d2h", true);
+}
+LIBRA_API int32_t libra_copy_d2d(void* dst, const void* src, uint64_t bytes) {
+  return copy_sync(dst, src, bytes, cudaMemcpyDeviceToDevice, "libra_copy_d2d", false);
+}
+
+/* ---- streams ---- */
+
+/* Streams are blocking streams: they order against the legacy default stream,
+ * so a swap copy issued after a kernel on the default stream sees its output. */
+LIBRA_API int32_t libra_stream_create(libra_stream* out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_stream_create: out is NULL");
+  NEED_DEVICE("libra_stream_create");
+  cudaStream_t s;
+  API_CUDA("libra_stream_create", cudaStreamCreate(&s));
+  *out = (libra_stream)s;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_stream_destroy(libra_stream s) {
+  if (!s) return LIBRA_OK;
+  NEED_DEVICE("libra_stream_destroy");
+  void* expected = s;
+  current.compare_exchange_strong(expected, nullptr);
+  API_CUDA("libra_stream_destroy", cudaStreamDestroy((cudaStream_t)s));
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_stream_sync(libra_stream s) {
+  NEED_DEVICE("libra_stream_sync");
+  API_CUDA("libra_stream_sync", cudaStreamSynchronize((cudaStream_t)s));
+  return LIBRA_OK;
+}
+
+static int32_t copy_async(void* dst, const void* src, uint64_t bytes, libra_stream s,
+                          cudaMemcpyKind kind, const char* fn) {
+  if (bytes == 0) return LIBRA_OK;
+  if (!dst || !src) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "%s: NULL %s pointer for %llu bytes", fn,
+                     dst ? "source" : "destination", (unsigned long long)bytes);
+  }
+  NEED_DEVICE(fn);
+  API_CUDA(fn, cudaMemcpyAsync(dst, src, (size_t)bytes, kind, (cudaStream_t)s));
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_copy_h2d_async(void* dst, const void* src, uint64_t bytes, libra_stream s) {
+  return copy_async(dst, src, bytes, s, cudaMemcpyHostToDevice, "libra_copy_h2d_async");
+}
+LIBRA_API int32_t libra_copy_d2h_async(void* dst, const void* src, uint64_t bytes, libra_stream s) {
+  return copy_async(dst, src, bytes, s, cudaMemcpyDeviceToHost, "libra_copy_d2h_async");
+}
+
+LIBRA_API int32_t libra_sync(void) {
+  NEED_DEVICE("libra_sync");
+  API_CUDA("libra_sync", cudaDeviceSynchronize());
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_set_stream(libra_stream s) {
+  NEED_DEVICE("libra_set_stream");
+  current.store(s);
+  return LIBRA_OK;
+}
+
+/* ---- timing ---- */
+
+LIBRA_API int32_t libra_event_create(libra_event* out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_create: out is NULL");
+  NEED_DEVICE("libra_event_create");
+  cudaEvent_t e;
+  API_CUDA("libra_event_create", cudaEventCreate(&e));
+  *out = (libra_event)e;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_event_destroy(libra_event e) {
+  if (!e) return LIBRA_OK;
+  NEED_DEVICE("libra_event_destroy");
+  API_CUDA("libra_event_destroy", cudaEventDestroy((cudaEvent_t)e));
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_event_record(libra_event e, libra_stream s) {
+  if (!e) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_record: event is NULL");
+  NEED_DEVICE("libra_event_record");
+  API_CUDA("libra_event_record", cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s));
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_event_query(libra_event e, int32_t* out) {
+  if (!e || !out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_query: NULL argument");
+  NEED_DEVICE("libra_event_query");
+  cudaError_t r = cudaEventQuery((cudaEvent_t)e);
+  if (r == cudaErrorNotReady) {
+    /* "not ready" is an answer, not an error: keep it out of cudaGetLastError. */
+    if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+    *out = 0;
+    return LIBRA_OK;
+  }
+  if (r != cudaSuccess) return cuda_fail(r, "libra_event_query", "cudaEventQuery");
+  *out = 1;
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_event_elapsed(libra_event start, libra_event end, float* ms) {
+  if (!start || !end || !ms) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_elapsed: NULL argument");
+  }
+  NEED_DEVICE("libra_event_elapsed");
+  API_CUDA("libra_event_elapsed", cudaEventSynchronize((cudaEvent_t)end));
+  API_CUDA("libra_event_elapsed",
+           cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
+  return LIBRA_OK;
+}
+
+LIBRA_API int32_t libra_now_ns(uint64_t* out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_now_ns: out is NULL");
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  *out = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return LIBRA_OK;
+}
+
+/* ---- random ---- */
+
+LIBRA_API int32_t libra_philox4x32(const uint32_t* ctr, const uint32_t* key, uint32_t* out) {
+  if (!ctr || !key || !out) {
+    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_philox4x32: NULL argument");
+  }
+  philox4x32_10(ctr, key, out);
+  return LIBRA_OK;
+}
+
+/* ---- registry ---- */
+
+typedef struct {
+  const char* name;
+  kfn fn;
+  int32_t n_in, n_out, n_params;
+} kentry;
+
+static const kentry REGISTRY[] = {
+#define K(name, ni, no, np) {#name, k_##name, ni, no, np},
+#include "kernel_list.cuh"
+#undef K
+};
+#define N_KERNELS ((int32_t)(sizeof REGISTRY / sizeof REGISTRY[0]))
+
+LIBRA_API int32_t libra_kernel_count(void) { return N_KERNELS; }
+LIBRA_API const char* libra_kernel_name(int32_t id) {
+  return id >= 0 && id < N_KERNELS ? REGISTRY[id].name : NULL;
+}
+LIBRA_API int32_t libra_kernel_id(const char* name, int32_t* out) {
+  if (!name || !out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_kernel_id: NULL argument");
+  for (int32_t i = 0; i < N_KERNELS; i++) {
+    if (strcmp(REGISTRY[i].name, name) == 0) {
+      *out = i;
+      return LIBRA_OK;
+    }
+  }
+  return set_error(LIBRA_ERR_UNKNOWN_KERNEL, "libra_kernel_id: unknown kernel \"%s\"", name);
+}
+
+LIBRA_API int32_t libra_run(int32_t kernel, void* const* inputs, int32_t n_in, void* const* outputs,
+                            int32_t n_out, const double* params, int32_t n_params) {
+  if (kernel < 0 || kernel >= N_KERNELS) {
+    return set_error(LIBRA_ERR_UNKNOWN_KERNEL, "libra_run: kernel id %d out of range [0, %d)",
+                     kernel, N_KERNELS);
+  }
+  const kentry* e = &REGISTRY[kernel];
+  NEED_DEVICE("libra_run");
+  kcall c = {e->name, inputs, n_in, outputs, n_out, params, n_params, cur_stream()};
+  if (n_in < 0 || n_out < 0 || n_params < 0) {
+    return kfail(&c, "negative count (n_in %d, n_out %d, n_params %d)", n_in, n_out, n_params);
+  }
+  if (e->n_in >= 0 && n_in != e->n_in) {
+    return kfail(&c, "expected %d input buffers, got %d", e->n_in, n_in);
+  }
+  if (n_out != e->n_out) return kfail(&c, "expected %d output buffers, got %d", e->n_out, n_out);
+  if (e->n_params >= 0 && n_params != e->n_params) {
+    return kfail(&c, "expected %d params, got %d", e->n_params, n_params);
+  }
+  if (n_params > 0 && !params) return kfail(&c, "params is NULL with n_params %d", n_params);
+  for (int32_t i = 0; i < n_params; i++) {
+    if (params[i] != params[i]) return kfail(&c, "param %d is NaN", i);
+  }
+  if (n_in > 0 && !inputs) return kfail(&c, "inputs is NULL with n_in %d", n_in);
+  if (n_out > 0 && !outputs) return kfail(&c, "outputs is NULL with n_out %d", n_out);
+  for (int32_t i = 0; i < n_in; i++) {
+    if (!inputs[i]) return kfail(&c, "input %d is NULL", i);
+  }
+  for (int32_t i = 0; i < n_out; i++) {
+    if (!outputs[i]) return kfail(&c, "output %d is NULL", i);
+  }
+  return e->fn(&c);
+}
