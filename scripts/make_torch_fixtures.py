@@ -5,7 +5,7 @@ Run with a Python that has PyTorch (tested with Debian's python3-torch 1.13):
 
     /usr/bin/python3 scripts/make_torch_fixtures.py
 
-The models below mirror packages/nn/models/*.ts exactly: same module tree, so
+The models below mirror packages/nn/{mlp,resnet,gpt,unet,lstm,layers}.ts exactly: same module tree, so
 the same PyTorch state-dict names and shapes (Linear weight [out, in], Conv2d
 [out, in, kh, kw], BatchNorm running statistics as buffers). Naming:
 

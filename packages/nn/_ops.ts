@@ -1,0 +1,105 @@
+/**
+ * The slice of `@libra/tensor` that `@libra/nn` uses, plus a few compositions
+ * (linear, causal mask, host transfer) shared by layers. Private.
+ *
+ * @module
+ */
+
+import {
+  batchNorm,
+  fromTypedArray,
+  maxPool2d as tensorMaxPool2d,
+  type Tensor,
+} from "@libra/tensor";
+import type { HostTensor } from "./safetensors.ts";
+
+export {
+  adamwUpdate,
+  concat,
+  conv2d,
+  crossEntropy,
+  dropout,
+  embedding,
+  fromTypedArray,
+  globalAvgPool,
+  layerNorm,
+  mse,
+  noGrad,
+  normal,
+  ones,
+  rmsNorm,
+  sgdUpdate,
+  type Tensor,
+  tidy,
+  uniform,
+  upsampleNearest2x,
+  zeros,
+} from "@libra/tensor";
+
+/**
+ * `x W^T + b` over the last axis. Leading dims are folded into one matrix so
+ * the product is a single (non-batched) matmul.
+ */
+export function linear(x: Tensor, w: Tensor, b: Tensor | null): Tensor {
+  const inF = x.shape[x.ndim - 1]!;
+  const outF = w.shape[0]!;
+  const lead = x.shape.slice(0, -1);
+  const x2 = x.ndim === 2 ? x : x.reshape([-1, inF]);
+  let y = x2.matmul(w, { transB: true });
+  if (b) y = y.add(b);
+  return x.ndim === 2 ? y : y.reshape([...lead, outF]);
+}
+
+/** `[T, T]` additive causal mask: 0 on and below the diagonal, -inf above (written from the host). */
+export function causalMask(T: number, backend?: Tensor["backend"]): Tensor {
+  const m = new Float32Array(T * T);
+  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
+  return fromTypedArray(m, [T, T], backend ? { backend } : {});
+}
+
+/** i32 positions `[0, T)`. */
+export function arangeIds(T: number, backend?: Tensor["backend"]): Tensor {
+  return fromTypedArray(
+    Int32Array.from({ length: T }, (_, i) => i),
+    [T],
+    backend ? { backend } : {},
+  );
+}
+
+/** Max pooling with a square window. */
+export function maxPool2d(x: Tensor, kernelSize: number, stride: number, padding: number): Tensor {
+  return tensorMaxPool2d(x, { kernelSize, stride, padding });
+}
+
+/** BatchNorm over `[N, C, H, W]` with running statistics updated in place in training mode. */
+export function batchNorm2d(
+  x: Tensor,
+  gamma: Tensor,
+  beta: Tensor,
+  runningMean: Tensor,
+  runningVar: Tensor,
+  o: { training: boolean; momentum: number; eps: number },
+): Tensor {
+  return batchNorm(x, gamma, beta, { runningMean, runningVar, ...o });
+}
+
+/** Copies a tensor to the host. */
+export function toHost(t: Tensor): HostTensor {
+  return { dtype: t.dtype, shape: [...t.shape], data: t.toTypedArray() };
+}
+
+/** Overwrites `t`'s data in place with host data of the same size and dtype. */
+export function assignHost(t: Tensor, h: HostTensor): void {
+  if (h.data.length !== t.size || h.dtype !== t.dtype) {
+    throw new RangeError(
+      `assignHost: ${h.dtype}[${h.shape}] does not fit tensor ${t.dtype}[${t.shape}]`,
+    );
+  }
+  t.assertLive("assignHost");
+  if (t.size > 0) t.backend.write(t.storage.buffer, h.data);
+}
+
+/** Uploads a host tensor. */
+export function fromHost(h: HostTensor, backend?: Tensor["backend"]): Tensor {
+  return fromTypedArray(h.data, h.shape, backend ? { backend } : {});
+}

@@ -1,0 +1,124 @@
+/**
+ * `gpt`: a GPT-2 style decoder (Radford et al. 2019): token and position
+ * embeddings, pre-norm blocks (LayerNorm, causal self-attention, LayerNorm,
+ * GELU-tanh MLP of width 4C), a final LayerNorm and a language-model head tied
+ * to the token embedding (or untied).
+ *
+ * Names follow Hugging Face GPT-2 (`wte`, `wpe`, `h.{i}.ln_1`, `h.{i}.attn.c_attn`,
+ * `h.{i}.attn.c_proj`, `h.{i}.ln_2`, `h.{i}.mlp.c_fc`, `h.{i}.mlp.c_proj`, `ln_f`,
+ * and `lm_head` when untied), but every projection uses the `nn.Linear` layout
+ * `[out, in]`: Hugging Face checkpoints store GPT-2's Conv1D weights as
+ * `[in, out]` and need a transpose before loading.
+ *
+ * @module
+ */
+
+import { arangeIds, type Tensor } from "./_ops.ts";
+import {
+  CausalSelfAttention,
+  Dropout,
+  Embedding,
+  GELU,
+  type Layer,
+  LayerNorm,
+  Linear,
+  ModuleList,
+} from "./layers.ts";
+import { Module } from "./module.ts";
+
+/** Configuration of {@link GPT}. */
+export interface GPTConfig {
+  vocabSize: number;
+  /** Maximum sequence length (rows of `wpe`). */
+  contextLength: number;
+  nLayer: number;
+  nHead: number;
+  nEmbd: number;
+  /** Dropout on embeddings, attention and residual branches (default 0). */
+  dropout?: number;
+  /** Share the head with `wte` (GPT-2 does; default true). */
+  tiedHead?: boolean;
+}
+
+/** GELU-tanh MLP: `c_fc` (C -> 4C), GELU, `c_proj` (4C -> C). */
+export class GPTMLP extends Module implements Layer {
+  readonly c_fc: Linear;
+  readonly act: GELU = new GELU("tanh");
+  readonly c_proj: Linear;
+  constructor(nEmbd: number) {
+    super();
+    this.c_fc = this.child("c_fc", new Linear(nEmbd, 4 * nEmbd, { initStd: 0.02 }));
+    this.c_proj = this.child("c_proj", new Linear(4 * nEmbd, nEmbd, { initStd: 0.02 }));
+  }
+  forward(x: Tensor): Tensor {
+    return this.c_proj.forward(this.act.forward(this.c_fc.forward(x)));
+  }
+}
+
+/** One pre-norm transformer block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`. */
+export class GPTBlock extends Module implements Layer {
+  readonly ln_1: LayerNorm;
+  readonly attn: CausalSelfAttention;
+  readonly ln_2: LayerNorm;
+  readonly mlp: GPTMLP;
+  constructor(nEmbd: number, nHead: number, dropout = 0) {
+    super();
+    this.ln_1 = this.child("ln_1", new LayerNorm(nEmbd));
+    this.attn = this.child(
+      "attn",
+      new CausalSelfAttention(nEmbd, nHead, { dropout, initStd: 0.02 }),
+    );
+    this.ln_2 = this.child("ln_2", new LayerNorm(nEmbd));
+    this.mlp = this.child("mlp", new GPTMLP(nEmbd));
+  }
+  forward(x: Tensor): Tensor {
+    const h = x.add(this.attn.forward(this.ln_1.forward(x)));
+    return h.add(this.mlp.forward(this.ln_2.forward(h)));
+  }
+}
+
+/** The GPT-2 style model. Input: i32 token ids `[B, T]`; output: logits `[B, T, vocabSize]`. */
+export class GPT extends Module implements Layer {
+  readonly wte: Embedding;
+  readonly wpe: Embedding;
+  readonly drop: Dropout;
+  readonly h: ModuleList<GPTBlock>;
+  readonly ln_f: LayerNorm;
+  readonly lm_head: Linear | null;
+  constructor(readonly config: GPTConfig) {
+    super();
+    const c = config;
+    if (c.nEmbd % c.nHead !== 0) {
+      throw new RangeError(`GPT: nEmbd ${c.nEmbd} is not divisible by nHead ${c.nHead}`);
+    }
+    // GPT-2 initialises embeddings and projections N(0, 0.02)
+    this.wte = this.child("wte", new Embedding(c.vocabSize, c.nEmbd, 0.02));
+    this.wpe = this.child("wpe", new Embedding(c.contextLength, c.nEmbd, 0.02));
+    this.drop = this.child("drop", new Dropout(c.dropout ?? 0));
+    this.h = this.child(
+      "h",
+      new ModuleList(
+        Array.from({ length: c.nLayer }, () => new GPTBlock(c.nEmbd, c.nHead, c.dropout ?? 0)),
+      ),
+    );
+    this.ln_f = this.child("ln_f", new LayerNorm(c.nEmbd));
+    this.lm_head = c.tiedHead ?? true
+      ? null
+      : this.child("lm_head", new Linear(c.nEmbd, c.vocabSize, { bias: false, initStd: 0.02 }));
+  }
+  forward(ids: Tensor): Tensor {
+    const [, T] = ids.shape as [number, number];
+    if (ids.ndim !== 2 || ids.dtype !== "i32") {
+      throw new TypeError(`GPT: input must be i32 [B, T], got ${ids.dtype} [${ids.shape}]`);
+    }
+    if (T > this.config.contextLength) {
+      throw new RangeError(
+        `GPT: sequence length ${T} exceeds contextLength ${this.config.contextLength}`,
+      );
+    }
+    let x = this.drop.forward(this.wte.forward(ids).add(this.wpe.forward(arangeIds(T))));
+    for (const blk of this.h) x = blk.forward(x);
+    x = this.ln_f.forward(x);
+    return this.lm_head ? this.lm_head.forward(x) : x.matmul(this.wte.weight, { transB: true });
+  }
+}

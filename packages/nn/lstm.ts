@@ -1,0 +1,87 @@
+/**
+ * `lstm`: an LSTM language model (embedding, stacked LSTM, linear head) whose
+ * recurrence is unrolled over the sequence into ordinary tensor ops, so the
+ * re-materialization runtime sees (and may evict) every time step.
+ *
+ * The LSTM follows `torch.nn.LSTM` (batch first): per layer `k` the parameters
+ * `weight_ih_l{k}` `[4H, in]`, `weight_hh_l{k}` `[4H, H]`, `bias_ih_l{k}`,
+ * `bias_hh_l{k}` `[4H]`, gates in the order i, f, g, o, all initialised
+ * U(-1/sqrt(H), 1/sqrt(H)); zero initial state.
+ *
+ * @module
+ */
+
+import { concat, linear, type Tensor, uniform, zeros } from "./_ops.ts";
+import { Embedding, type Layer, Linear } from "./layers.ts";
+import { Module } from "./module.ts";
+
+/** Configuration of {@link LSTMLM}. */
+export interface LSTMConfig {
+  vocabSize: number;
+  embedDim: number;
+  hiddenSize: number;
+  numLayers: number;
+}
+
+/** A stacked LSTM over `[B, T, in]` returning the top layer's hidden states `[B, T, H]`. */
+export class LSTM extends Module implements Layer {
+  readonly weights: { ih: Tensor; hh: Tensor; bih: Tensor; bhh: Tensor }[] = [];
+  constructor(readonly inputSize: number, readonly hiddenSize: number, readonly numLayers: number) {
+    super();
+    const H = hiddenSize, b = 1 / Math.sqrt(H);
+    const u = (shape: number[]) => uniform(shape, { low: -b, high: b });
+    for (let k = 0; k < numLayers; k++) {
+      const inp = k === 0 ? inputSize : H;
+      this.weights.push({
+        ih: this.param(`weight_ih_l${k}`, u([4 * H, inp])),
+        hh: this.param(`weight_hh_l${k}`, u([4 * H, H])),
+        bih: this.param(`bias_ih_l${k}`, u([4 * H])),
+        bhh: this.param(`bias_hh_l${k}`, u([4 * H])),
+      });
+    }
+  }
+  forward(x: Tensor): Tensor {
+    const [B, T] = x.shape as [number, number, number];
+    const H = this.hiddenSize;
+    let seq = x;
+    for (const w of this.weights) {
+      // the input projection of all time steps in one matmul
+      const xw = linear(seq, w.ih, w.bih);
+      let h = zeros([B, H], { backend: x.backend });
+      let c = zeros([B, H], { backend: x.backend });
+      const outs: Tensor[] = [];
+      for (let t = 0; t < T; t++) {
+        const g = xw.narrow(1, t, 1).reshape([B, 4 * H]).add(linear(h, w.hh, w.bhh));
+        const i = g.narrow(1, 0, H).sigmoid();
+        const f = g.narrow(1, H, H).sigmoid();
+        const gg = g.narrow(1, 2 * H, H).tanh();
+        const o = g.narrow(1, 3 * H, H).sigmoid();
+        c = f.mul(c).add(i.mul(gg));
+        h = o.mul(c.tanh());
+        outs.push(h.reshape([B, 1, H]));
+      }
+      seq = concat(outs, 1);
+    }
+    return seq;
+  }
+}
+
+/** Embedding -> LSTM -> Linear head. Input i32 `[B, T]`; output logits `[B, T, vocabSize]`. */
+export class LSTMLM extends Module implements Layer {
+  readonly embed: Embedding;
+  readonly lstm: LSTM;
+  readonly head: Linear;
+  constructor(readonly config: LSTMConfig) {
+    super();
+    const c = config;
+    this.embed = this.child("embed", new Embedding(c.vocabSize, c.embedDim));
+    this.lstm = this.child("lstm", new LSTM(c.embedDim, c.hiddenSize, c.numLayers));
+    this.head = this.child("head", new Linear(c.hiddenSize, c.vocabSize));
+  }
+  forward(ids: Tensor): Tensor {
+    if (ids.ndim !== 2 || ids.dtype !== "i32") {
+      throw new TypeError(`LSTMLM: input must be i32 [B, T], got ${ids.dtype} [${ids.shape}]`);
+    }
+    return this.head.forward(this.lstm.forward(this.embed.forward(ids)));
+  }
+}
