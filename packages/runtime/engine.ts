@@ -488,6 +488,35 @@ export class Engine {
     }
   }
 
+  /**
+   * Accounts for an in-place call that ran outside {@link compute} (it is not
+   * replayable, so it is not recorded in lineage): prices it, advances the
+   * clock, counts it as a model call. Returns its cost.
+   */
+  noteInPlace(
+    op: string,
+    params: readonly number[],
+    measuredNs: number | undefined,
+    bytes: number,
+  ): number {
+    const hooks = this.#policy.hooks;
+    const cost = this.#cost.callCost(
+      { op, params, index: this.callIndex, totalBytes: bytes },
+      measuredNs,
+    );
+    this.clock += cost;
+    this.stats.computeNs += cost;
+    if (measuredNs !== undefined) this.stats.kernelNs += measuredNs;
+    this.stats.calls++;
+    this.timeline.point(this.callIndex, this.used);
+    if (this.#onEvent) {
+      this.#emit({ type: "call", index: this.callIndex, op, usedBytes: this.used });
+    }
+    this.callIndex++;
+    if (hooks?.afterCall) hooks.afterCall(this.callIndex - 1, this.#control);
+    return cost;
+  }
+
   /** Ensures `t` is on the device (re-materializing it if needed). */
   materialize(t: TensorNode): void {
     if (!t.defined) this.#materialize(t, true);
@@ -594,41 +623,63 @@ export class Engine {
 
   /**
    * Before the value in `s` is overwritten (in-place kernel, host write, a
-   * buffer produced into again): every evicted value whose recomputation would
-   * read the old value and that may still be needed is re-materialized now, and
-   * the calls that read it become non-replayable (their outputs turn into
-   * leaves: swap-only). Then the old tensors move to a tombstone storage.
+   * buffer produced into again) or forgotten: every referenced value computed
+   * from it (directly or through unreferenced intermediates) is made
+   * independent of it: brought back if evicted, then frozen (its producer
+   * becomes non-replayable, so it can be swapped but not dropped). The
+   * unreferenced intermediates that nothing needs any more are freed, and the
+   * calls that read `s` become non-replayable.
    */
   invalidate(s: StorageNode): void {
-    const held: StorageNode[] = [];
-    try {
-      for (const t of s.tensors) {
+    const stamp = this.lineage.nextStamp();
+    s.stamp = stamp;
+    const stack: StorageNode[] = [s];
+    const between: StorageNode[] = [];
+    const referenced: StorageNode[] = [];
+    while (stack.length > 0) {
+      const cur = stack.pop()!;
+      for (const t of cur.tensors) {
         for (const c of t.consumers) {
           if (!c.replayable) continue;
           for (const o of c.outputs) {
             const n = o.storage;
-            if (n.residency === "evicted" && n !== s && this.isNeeded(n)) {
-              this.#materialize(o, true);
-            }
-            if (n.residency === "resident" && n !== s) {
-              this.#lock(n);
-              held.push(n);
+            if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
+            n.stamp = stamp;
+            if (n.extRefs > 0 || n.pinned || n.locks > 0) referenced.push(n);
+            else {
+              between.push(n);
+              stack.push(n);
             }
           }
         }
       }
-      for (const t of s.tensors) {
-        for (const c of t.consumers) {
-          c.replayable = false;
-          for (const o of c.outputs) {
-            const n = o.storage;
-            if (n.residency === "evicted") {
-              n.eq = null;
-              this.freeStorage(n);
-            } else if (n.residency === "resident") this.#refreshPool(n);
+    }
+    const held: StorageNode[] = [];
+    try {
+      for (const n of referenced) {
+        if (n.residency === "evicted") this.#materialize(n.tensors[0]!, true);
+        this.#lock(n);
+        held.push(n);
+      }
+      for (const n of referenced) {
+        const p = n.tensors[0]!.producer;
+        if (p !== null && p.replayable) {
+          p.replayable = false;
+          for (const o of p.outputs) {
+            if (o.storage.residency === "resident") this.#refreshPool(o.storage);
           }
         }
+      }
+      for (const t of s.tensors) {
+        for (const c of t.consumers) c.replayable = false;
         t.consumers = [];
+      }
+      for (const n of between) {
+        if (n.residency === "freed") continue;
+        if (!this.isNeeded(n)) {
+          n.eq = null;
+          this.freeStorage(n);
+        } else if (n.residency === "resident") this.#refreshPool(n);
       }
     } finally {
       for (const n of held) this.#unlock(n);

@@ -20,3 +20,4 @@ export * from "./errors.ts";
 export * from "./stats.ts";
 export * from "./trace.ts";
 export * from "./simulator.ts";
+export * from "./runtime.ts";

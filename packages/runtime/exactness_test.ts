@@ -1,0 +1,151 @@
+import assert from "node:assert/strict";
+import {
+  type Backend,
+  crossEntropy,
+  dropout,
+  manualSeed,
+  matmul,
+  normal,
+  relu,
+  sgdUpdate,
+  type Tensor,
+  tensor,
+  tidy,
+  withBackend,
+  zeros,
+} from "@libra/tensor";
+import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+import { OutOfBudgetError } from "./errors.ts";
+import { Runtime } from "./runtime.ts";
+
+interface StepResult {
+  losses: number[];
+  grads: number[][];
+  weights: number[][];
+  peak: number;
+}
+
+/**
+ * Two SGD steps of a 4-layer MLP with dropout, built directly on @libra/tensor
+ * ops and autograd. Returns the losses, the last gradients and the weights.
+ */
+function train(backend: Backend, afterStep?: () => void): StepResult {
+  return withBackend(backend, () => {
+    manualSeed(7);
+    const dims = [24, 48, 48, 48, 10];
+    const ws: Tensor[] = [];
+    const bufs: Tensor[] = [];
+    for (let i = 0; i < dims.length - 1; i++) {
+      const w = normal([dims[i]!, dims[i + 1]!], { std: 0.2 });
+      w.requiresGrad = true;
+      ws.push(w);
+      bufs.push(zeros([dims[i]!, dims[i + 1]!]));
+    }
+    const x = normal([128, 24]);
+    const y = tensor(new Int32Array(Array.from({ length: 128 }, (_, i) => (i * 7) % 10)), [128], {
+      dtype: "i32",
+    });
+    const losses: number[] = [];
+    let grads: number[][] = [];
+    for (let step = 0; step < 2; step++) {
+      const loss = tidy(() => {
+        let h: Tensor = x;
+        for (let i = 0; i < ws.length; i++) {
+          h = matmul(h, ws[i]!);
+          if (i < ws.length - 1) h = dropout(relu(h), 0.25);
+        }
+        const l = crossEntropy(h, y);
+        l.backward();
+        return l;
+      });
+      losses.push(loss.item());
+      loss.dispose();
+      grads = ws.map((w) => Array.from(w.grad!.toArray()));
+      ws.forEach((w, i) => {
+        sgdUpdate(w, w.grad!, bufs[i]!, { lr: 0.1, momentum: 0.9, firstStep: step === 0 });
+        w.grad!.dispose();
+        w.grad = null;
+      });
+      afterStep?.();
+    }
+    const weights = ws.map((w) => Array.from(w.toArray()));
+    return { losses, grads, weights, peak: backend.memory().peakBytes };
+  });
+}
+
+const reference = train(new ReferenceBackend());
+
+Deno.test("Runtime without a budget gives bitwise the reference results", () => {
+  const rt = new Runtime({ backend: new ReferenceBackend() });
+  const r = train(rt);
+  assert.deepEqual(r.losses, reference.losses);
+  assert.deepEqual(r.grads, reference.grads);
+  assert.deepEqual(r.weights, reference.weights);
+});
+
+const free = (() => {
+  const rt = new Runtime({ backend: new ReferenceBackend() });
+  train(rt);
+  return rt.stats.peakBytes;
+})();
+
+for (
+  const policy of ["dtr-eq", "dtr", "dtr-local", "msps", "lru", "largest", "random", "dtr-eq+swap"]
+) {
+  for (const ratio of [0.7, 0.5]) {
+    Deno.test(`Runtime(${policy}, ratio ${ratio}) is bitwise exact and stays under the budget`, () => {
+      const budget = Math.floor(free * ratio);
+      const rt = new Runtime({ backend: new ReferenceBackend(), budget, policy });
+      const r = train(rt);
+      assert.deepEqual(r.losses, reference.losses, "losses");
+      assert.deepEqual(r.grads, reference.grads, "gradients");
+      assert.deepEqual(r.weights, reference.weights, "updated weights");
+      const st = rt.stats;
+      assert.ok(st.peakBytes <= budget, `peak ${st.peakBytes} > budget ${budget}`);
+      for (const b of rt.timeline.bytes) assert.ok(b <= budget);
+      assert.ok(st.evictions > 0, "the budget forced evictions");
+      assert.ok(st.remats > 0 || st.swapIns > 0, "evicted values were re-materialized");
+    });
+  }
+}
+
+Deno.test("Runtime with a { ratio } budget measures the first step, then holds the budget", () => {
+  const rt = new Runtime({ backend: new ReferenceBackend(), budget: { ratio: 0.6 } });
+  let steps = 0;
+  const r = train(rt, () => {
+    if (steps++ === 0) {
+      rt.endStep();
+      rt.resetPeak();
+    }
+  });
+  assert.deepEqual(r.weights, reference.weights);
+  assert.ok(rt.budgetBytes < Infinity);
+  assert.ok(rt.stats.peakBytes <= rt.budgetBytes, `${rt.stats.peakBytes} <= ${rt.budgetBytes}`);
+});
+
+Deno.test("Runtime throws OutOfBudgetError with its facts and stays usable", () => {
+  const rt = new Runtime({
+    backend: new ReferenceBackend(),
+    budget: { ratio: 0.5, peakBytes: free },
+  });
+  const a = rt.alloc(4096), b = rt.alloc(4096);
+  rt.write(a, new Float32Array(1024).fill(-1));
+  rt.setBudget(6000);
+  let err: unknown;
+  try {
+    rt.run("relu", [a], [b], [1024]);
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof OutOfBudgetError, String(err));
+  assert.equal(err.neededBytes, 4096);
+  assert.equal(err.usedBytes, 4096);
+  assert.equal(err.evictableBytes, 0, "a leaf cannot be dropped and swapping is off");
+  assert.equal(err.budgetBytes, 6000);
+  assert.equal(err.knownFeasibleBytes, free);
+  assert.match(err.message, /4096 bytes needed/);
+  assert.equal(rt.memory().usedBytes, 4096, "nothing leaked");
+  rt.setBudget(8192);
+  rt.run("relu", [a], [b], [1024]);
+  assert.deepEqual(Array.from(new Float32Array(rt.read(b).buffer)).slice(0, 2), [0, 0]);
+});

@@ -1,0 +1,513 @@
+/**
+ * {@link Runtime}: a `Backend` that wraps a real one and runs everything above
+ * it (tensors, autograd, models) under a memory budget.
+ *
+ * Its buffers are virtual storages: device memory is taken when a value is
+ * written or computed, released when the storage is evicted or freed, and
+ * taken again when the value is re-materialized. Kernel calls are recorded in
+ * lineage with their exact params (including Philox seed and offset), so a
+ * recomputation gives bitwise the value the first run gave.
+ *
+ * @module
+ */
+
+import type { CostModel } from "@libra/cost";
+import { MeasuredCostModel } from "@libra/cost";
+import { createPolicy, type EvictionPolicy, type SearchOptions } from "@libra/evict";
+import type { CallNode, Lineage, StorageNode, TensorNode } from "@libra/lineage";
+import type { Trace, TraceEvent } from "@libra/lineage/trace";
+import {
+  type Backend,
+  type DeviceBuffer,
+  type DeviceKind,
+  type HostBuffer,
+  KernelError,
+  type MemoryInfo,
+  type Transfer,
+} from "@libra/tensor/backend";
+import { checkKernelCall, type KernelName, kernelSpec } from "@libra/tensor/kernels";
+import { Engine, type Executor } from "./engine.ts";
+import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
+
+/** A budget: bytes, or a ratio of the budget-free peak (measured by the first step unless given). */
+export type Budget = number | { ratio: number; peakBytes?: number };
+
+/** Options of {@link Runtime}. */
+export interface RuntimeOptions {
+  /** The wrapped backend (cpu, cuda, meta, reference). */
+  backend: Backend;
+  /** Budget. Default: unlimited. */
+  budget?: Budget;
+  /** Policy or policy name (see `createPolicy`). Default `"dtr-eq"`. */
+  policy?: EvictionPolicy | string;
+  /** Candidate search for a named policy. */
+  search?: SearchOptions;
+  /** Cost model. Default: measured kernel times. */
+  costModel?: CostModel;
+  /** Host memory for swapping, bytes. Default: unlimited for `+swap` policies, else 0 (no swapping). */
+  hostLimitBytes?: number;
+  /** Evict storages as soon as no handle references them (lineage kept). Default true. */
+  eagerEviction?: boolean;
+  /** Record the step as a DTR-format trace (see {@link Runtime.trace}). Default false. */
+  record?: boolean;
+  /** Record the memory timeline. Default true. */
+  timeline?: boolean;
+  /** See `EngineOptions.leafRelease`. Default `"keep-if-needed"`. */
+  leafRelease?: "keep-if-needed" | "free-unless-evicted";
+  /** Event listener (also see {@link Runtime.subscribe}). */
+  onEvent?: (e: RuntimeEvent) => void;
+}
+
+class VirtualBuffer implements DeviceBuffer {
+  freed = false;
+  constructor(readonly id: number, readonly bytes: number, readonly storage: StorageNode) {}
+}
+
+class LiveExecutor implements Executor {
+  readonly pending: Map<StorageNode, Transfer> = new Map();
+  asyncStallNs = 0;
+  constructor(readonly backend: Backend) {}
+  allocate(s: StorageNode): void {
+    s.data = this.backend.alloc(s.bytes);
+  }
+  release(s: StorageNode): void {
+    this.wait(s);
+    if (s.data !== undefined) {
+      this.backend.free(s.data as DeviceBuffer);
+      s.data = undefined;
+    }
+    if (s.host !== undefined) {
+      this.backend.freeHost(s.host as HostBuffer);
+      s.host = undefined;
+    }
+  }
+  wait(s: StorageNode): void {
+    const tr = this.pending.get(s);
+    if (tr === undefined) return;
+    this.pending.delete(s);
+    if (!tr.done) {
+      const t0 = performance.now();
+      tr.wait();
+      this.asyncStallNs += (performance.now() - t0) * 1e6;
+    }
+    if (s.host !== undefined) {
+      this.backend.freeHost(s.host as HostBuffer);
+      s.host = undefined;
+    }
+  }
+  execute(call: CallNode): number {
+    const outs: DeviceBuffer[] = [];
+    const temps: DeviceBuffer[] = [];
+    for (let i = 0; i < call.outputs.length; i++) {
+      const s = call.outputs[i]!.storage;
+      if (s.residency === "resident" || s.residency === "freed") {
+        const tmp = this.backend.alloc(s.bytes);
+        temps.push(tmp);
+        outs.push(tmp);
+      } else {
+        if (s.data === undefined) s.data = this.backend.alloc(s.bytes);
+        outs.push(s.data as DeviceBuffer);
+      }
+    }
+    const ins: DeviceBuffer[] = [];
+    for (const t of call.inputs) {
+      if (this.pending.size > 0) this.wait(t.storage);
+      ins.push(t.storage.data as DeviceBuffer);
+    }
+    const t0 = performance.now();
+    try {
+      this.backend.run(call.op as KernelName, ins, outs, call.params);
+    } finally {
+      for (const b of temps) this.backend.free(b);
+    }
+    return (performance.now() - t0) * 1e6;
+  }
+  swapOut(s: StorageNode): number {
+    this.wait(s);
+    const host = this.backend.allocHost(s.bytes);
+    const t0 = performance.now();
+    this.backend.copy(s.data as DeviceBuffer, host);
+    const dt = (performance.now() - t0) * 1e6;
+    this.backend.free(s.data as DeviceBuffer);
+    s.data = undefined;
+    s.host = host;
+    return dt;
+  }
+  swapIn(s: StorageNode): number {
+    const dev = this.backend.alloc(s.bytes);
+    const t0 = performance.now();
+    const tr = this.backend.copyAsync(s.host as HostBuffer, dev);
+    s.data = dev;
+    if (tr.done) {
+      this.backend.freeHost(s.host as HostBuffer);
+      s.host = undefined;
+    } else this.pending.set(s, tr);
+    return (performance.now() - t0) * 1e6;
+  }
+}
+
+/**
+ * The re-materialization runtime as a `Backend`.
+ *
+ * @example
+ * ```ts
+ * import { Runtime } from "@libra/runtime";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * const rt = new Runtime({ backend: new ReferenceBackend(), budget: 1 << 20 });
+ * const x = rt.alloc(16), y = rt.alloc(16);
+ * rt.write(x, new Float32Array([-1, 2, -3, 4]));
+ * rt.run("relu", [x], [y], [4]);
+ * const out = new Float32Array(rt.read(y).buffer);
+ * if (out[1] !== 2 || out[0] !== 0) throw new Error("relu");
+ * ```
+ */
+export class Runtime implements Backend {
+  readonly name: string;
+  readonly device: DeviceKind;
+  readonly hasData: boolean;
+  /** The shared core (lineage, stats, timeline). */
+  readonly engine: Engine;
+  readonly #backend: Backend;
+  readonly #exec: LiveExecutor;
+  #nextId = 1;
+  #ratio: number | undefined;
+  readonly #listeners = new Set<(e: RuntimeEvent) => void>();
+  readonly #record: TraceEvent[] | null;
+
+  constructor(options: RuntimeOptions) {
+    this.#backend = options.backend;
+    this.name = `runtime(${options.backend.name})`;
+    this.device = options.backend.device;
+    this.hasData = options.backend.hasData;
+    const policy = typeof options.policy === "object"
+      ? options.policy
+      : createPolicy(options.policy ?? "dtr-eq", options.search);
+    let budgetBytes = Infinity;
+    const b = options.budget;
+    if (typeof b === "number") {
+      if (!(b > 0)) throw new RangeError(`Runtime: budget must be > 0 bytes, got ${b}`);
+      budgetBytes = b;
+    } else if (b !== undefined) {
+      if (!(b.ratio > 0)) throw new RangeError(`Runtime: budget ratio must be > 0, got ${b.ratio}`);
+      if (b.peakBytes !== undefined) budgetBytes = Math.floor(b.ratio * b.peakBytes);
+      else this.#ratio = b.ratio;
+    }
+    this.#exec = new LiveExecutor(options.backend);
+    const user = options.onEvent;
+    const listeners = this.#listeners;
+    this.engine = new Engine({
+      budgetBytes,
+      policy,
+      costModel: options.costModel ?? new MeasuredCostModel(),
+      executor: this.#exec,
+      eagerEviction: options.eagerEviction ?? true,
+      hostLimitBytes: options.hostLimitBytes ?? (policy.name.endsWith("+swap") ? Infinity : 0),
+      timeline: options.timeline ?? true,
+      leafRelease: options.leafRelease ?? "keep-if-needed",
+      onEvent: (e) => {
+        user?.(e);
+        for (const l of listeners) l(e);
+      },
+      ...(typeof b === "object" && b.peakBytes !== undefined
+        ? { knownFeasibleBytes: b.peakBytes }
+        : {}),
+    });
+    this.#record = options.record ? [] : null;
+  }
+
+  /** Statistics (swap stall includes waits on prefetches). */
+  get stats(): RuntimeStats {
+    const s = this.engine.stats;
+    return { ...s, swapStallNs: s.swapStallNs + this.#exec.asyncStallNs };
+  }
+
+  /** The memory timeline. */
+  get timeline(): Timeline {
+    return this.engine.timeline;
+  }
+
+  /** The lineage graph. */
+  get lineage(): Lineage {
+    return this.engine.lineage;
+  }
+
+  /** The budget in force (Infinity while a ratio budget is still being measured). */
+  get budgetBytes(): number {
+    return this.engine.budgetBytes;
+  }
+
+  /** Sets the budget in bytes. */
+  setBudget(bytes: number): void {
+    this.engine.setBudget(bytes);
+  }
+
+  /** Subscribes to events; returns the unsubscribe function. */
+  subscribe(fn: (e: RuntimeEvent) => void): () => void {
+    this.#listeners.add(fn);
+    return () => this.#listeners.delete(fn);
+  }
+
+  /**
+   * Marks the end of a training step. With a `{ ratio }` budget and no peak
+   * given, the first step runs without a budget and its peak sets the budget
+   * here. Every completed step records its budget as known to work.
+   */
+  endStep(): void {
+    if (this.#ratio !== undefined) {
+      const peak = this.engine.stats.peakBytes;
+      this.engine.noteFeasible(peak);
+      this.engine.setBudget(Math.max(1, Math.floor(this.#ratio * peak)));
+      this.#ratio = undefined;
+    } else if (Number.isFinite(this.engine.budgetBytes)) {
+      this.engine.noteFeasible(this.engine.budgetBytes);
+    } else {
+      this.engine.noteFeasible(this.engine.stats.peakBytes);
+    }
+  }
+
+  /** The recorded trace (requires `record: true`). */
+  trace(): Trace {
+    if (this.#record === null) {
+      throw new Error("Runtime.trace(): create the runtime with record: true");
+    }
+    return { events: [...this.#record], source: this.name };
+  }
+
+  /** Starts bringing a swapped buffer back ahead of use (asynchronous where the backend is). */
+  prefetch(buf: DeviceBuffer): void {
+    const s = this.#own(buf, "prefetch").storage;
+    const t = s.tensors[0];
+    if (t !== undefined && s.residency === "swapped") this.engine.materialize(t);
+  }
+
+  // ----------------------------------------------------------- Backend
+
+  alloc(bytes: number): DeviceBuffer {
+    if (!Number.isInteger(bytes) || bytes < 0) {
+      throw new RangeError(
+        `${this.name}.alloc: bytes must be a non-negative integer, got ${bytes}`,
+      );
+    }
+    const s = this.engine.lineage.addStorage(bytes);
+    return new VirtualBuffer(this.#nextId++, bytes, s);
+  }
+
+  free(buf: DeviceBuffer): void {
+    const b = this.#own(buf, "free");
+    b.freed = true;
+    const s = b.storage;
+    const t = s.tensors[0];
+    if (t === undefined) {
+      this.engine.lineage.removeStorage(s);
+      return;
+    }
+    this.#record?.push({ kind: "release", name: t.name, line: 0 });
+    this.engine.release(t);
+  }
+
+  write(buf: DeviceBuffer, data: ArrayBufferView, offsetBytes = 0): void {
+    const b = this.#own(buf, "write");
+    const s = b.storage;
+    if (offsetBytes < 0 || offsetBytes + data.byteLength > s.bytes) {
+      throw new RangeError(
+        `${this.name}.write: ${data.byteLength} bytes at offset ${offsetBytes} do not fit a buffer of ${s.bytes}`,
+      );
+    }
+    const old = s.tensors[0];
+    let t: TensorNode;
+    if (old === undefined) {
+      t = this.engine.leaf(s.bytes, undefined, { storage: s });
+    } else {
+      const full = offsetBytes === 0 && data.byteLength === s.bytes;
+      if (!full) this.engine.materialize(old);
+      this.engine.invalidate(s);
+      this.#record?.push({ kind: "release", name: old.name, line: 0 });
+      if (full) {
+        this.engine.retire(s, false);
+        t = this.engine.leaf(s.bytes, undefined, { storage: s });
+      } else {
+        const ext = this.engine.retire(s, true);
+        t = this.engine.adoptLeaf(s, ext);
+      }
+    }
+    this.#record?.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
+    this.#backend.write(s.data as DeviceBuffer, data, offsetBytes);
+  }
+
+  read(buf: DeviceBuffer, bytes?: number): Uint8Array {
+    const s = this.#own(buf, "read").storage;
+    const t = s.tensors[0];
+    if (t === undefined) {
+      throw new Error(`${this.name}.read: buffer ${buf.id} was never written or computed`);
+    }
+    return this.engine.withInputs([t], () => {
+      this.#exec.wait(s);
+      return this.#backend.read(s.data as DeviceBuffer, bytes);
+    });
+  }
+
+  run(
+    kernel: KernelName,
+    inputs: readonly DeviceBuffer[],
+    outputs: readonly DeviceBuffer[],
+    params: readonly number[],
+  ): void {
+    const spec = kernelSpec(kernel);
+    const ins = inputs.map((x) => this.#own(x, kernel));
+    const outs = outputs.map((x) => this.#own(x, kernel));
+    checkKernelCall(kernel, ins.map((x) => x.bytes), outs.map((x) => x.bytes), params);
+    const mutates = spec.mutates ?? [];
+    for (const o of outs) {
+      if (ins.some((i) => i.storage === o.storage)) {
+        throw new KernelError(kernel, `output buffer ${o.id} is also an input`);
+      }
+    }
+    const tensors = ins.map((x, i) => {
+      const t = x.storage.tensors[0];
+      if (t === undefined) {
+        throw new KernelError(kernel, `input ${i} (buffer ${x.id}) was never written or computed`);
+      }
+      return t;
+    });
+    const p = params.slice();
+    if (mutates.length > 0) {
+      if (outs.length > 0) {
+        throw new KernelError(
+          kernel,
+          "in-place kernels with outputs are not supported by the runtime",
+        );
+      }
+      this.#runInPlace(kernel, tensors, mutates, p);
+      return;
+    }
+    for (const o of outs) {
+      const old = o.storage.tensors[0];
+      if (old !== undefined) {
+        this.engine.invalidate(o.storage);
+        this.#record?.push({ kind: "release", name: old.name, line: 0 });
+        this.engine.retire(o.storage, false);
+      }
+    }
+    const results = this.engine.compute(
+      kernel,
+      p,
+      tensors,
+      outs.map((o) => ({ bytes: o.bytes, storage: o.storage })),
+    );
+    if (this.#record) {
+      this.#record.push({
+        kind: "call",
+        op: kernel,
+        args: tensors.map((t) => t.name),
+        results: results.map((r) => ({ name: r.name, bytes: r.storage.bytes, alias: -1 })),
+        timeNs: results[0]!.producer!.cost,
+        backward: kernel.endsWith("_backward"),
+        params: p,
+        line: 0,
+      });
+    }
+  }
+
+  #runInPlace(
+    kernel: KernelName,
+    tensors: TensorNode[],
+    mutates: readonly number[],
+    params: number[],
+  ): void {
+    const mutated: StorageNode[] = [];
+    for (const m of mutates) {
+      const s = tensors[m]!.storage;
+      if (!mutated.includes(s)) mutated.push(s);
+    }
+    // Anything evicted whose recomputation reads an old value is brought back
+    // (or its producer marked non-replayable) before the value changes.
+    for (const s of mutated) this.engine.invalidate(s);
+    let ns = 0;
+    this.engine.withInputs(tensors, () => {
+      const bufs = tensors.map((t) => {
+        this.#exec.wait(t.storage);
+        return t.storage.data as DeviceBuffer;
+      });
+      const t0 = performance.now();
+      this.#backend.run(kernel, bufs, [], params);
+      ns = (performance.now() - t0) * 1e6;
+    });
+    const names = tensors.map((t) => t.name);
+    for (const s of mutated) {
+      const name = s.tensors[0]!.name;
+      const ext = this.engine.retire(s, true);
+      this.engine.adoptLeaf(s, ext, name);
+    }
+    const cost = this.engine.noteInPlace(
+      kernel,
+      params,
+      ns,
+      mutated.reduce((a, s) => a + s.bytes, 0),
+    );
+    this.#record?.push({
+      kind: "mutate",
+      op: kernel,
+      args: names,
+      mutate: [...mutates],
+      timeNs: cost,
+      backward: false,
+      params,
+      line: 0,
+    });
+  }
+
+  memory(): MemoryInfo {
+    return {
+      usedBytes: this.engine.used,
+      peakBytes: this.engine.stats.peakBytes,
+      totalBytes: this.engine.budgetBytes,
+    };
+  }
+
+  resetPeak(): void {
+    this.engine.stats.peakBytes = this.engine.used;
+  }
+
+  sync(): void {
+    this.#backend.sync();
+  }
+
+  allocHost(bytes: number): HostBuffer {
+    return this.#backend.allocHost(bytes);
+  }
+
+  freeHost(buf: HostBuffer): void {
+    this.#backend.freeHost(buf);
+  }
+
+  copy(src: DeviceBuffer, dst: HostBuffer): void;
+  copy(src: HostBuffer, dst: DeviceBuffer): void;
+  copy(src: DeviceBuffer | HostBuffer, dst: DeviceBuffer | HostBuffer): void {
+    if (src instanceof VirtualBuffer) {
+      const bytes = this.read(src, Math.min(src.bytes, dst.bytes));
+      (dst as HostBuffer).data.set(bytes);
+    } else {
+      this.write(
+        dst as DeviceBuffer,
+        (src as HostBuffer).data.subarray(0, (dst as DeviceBuffer).bytes),
+      );
+    }
+  }
+
+  copyAsync(src: DeviceBuffer, dst: HostBuffer): Transfer;
+  copyAsync(src: HostBuffer, dst: DeviceBuffer): Transfer;
+  copyAsync(src: DeviceBuffer | HostBuffer, dst: DeviceBuffer | HostBuffer): Transfer {
+    this.copy(src as DeviceBuffer, dst as HostBuffer);
+    return { done: true, wait() {} };
+  }
+
+  #own(buf: DeviceBuffer, what: string): VirtualBuffer {
+    if (!(buf instanceof VirtualBuffer)) {
+      throw new TypeError(
+        `${this.name}.${what}: buffer ${buf.id} was not allocated by this runtime`,
+      );
+    }
+    if (buf.freed) throw new Error(`${this.name}.${what}: buffer ${buf.id} was already freed`);
+    return buf;
+  }
+}
