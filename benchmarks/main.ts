@@ -1,0 +1,202 @@
+/**
+ * `deno task bench`: the benchmark suite. Sweeps budget ratios and eviction
+ * policies over live training steps and simulated replays, then writes a table
+ * on stdout, `OUT/results.json` (validated against `schema.ts`),
+ * `OUT/schema.json` and SVG plots, runs the side-by-side micro-benchmarks, and
+ * optionally uploads the results. `--help` lists the options.
+ *
+ * @module
+ */
+
+import { type BenchOptions, helpText, parseOptions, UsageError } from "./options.ts";
+import type { Engine, RunSettings } from "./engine.ts";
+import { Progress, type ProgressSink, stderrSink } from "./progress.ts";
+import { runSuite } from "./runner.ts";
+import {
+  type BenchReport,
+  type MicroJson,
+  reportJsonSchema,
+  SCHEMA_ID,
+  validateReport,
+} from "./schema.ts";
+import { environment } from "./environment.ts";
+import { renderReport } from "./table.ts";
+import { memoryPlot, overheadPlot, slug } from "./plots.ts";
+import { uploadReport } from "./upload.ts";
+
+/** Everything `main` can be given instead of the real thing (tests use this). */
+export interface MainDeps {
+  /** Creates the engine; defaults to the one built on the @libra packages. */
+  engine?: (options: BenchOptions) => Promise<Engine>;
+  /** Runs the micro-benchmarks; defaults to `micro_suite.ts`. */
+  micro?: (options: BenchOptions, engine: Engine) => Promise<MicroJson[]>;
+  /** Where progress goes. */
+  progress?: ProgressSink;
+  /** Where the stdout text goes. */
+  stdout?: (text: string) => void;
+  stderr?: (text: string) => void;
+  /** Trace defaults when --traces is absent. */
+  traceDefaults?: () => string[];
+}
+
+/**
+ * Checks names against what the engine offers. A name given on the command
+ * line that the engine lacks is a usage error (exit 2); a default name it lacks
+ * is dropped and reported in `skipped`.
+ */
+export function resolveNames(
+  options: BenchOptions,
+  engine: Engine,
+): { options: BenchOptions; skipped: { what: string; reason: string }[] } {
+  const skipped: { what: string; reason: string }[] = [];
+  const pick = (
+    what: "policies" | "models",
+    wanted: readonly string[],
+    offered: readonly string[],
+  ) => {
+    if (offered.length === 0) return [...wanted];
+    const missing = wanted.filter((x) => !offered.includes(x));
+    if (missing.length > 0 && options.given[what]) {
+      const noun = what === "policies" ? "policy" : "model";
+      throw new UsageError(
+        `--${what}: unknown ${noun} "${missing[0]}" (available: ${offered.join(", ")})`,
+      );
+    }
+    for (const m of missing) {
+      skipped.push({
+        what: `${what === "policies" ? "policy" : "model"} ${m}`,
+        reason: "not offered by the installed packages",
+      });
+    }
+    return wanted.filter((x) => offered.includes(x));
+  };
+  const policies = pick("policies", options.policies, engine.policies());
+  const models = pick("models", options.models, engine.models());
+  return { options: { ...options, policies, models }, skipped };
+}
+
+/** Runs the suite with `args`; resolves to the exit status. */
+export async function main(args: readonly string[], deps: MainDeps = {}): Promise<number> {
+  const stdout = deps.stdout ?? ((t: string) => console.log(t));
+  const stderr = deps.stderr ?? ((t: string) => console.error(t));
+  let options: BenchOptions;
+  let engine: Engine;
+  let nameSkips: { what: string; reason: string }[] = [];
+  try {
+    options = deps.traceDefaults ? parseOptions(args, deps.traceDefaults) : parseOptions(args);
+    if (options.help) {
+      stdout(helpText());
+      return 0;
+    }
+    engine = deps.engine
+      ? await deps.engine(options)
+      : await (await import("./_libra_engine.ts")).createLibraEngine(options);
+    const resolved = resolveNames(options, engine);
+    options = resolved.options;
+    nameSkips = resolved.skipped;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      stderr(`bench: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+
+  const started = Date.now();
+  const t0 = performance.now();
+  const progress = new Progress(0, deps.progress ?? stderrSink());
+  const suite = await runSuite(options, engine, progress);
+
+  let micro: MicroJson[] = [];
+  if (!options.skip.includes("micro")) {
+    progress.start("micro-benchmarks");
+    const run = deps.micro ?? (await import("./micro_suite.ts")).runMicro;
+    micro = await run(options, engine);
+  }
+  progress.finish();
+
+  const settings: RunSettings = {
+    seed: options.seed,
+    steps: options.steps,
+    device: options.device,
+    timeline: false,
+  };
+  const report: BenchReport = {
+    schema: SCHEMA_ID,
+    createdAt: new Date(started).toISOString(),
+    durationMs: performance.now() - t0,
+    args: [...args],
+    options: {
+      models: [...options.models],
+      presets: [...options.presets],
+      policies: [...options.policies],
+      ratios: [...options.ratios],
+      device: options.device,
+      traces: [...options.traces],
+      steps: options.steps,
+      repeat: options.repeat,
+      quick: options.quick,
+      seed: options.seed,
+      skip: [...options.skip],
+    },
+    environment: await environment(engine.device(settings), options.seed),
+    workloads: suite.workloads,
+    results: suite.results,
+    summary: suite.summary,
+    timelines: suite.timelines,
+    micro,
+    skipped: [...nameSkips, ...suite.skipped],
+  };
+  validateReport(report);
+
+  await Deno.mkdir(options.out, { recursive: true });
+  const files = [`${options.out}/results.json`, `${options.out}/schema.json`];
+  await Deno.writeTextFile(files[0]!, JSON.stringify(report, null, 2) + "\n");
+  await Deno.writeTextFile(files[1]!, JSON.stringify(reportJsonSchema(), null, 2) + "\n");
+  if (!options.skip.includes("plots")) files.push(...await writePlots(report, options.out));
+
+  stdout(renderReport(report));
+  stdout(
+    `\nWrote ${files.length} files to ${options.out}/: ${
+      files.map((f) => f.slice(options.out.length + 1)).join(", ")
+    }`,
+  );
+
+  let status = 0;
+  if (suite.failures.length > 0) {
+    stderr(`bench: ${suite.failures.length} run(s) failed:\n  ${suite.failures.join("\n  ")}`);
+    status = 1;
+  }
+  if (options.upload !== null) {
+    try {
+      const r = await uploadReport(options.upload, report);
+      stdout(`Uploaded to ${options.upload} (HTTP ${r.status}).`);
+    } catch (e) {
+      stderr(`bench: ${(e as Error).message}`);
+      status = 1;
+    }
+  }
+  return status;
+}
+
+/** Writes the overhead plot of every workload and the memory plot of every timeline; returns the paths. */
+export async function writePlots(report: BenchReport, out: string): Promise<string[]> {
+  const files: string[] = [];
+  for (const w of report.workloads) {
+    if (!report.summary.policies.some((s) => s.workload === w.id)) continue;
+    const path = `${out}/overhead_${slug(w.id)}.svg`;
+    await Deno.writeTextFile(path, overheadPlot(w.id, report.summary.policies));
+    files.push(path);
+  }
+  for (const t of report.timelines) {
+    const peak = report.workloads.find((w) => w.id === t.workload)?.baselinePeakBytes;
+    const path = `${out}/memory_${slug(t.workload)}_${slug(t.policy)}_${t.ratio}.svg`;
+    await Deno.writeTextFile(path, memoryPlot(t, peak));
+    files.push(path);
+  }
+  return files;
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}

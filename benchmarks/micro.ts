@@ -1,0 +1,231 @@
+/**
+ * Side-by-side micro-benchmarks, each printed as a ratio from one run so that
+ * machine noise affects both sides alike (the two sides are interleaved):
+ * - runtime dispatch against calling the backend directly, at an unlimited
+ *   budget: the runtime's bookkeeping cost per kernel call;
+ * - sgemm through the `@libra/native` binding against OpenBLAS's `cblas_sgemm`
+ *   called directly through a minimal FFI symbol;
+ * - a training step against the same step in PyTorch (`benchmarks/vs_pytorch.ts`).
+ *
+ * @module
+ */
+
+import type { MicroDeps } from "./engine.ts";
+import type { MicroJson } from "./schema.ts";
+import { spread } from "./stats.ts";
+
+function skipped(
+  name: string,
+  subject: string,
+  reference: string,
+  unit: string,
+  why: string,
+): MicroJson {
+  return {
+    name,
+    subject,
+    reference,
+    unit,
+    subjectValue: null,
+    referenceValue: null,
+    ratio: null,
+    note: why,
+    skipped: true,
+  };
+}
+
+/** Median time per iteration in ns of `fn`, over `rounds` rounds of `iters` iterations. */
+function timePerIter(fn: () => void, iters: number): number {
+  const t0 = performance.now();
+  for (let i = 0; i < iters; i++) fn();
+  return ((performance.now() - t0) * 1e6) / iters;
+}
+
+/**
+ * Interleaves two timed loops for `rounds` rounds and returns the median ns per
+ * iteration of each. The first round is a warm-up and is discarded.
+ */
+export function sideBySide(
+  a: () => void,
+  b: () => void,
+  iters: number,
+  rounds: number,
+): [number, number] {
+  const ta: number[] = [], tb: number[] = [];
+  for (let r = 0; r <= rounds; r++) {
+    const x = timePerIter(a, iters);
+    const y = timePerIter(b, iters);
+    if (r > 0) {
+      ta.push(x);
+      tb.push(y);
+    }
+  }
+  return [spread(ta).median, spread(tb).median];
+}
+
+/** Runtime dispatch against the backend called directly, on a 16-element relu. */
+export function dispatchBench(deps: MicroDeps, quick: boolean): MicroJson {
+  const name = "runtime dispatch (relu, 16 floats)";
+  const subject = "Runtime at unlimited budget";
+  const unit = "ns/call";
+  const backend = deps.backend();
+  if (typeof backend === "string") return skipped(name, subject, "backend direct", unit, backend);
+  const runtime = deps.unlimitedRuntime(backend);
+  if (typeof runtime === "string") {
+    return skipped(name, subject, `${backend.name} direct`, unit, runtime);
+  }
+  const n = 16;
+  const bx = backend.alloc(4 * n), by = backend.alloc(4 * n);
+  const rx = runtime.alloc(4 * n), ry = runtime.alloc(4 * n);
+  const zeros = new Float32Array(n);
+  backend.write(bx, zeros);
+  runtime.write(rx, zeros);
+  const iters = quick ? 2000 : 20000;
+  const [direct, viaRuntime] = sideBySide(
+    () => backend.run("relu", [bx], [by], [n]),
+    () => runtime.run("relu", [rx], [ry], [n]),
+    iters,
+    quick ? 5 : 9,
+  );
+  backend.sync();
+  runtime.sync();
+  for (const b of [rx, ry]) runtime.free(b);
+  for (const b of [bx, by]) backend.free(b);
+  return {
+    name,
+    subject: `${runtime.name}`,
+    reference: `${backend.name} direct`,
+    unit,
+    subjectValue: viaRuntime,
+    referenceValue: direct,
+    ratio: viaRuntime / direct,
+    note: `bookkeeping ${(viaRuntime - direct).toFixed(0)} ns/call`,
+    skipped: false,
+  };
+}
+
+const CBLAS = {
+  // void cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
+  cblas_sgemm: {
+    parameters: [
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "f32",
+      "buffer",
+      "i32",
+      "buffer",
+      "i32",
+      "f32",
+      "buffer",
+      "i32",
+    ],
+    result: "void",
+  },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/** Opens OpenBLAS for a direct `cblas_sgemm`, or says why it cannot. */
+export function openBlas(): Deno.DynamicLibrary<typeof CBLAS> | string {
+  const names = [
+    Deno.env.get("LIBRA_OPENBLAS"),
+    "libopenblas.so.0",
+    "libopenblas.so",
+    "libopenblas.dylib",
+  ].filter(
+    (x): x is string => !!x,
+  );
+  const errors: string[] = [];
+  for (const n of names) {
+    try {
+      return Deno.dlopen(n, CBLAS);
+    } catch (e) {
+      errors.push(`${n}: ${(e as Error).message.split("\n")[0]}`);
+    }
+  }
+  return `OpenBLAS not found (install libopenblas-dev or set LIBRA_OPENBLAS): ${errors.join("; ")}`;
+}
+
+/** sgemm of n x n matrices through the binding against OpenBLAS called directly. */
+export function sgemmBench(deps: MicroDeps, quick: boolean): MicroJson {
+  const n = quick ? 256 : 512;
+  const name = `sgemm ${n}x${n}x${n}`;
+  const unit = "GFLOP/s";
+  const blas = openBlas();
+  if (typeof blas === "string") return skipped(name, "binding", "OpenBLAS direct", unit, blas);
+  try {
+    const backend = deps.backend();
+    if (typeof backend === "string") {
+      return skipped(name, "binding", "OpenBLAS direct", unit, backend);
+    }
+    if (backend.device !== "cpu") {
+      return skipped(
+        name,
+        backend.name,
+        "OpenBLAS direct",
+        unit,
+        `sgemm against OpenBLAS compares cpu backends; this run uses ${backend.device}`,
+      );
+    }
+    const a = new Float32Array(n * n).map((_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
+    const b = new Float32Array(n * n).map((_, i) => ((i * 104729) % 1000) / 1000 - 0.5);
+    const c = new Float32Array(n * n);
+    const da = backend.alloc(4 * n * n),
+      db = backend.alloc(4 * n * n),
+      dc = backend.alloc(4 * n * n);
+    backend.write(da, a);
+    backend.write(db, b);
+    const params = [1, n, n, n, 0, 0, 0, 0];
+    const [binding, direct] = sideBySide(
+      () => {
+        backend.run("matmul", [da, db], [dc], params);
+        backend.sync();
+      },
+      () => blas.symbols.cblas_sgemm(101, 111, 111, n, n, n, 1, a, n, b, n, 0, c, n),
+      quick ? 3 : 10,
+      quick ? 5 : 9,
+    );
+    // Both sides must compute the same product, or the comparison means nothing.
+    const got = new Float32Array(backend.read(dc).buffer.slice(0));
+    let maxErr = 0;
+    for (let i = 0; i < n * n; i += 97) maxErr = Math.max(maxErr, Math.abs(got[i]! - c[i]!));
+    for (const x of [da, db, dc]) backend.free(x);
+    const flops = 2 * n * n * n;
+    const gBinding = flops / binding, gDirect = flops / direct; // flops per ns = GFLOP/s
+    return {
+      name,
+      subject: `${backend.name} binding`,
+      reference: "cblas_sgemm direct",
+      unit,
+      subjectValue: gBinding,
+      referenceValue: gDirect,
+      ratio: gBinding / gDirect,
+      note: `binding costs ${((binding / direct - 1) * 100).toFixed(1)}% time (max |diff| ${
+        maxErr.toExponential(1)
+      })`,
+      skipped: false,
+    };
+  } finally {
+    blas.close();
+  }
+}
+
+/** Where Debian's python3 with python3-torch is, or why there is none. */
+export async function findTorchPython(): Promise<string | { reason: string }> {
+  for (const py of [Deno.env.get("LIBRA_PYTHON"), "/usr/bin/python3", "python3"]) {
+    if (!py) continue;
+    try {
+      const r = await new Deno.Command(py, {
+        args: ["-c", "import torch; print(torch.__version__)"],
+        stdout: "piped",
+        stderr: "null",
+      }).output();
+      if (r.success) return py;
+    } catch {
+      // Not installed at that path.
+    }
+  }
+  return { reason: "PyTorch not installed (apt-get install python3-torch, or set LIBRA_PYTHON)" };
+}

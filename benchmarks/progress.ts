@@ -1,0 +1,132 @@
+/**
+ * Progress display on stderr: current experiment, done/total, elapsed time and
+ * an estimate of the time left. On a terminal it redraws one line; otherwise
+ * (CI logs, pipes) it prints plain lines, at most one every few seconds plus
+ * the first and the last.
+ *
+ * @module
+ */
+
+/** Where progress lines go and how time is read (injectable for tests). */
+export interface ProgressSink {
+  write(text: string): void;
+  readonly isTerminal: boolean;
+  now(): number;
+}
+
+/** The default sink: stderr, wall clock. */
+export function stderrSink(): ProgressSink {
+  const enc = new TextEncoder();
+  return {
+    write: (t) => {
+      Deno.stderr.writeSync(enc.encode(t));
+    },
+    isTerminal: Deno.stderr.isTerminal(),
+    now: () => performance.now(),
+  };
+}
+
+/** Formats a duration in ms as `1h02m`, `3m05s` or `12.3s`. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return "?";
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(Math.floor(s % 60)).padStart(2, "0")}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
+}
+
+/** Counts units of work and reports them. */
+export class Progress {
+  readonly #sink: ProgressSink;
+  readonly #start: number;
+  readonly #plainEveryMs: number;
+  #total: number;
+  #done = 0;
+  #lastPlain = -Infinity;
+  #current = "";
+
+  constructor(total: number, sink: ProgressSink = stderrSink(), plainEveryMs = 5000) {
+    this.#total = total;
+    this.#sink = sink;
+    this.#start = sink.now();
+    this.#plainEveryMs = plainEveryMs;
+  }
+
+  /** Units done so far. */
+  get done(): number {
+    return this.#done;
+  }
+
+  /** Total units (may grow when work is discovered late). */
+  get total(): number {
+    return this.#total;
+  }
+
+  /** Adds units of work to the total. */
+  grow(n: number): void {
+    this.#total += n;
+  }
+
+  /** Names the unit that starts now. */
+  start(label: string): void {
+    this.#current = label;
+    this.#render(false);
+  }
+
+  /** Marks `n` units done. */
+  tick(n = 1): void {
+    this.#done = Math.min(this.#total, this.#done + n);
+    this.#render(this.#done === this.#total);
+  }
+
+  /** A message that should not be overwritten (a skipped part, a warning). */
+  note(text: string): void {
+    this.#sink.write(this.#sink.isTerminal ? `\r\x1b[2K${text}\n` : `${text}\n`);
+    this.#render(false);
+  }
+
+  /** Ends the display (clears the redrawn line on a terminal). */
+  finish(): void {
+    if (this.#sink.isTerminal) this.#sink.write("\r\x1b[2K");
+    else {
+      this.#sink.write(
+        `bench: ${this.#done}/${this.#total} done in ${
+          formatDuration(this.#sink.now() - this.#start)
+        }\n`,
+      );
+    }
+  }
+
+  /** The status line without control characters. */
+  line(): string {
+    const elapsed = this.#sink.now() - this.#start;
+    const eta = this.#done > 0 ? (elapsed / this.#done) * (this.#total - this.#done) : NaN;
+    const pct = this.#total > 0 ? Math.floor((100 * this.#done) / this.#total) : 100;
+    return `[${this.#done}/${this.#total} ${pct}%] ${this.#current} | elapsed ${
+      formatDuration(elapsed)
+    } | eta ${this.#done > 0 ? formatDuration(eta) : "?"}`;
+  }
+
+  #render(final: boolean): void {
+    if (this.#sink.isTerminal) {
+      const cols = (() => {
+        try {
+          return Deno.consoleSize().columns;
+        } catch {
+          return 120;
+        }
+      })();
+      this.#sink.write(`\r\x1b[2K${this.line().slice(0, Math.max(20, cols - 1))}`);
+      return;
+    }
+    const now = this.#sink.now();
+    if (
+      final || this.#done === 0 && this.#lastPlain === -Infinity ||
+      now - this.#lastPlain >= this.#plainEveryMs
+    ) {
+      this.#lastPlain = now;
+      this.#sink.write(`bench: ${this.line()}\n`);
+    }
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * Posts a report to the lab API (`--upload URL`), authenticated with the bearer
+ * token in `LIBRA_API_TOKEN`.
+ *
+ * @module
+ */
+
+import type { BenchReport } from "./schema.ts";
+
+/**
+ * One measurement as the lab API's `POST /api/bench` takes it (`BenchResult` in
+ * `apps/api/schemas.ts`; the API owns that schema, this mirrors it).
+ */
+export interface UploadMeasurement {
+  kind: "live" | "simulated";
+  model: string;
+  preset: string;
+  policy: string;
+  ratio: number;
+  feasible: boolean;
+  overhead: number | null;
+  overheadMin?: number | null;
+  overheadMax?: number | null;
+  budgetBytes?: number;
+  baselinePeakBytes?: number;
+  peakBytes?: number;
+  evictions?: number;
+  remats?: number;
+  swapBytes?: number;
+  bookkeepingMs?: number;
+  steps?: number;
+  repeat?: number;
+  seed?: number;
+  device?: "cpu" | "cuda" | "meta";
+  trace?: string;
+  memory?: [number, number][];
+}
+
+/** The body of `POST /api/bench` (`BenchUpload` in `apps/api/schemas.ts`). */
+export interface BenchUploadBody {
+  suite: string;
+  createdAt: string;
+  commit?: string;
+  machine: Record<string, unknown>;
+  results: UploadMeasurement[];
+}
+
+/** A name the API accepts (lower-case letters, digits, '.', '_', '-'; at most 64 characters). */
+export function apiName(s: string): string {
+  const n = s.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 64);
+  return n === "" ? "unnamed" : n;
+}
+
+/** Converts a report into the API's upload body: one result per experiment, medians with min/max. */
+export function toUploadBody(report: BenchReport): BenchUploadBody {
+  const workloads = new Map(report.workloads.map((w) => [w.id, w]));
+  const results: UploadMeasurement[] = report.results.map((r) => {
+    const w = workloads.get(r.workload)!;
+    const timeline = report.timelines.find((t) =>
+      t.workload === r.workload && t.policy === r.policy && t.ratio === r.ratio
+    );
+    const device = w.kind === "simulated"
+      ? "meta"
+      : report.options.device === "cuda"
+      ? "cuda"
+      : "cpu";
+    return {
+      kind: r.kind,
+      model: apiName(w.model),
+      preset: apiName(w.preset ?? "trace"),
+      policy: apiName(r.policy),
+      ratio: r.ratio,
+      feasible: r.feasible,
+      overhead: r.feasible ? r.overhead!.median : null,
+      overheadMin: r.overhead?.min ?? null,
+      overheadMax: r.overhead?.max ?? null,
+      budgetBytes: r.budgetBytes,
+      baselinePeakBytes: Math.round(w.baselinePeakBytes),
+      peakBytes: Math.round(r.peakBytes.median),
+      evictions: Math.round(r.evictions.median),
+      remats: Math.round(r.remats.median),
+      swapBytes: Math.round(r.swapBytes.median),
+      bookkeepingMs: r.bookkeepingMs.median,
+      ...(w.steps !== null ? { steps: w.steps } : {}),
+      repeat: r.repeats,
+      seed: report.options.seed,
+      device,
+      ...(w.trace !== null ? { trace: w.trace.slice(-200) } : {}),
+      ...(timeline
+        ? { memory: timeline.points.map((p) => [p.call, p.bytes] as [number, number]) }
+        : {}),
+    };
+  });
+  const e = report.environment;
+  return {
+    suite: report.options.quick ? "quick" : "default",
+    createdAt: report.createdAt,
+    ...(e.commit ? { commit: e.commit.sha } : {}),
+    machine: {
+      hostname: e.hostname.slice(0, 200),
+      os: e.os.slice(0, 200),
+      cpu: `${e.cpuModel} x${e.cpus}`.slice(0, 200),
+      ...(e.device.kind === "cuda" ? { gpu: e.device.name.slice(0, 200) } : {}),
+      deno: e.deno,
+      arch: e.arch,
+      memoryBytes: e.memoryBytes,
+      dirty: e.commit?.dirty ?? null,
+      packages: e.packages,
+    },
+    results,
+  };
+}
+
+/** Path of the API's benchmark ingestion endpoint, relative to the base URL. */
+export const UPLOAD_PATH = "api/bench";
+
+/** What the API answered. */
+export interface UploadResponse {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** The endpoint URL for a base URL given on the command line (with or without a trailing slash). */
+export function uploadUrl(base: string): string {
+  return new URL(UPLOAD_PATH, base.endsWith("/") ? base : `${base}/`).href;
+}
+
+/**
+ * Posts `report` (converted by {@link toUploadBody}). Throws an error naming the URL, the status and the API's
+ * message when the API refuses it, or when no token is set.
+ */
+export async function uploadReport(
+  base: string,
+  report: BenchReport,
+  token: string | undefined = Deno.env.get("LIBRA_API_TOKEN"),
+  fetchFn: typeof fetch = fetch,
+): Promise<UploadResponse> {
+  if (!token) {
+    throw new Error(
+      "upload: LIBRA_API_TOKEN is not set (the API prints a token on first start; export it and retry)",
+    );
+  }
+  const url = uploadUrl(base);
+  let res: Response;
+  try {
+    res = await fetchFn(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify(toUploadBody(report)),
+    });
+  } catch (e) {
+    throw new Error(
+      `upload: cannot reach ${url} (${(e as Error).message.split("\n")[0]}); is the API running?`,
+    );
+  }
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Not JSON: keep the text for the error message.
+  }
+  if (!res.ok) {
+    const detail = typeof body === "string"
+      ? body.slice(0, 300)
+      : JSON.stringify(body).slice(0, 300);
+    throw new Error(`upload: ${url} answered ${res.status} ${res.statusText}: ${detail}`);
+  }
+  return { status: res.status, body };
+}
