@@ -420,7 +420,9 @@ int32_t k_upsample_nearest2x_backward(const kcall* c) {
     const float* g0 = GY + 2 * r * 2 * W;
     const float* g1 = g0 + 2 * W;
     float* gx = GX + r * W;
-    for (int64_t j = 0; j < W; j++) gx[j] = g0[2 * j] + g0[2 * j + 1] + g1[2 * j] + g1[2 * j + 1];
+    for (int64_t j = 0; j < W; j++) {
+      gx[j] = (float)((double)g0[2 * j] + g0[2 * j + 1] + g1[2 * j] + g1[2 * j + 1]);
+    }
   }
   return LIBRA_OK;
 }

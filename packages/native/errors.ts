@@ -59,7 +59,8 @@ export class NoDeviceError extends NativeError {
   constructor(fn: string, nativeMessage: string, options?: ErrorOptions) {
     super(fn, Status.NO_DEVICE, nativeMessage, options);
     this.name = "NoDeviceError";
-    this.message = `no CUDA device: ${nativeMessage || "no GPU or driver on this machine"} (${fn})`;
+    const detail = nativeMessage || "no GPU or driver on this machine";
+    this.message = `${/^no CUDA device/i.test(detail) ? "" : "no CUDA device: "}${detail} (${fn})`;
   }
 }
 

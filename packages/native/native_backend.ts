@@ -317,7 +317,10 @@ export class NativeBackend implements Backend {
       outBytes[i] = o.bytes;
       for (let j = 0; j < nIn; j++) {
         if (inputs[j] === o) {
-          throw new KernelError(kernel, `output ${i} (buffer ${o.id}) is also input ${j}`);
+          throw new KernelError(
+            kernel,
+            `output ${i} (buffer ${o.id}) is also an input (input ${j})`,
+          );
         }
       }
       for (let j = 0; j < i; j++) {
