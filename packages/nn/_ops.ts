@@ -51,10 +51,10 @@ export function linear(x: Tensor, w: Tensor, b: Tensor | null): Tensor {
 }
 
 /** `[T, T]` additive causal mask: 0 on and below the diagonal, -inf above (written from the host). */
-export function causalMask(T: number, backend?: Tensor["backend"]): Tensor {
+export function causalMask(T: number, backend: Tensor["backend"]): Tensor {
   const m = new Float32Array(T * T);
   for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
-  return fromTypedArray(m, [T, T], backend ? { backend } : {});
+  return fromTypedArray(m, [T, T], { backend });
 }
 
 /** i32 positions `[0, T)`. */

@@ -116,7 +116,9 @@ export class GPT extends Module implements Layer {
         `GPT: sequence length ${T} exceeds contextLength ${this.config.contextLength}`,
       );
     }
-    let x = this.drop.forward(this.wte.forward(ids).add(this.wpe.forward(arangeIds(T))));
+    let x = this.drop.forward(
+      this.wte.forward(ids).add(this.wpe.forward(arangeIds(T, ids.backend))),
+    );
     for (const blk of this.h) x = blk.forward(x);
     x = this.ln_f.forward(x);
     return this.lm_head ? this.lm_head.forward(x) : x.matmul(this.wte.weight, { transB: true });

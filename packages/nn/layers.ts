@@ -369,7 +369,7 @@ export class CausalSelfAttention extends Module implements Layer {
     const q = qkv.narrow(0, 0, 1).reshape([B, nh, T, hd]);
     const k = qkv.narrow(0, 1, 1).reshape([B, nh, T, hd]);
     const v = qkv.narrow(0, 2, 1).reshape([B, nh, T, hd]);
-    const mask = causalMask(T);
+    const mask = causalMask(T, x.backend);
     const scores = q.matmul(k, { transB: true }).mul(1 / Math.sqrt(hd)).add(mask);
     const att = this.attnDropout.forward(scores.softmax());
     const y = att.matmul(v).permute([0, 2, 1, 3]).reshape([B, T, C]);
