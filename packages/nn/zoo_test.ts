@@ -161,10 +161,9 @@ Deno.test({
   },
 });
 
-Deno.test("createModel() and createData() reject unknown names and presets, listing the options", () => {
-  // deno-lint-ignore no-explicit-any
+Deno.test("createModel() and getPreset() reject unknown names and presets, listing the options", () => {
   assert.throws(
-    () => createModel("vgg" as any),
+    () => createModel("vgg" as ModelName),
     /unknown model "vgg"; available: mlp, resnet, gpt, unet, lstm/,
   );
   assert.throws(
