@@ -19,6 +19,7 @@ export interface Command {
 /** Subcommands known to this build, by name. */
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   version: () => import("./commands/version.ts"),
+  simulate: () => import("./commands/simulate.ts"),
 };
 
 function usage(summaries: [string, string][]): string {

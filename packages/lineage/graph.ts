@@ -495,13 +495,13 @@ export class Lineage {
       const style = s.residency === "resident" ? "solid" : "dashed";
       lines.push(
         `  s${s.id} [shape=box,style=${style},label=${
-          JSON.stringify(`${s.tensors.join(",")}\\n${s.bytes} B ${s.residency}`)
+          dotLabel(`${s.tensors.join(",")}\\n${s.bytes} B ${s.residency}`)
         }];`,
       );
       for (const t of s.tensors) owner.set(t, s.id);
     }
     for (const c of j.calls) {
-      lines.push(`  c${c.id} [shape=ellipse,label=${JSON.stringify(`${c.op}\\n${c.cost}`)}];`);
+      lines.push(`  c${c.id} [shape=ellipse,label=${dotLabel(`${c.op}\\n${c.cost}`)}];`);
       for (const t of c.inputs) {
         const s = owner.get(t);
         if (s !== undefined) lines.push(`  s${s} -> c${c.id};`);
@@ -514,6 +514,10 @@ export class Lineage {
     lines.push("}");
     return lines.join("\n");
   }
+}
+
+function dotLabel(text: string): string {
+  return `"${text.replaceAll('"', '\\"')}"`;
 }
 
 /** Sum of the costs of the distinct calls producing the tensors of `s`. */

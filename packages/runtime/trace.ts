@@ -150,11 +150,12 @@ export function parseTrace(text: string, source = "trace"): Trace {
   ): { j: Json; line: number } => {
     const r = rows[at];
     const prev = rows[at - 1]!;
+    const origin = rows[k0]!;
     if (!r || r.j.INSTRUCTION !== instr || r.j.NAME !== name) {
       throw new TraceError(
         source,
         r?.line ?? prev.line,
-        `missing ${instr} line for ${JSON.stringify(name)} after ${what} (line ${prev.line})${
+        `missing ${instr} line for ${JSON.stringify(name)} after ${what} (line ${origin.line})${
           r
             ? `; found ${String(r.j.INSTRUCTION)}${
               r.j.NAME !== undefined ? ` ${JSON.stringify(r.j.NAME)}` : ""
@@ -165,7 +166,9 @@ export function parseTrace(text: string, source = "trace"): Trace {
     }
     return r;
   };
+  let k0 = 0;
   while (k < rows.length) {
+    k0 = k;
     const r = rows[k++]!;
     const line = r.line;
     switch (r.j.INSTRUCTION) {

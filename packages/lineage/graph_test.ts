@@ -1,0 +1,141 @@
+import assert from "node:assert/strict";
+import { type CallNode, Lineage, type StorageNode, type TensorNode } from "./graph.ts";
+import { classValue, EqNode, find, merge } from "./union_find.ts";
+
+/**
+ * Diamond-and-tail graph, costs in brackets:
+ *   x -> a[1] -> b[2] -> d[8] -> e[16]
+ *         \---> c[4] --/
+ */
+function diamond() {
+  const g = new Lineage();
+  const x = g.addLeaf(8, "x");
+  const [a] = g.addCall("f", [], [x], [{ bytes: 8, name: "a" }], 1);
+  const [b] = g.addCall("f", [], [a!], [{ bytes: 8, name: "b" }], 2);
+  const [c] = g.addCall("f", [], [a!], [{ bytes: 8, name: "c" }], 4);
+  const [d] = g.addCall("f", [], [b!, c!], [{ bytes: 8, name: "d" }], 8);
+  const [e] = g.addCall("f", [], [d!], [{ bytes: 8, name: "e" }], 16);
+  for (const t of [x, a!, b!, c!, d!, e!]) {
+    t.defined = true;
+    t.storage.residency = "resident";
+  }
+  return { g, x, a: a!, b: b!, c: c!, d: d!, e: e! };
+}
+
+function evict(...ts: TensorNode[]) {
+  for (const t of ts) {
+    t.defined = false;
+    t.storage.residency = "evicted";
+  }
+}
+
+const names = (ss: StorageNode[]) => ss.map((s) => s.name).sort();
+
+Deno.test("Lineage.evictedNeighbors() lists adjacent evicted storages once", () => {
+  const { g, a, b, c, d } = diamond();
+  evict(b, c);
+  assert.deepEqual(names(g.evictedNeighbors(a.storage)), ["b", "c"]);
+  assert.deepEqual(names(g.evictedNeighbors(d.storage)), ["b", "c"]);
+  evict(a);
+  assert.deepEqual(names(g.evictedNeighbors(d.storage)), ["b", "c"], "a is two hops from d");
+});
+
+Deno.test("Lineage.evictedNeighborhood() follows evicted storages transitively", () => {
+  const { g, x, a, b, c, d, e } = diamond();
+  evict(a, b, d);
+  // From e: d (evicted) -> b (evicted) -> a (evicted) -> c is resident, x resident.
+  assert.deepEqual(names(g.evictedNeighborhood(e.storage)), ["a", "b", "d"]);
+  assert.equal(g.evictedNeighborhoodCost(e.storage), 1 + 2 + 8);
+  assert.deepEqual(names(g.evictedNeighborhood(x.storage)), ["a", "b", "d"]);
+  assert.deepEqual(names(g.evictedNeighborhood(c.storage)), ["a", "b", "d"]);
+  // Producer side only (msps): recomputing e needs d, then b, then a.
+  assert.equal(g.evictedAncestorCost(e.storage), 8 + 2 + 1);
+  assert.equal(g.evictedAncestorCost(c.storage), 1);
+});
+
+Deno.test("Lineage.neighborClassCost() counts each evicted equivalence class once", () => {
+  const { g, a, b, c, d } = diamond();
+  evict(b, c);
+  b.storage.eq = new EqNode(2);
+  c.storage.eq = new EqNode(4);
+  assert.equal(g.neighborClassCost(d.storage), 6, "two classes");
+  merge(b.storage.eq, c.storage.eq);
+  assert.equal(g.neighborClassCost(d.storage), 6, "one class of 6, counted once");
+  assert.equal(g.neighborClassCost(a.storage), 6);
+});
+
+Deno.test("union-find merges sum values, subtract on re-materialize, never split", () => {
+  const n = Array.from({ length: 5 }, (_, i) => new EqNode(2 ** i));
+  merge(n[0]!, n[1]!);
+  merge(n[2]!, n[3]!);
+  assert.equal(classValue(n[1]!), 3);
+  assert.equal(classValue(n[3]!), 12);
+  merge(n[1]!, n[3]!);
+  assert.equal(classValue(n[0]!), 15);
+  assert.equal(find(n[0]!), find(n[2]!));
+  merge(n[0]!, n[2]!);
+  assert.equal(classValue(n[0]!), 15, "merging one class twice adds nothing");
+  find(n[1]!).value -= 2; // n[1] re-materialized
+  assert.equal(classValue(n[3]!), 13);
+  assert.equal(classValue(n[4]!), 16, "untouched class");
+});
+
+Deno.test("union-find find() is iterative: a 200k-deep parent chain does not overflow", () => {
+  const nodes = Array.from({ length: 200_000 }, () => new EqNode(1));
+  for (let i = 1; i < nodes.length; i++) nodes[i - 1]!.parent = nodes[i]!;
+  nodes[nodes.length - 1]!.value = 7;
+  assert.equal(classValue(nodes[0]!), 7);
+  assert.equal(nodes[0]!.parent, nodes[nodes.length - 1], "path compressed");
+});
+
+Deno.test("Lineage.rematPlan() orders recomputation and survives a 100k evicted chain", () => {
+  const g = new Lineage();
+  let t = g.addLeaf(4, "x");
+  t.defined = true;
+  const calls: CallNode[] = [];
+  for (let i = 0; i < 100_000; i++) {
+    [t] = g.addCall("f", [], [t], [{ bytes: 4 }], 1) as [TensorNode];
+    calls.push(t.producer!);
+  }
+  const plan = g.rematPlan(t);
+  assert.equal(plan.length, 100_000);
+  assert.equal(plan[0], calls[0]);
+  assert.equal(plan[plan.length - 1], calls[calls.length - 1]);
+});
+
+Deno.test("Lineage.rematPlan() recomputes a shared ancestor once and rejects unrecomputable values", () => {
+  const { g, a, b, c, d } = diamond();
+  evict(a, b, c, d);
+  const plan = g.rematPlan(d).map((c) => c.outputs[0]!.name);
+  assert.deepEqual(plan, ["a", "b", "c", "d"]);
+  const { g: g2, x } = diamond();
+  evict(x);
+  assert.throws(
+    () => g2.rematPlan(x),
+    /x is not available and cannot be recomputed \(no producer\)/,
+  );
+});
+
+Deno.test("Lineage views share storage and add their call cost to it", () => {
+  const g = new Lineage();
+  const x = g.addLeaf(8, "x");
+  const [y] = g.addCall("f", [], [x], [{ bytes: 8, name: "y" }], 5);
+  const [v] = g.addCall("view", [], [y!], [{ bytes: 0, alias: 0, name: "v" }], 1);
+  assert.equal(v!.storage, y!.storage);
+  assert.ok(v!.isAlias);
+  assert.equal(y!.storage.compute, 6);
+  assert.equal(v!.producer!.totalBytes, 0);
+});
+
+Deno.test("Lineage.toJSON() and toDot() export storages and calls", () => {
+  const { g, b } = diamond();
+  evict(b);
+  const j = g.toJSON();
+  assert.equal(j.storages.length, 6);
+  assert.deepEqual(j.calls.map((c) => c.outputs[0]), ["a", "b", "c", "d", "e"]);
+  assert.deepEqual(j.calls[3]!.inputs, ["b", "c"]);
+  const dot = g.toDot();
+  assert.match(dot, /^digraph lineage \{/);
+  assert.match(dot, /style=dashed,label="b\\n8 B evicted"/);
+  assert.equal((dot.match(/->/g) ?? []).length, 11);
+});

@@ -1,0 +1,237 @@
+/**
+ * NativeBackend beyond the kernels: the shared Backend conformance suite, buffer
+ * lifetimes (dispose, FinalizationRegistry under --expose-gc), host buffers,
+ * the loader's errors, and OpenBLAS vs the portable sgemm.
+ */
+
+import assert from "node:assert/strict";
+import { backendConformance } from "../tensor/_conformance.ts";
+import { openLibrary } from "./_loader.ts";
+import {
+  cpuBackend,
+  cudaBackend,
+  LibraryLoadError,
+  type NativeBackend,
+  NativeBuffer,
+  NoDeviceError,
+} from "./mod.ts";
+
+backendConformance("cpu", () => cpuBackend());
+backendConformance("cpu(portable)", () => cpuBackend({ variant: "portable" }));
+
+let cudaWhy = "";
+try {
+  cudaBackend();
+} catch (e) {
+  if (!(e instanceof NoDeviceError || e instanceof LibraryLoadError)) throw e;
+  cudaWhy = e.message;
+}
+if (cudaWhy) {
+  console.warn(`native_backend_test: cuda conformance skipped (${cudaWhy})`);
+  Deno.test({
+    name: `cuda: Backend conformance (skipped: ${cudaWhy})`,
+    ignore: true,
+    fn() {},
+  });
+} else {
+  backendConformance("cuda", () => cudaBackend());
+}
+
+Deno.test("cudaBackend() throws a typed error instead of crashing without a GPU", () => {
+  if (!cudaWhy) return; // a GPU is present: nothing to check here
+  assert.throws(() => cudaBackend(), (e: unknown) => {
+    assert.ok(e instanceof NoDeviceError || e instanceof LibraryLoadError, String(e));
+    if (e instanceof NoDeviceError) assert.match(e.message, /no CUDA device/);
+    return true;
+  });
+});
+
+Deno.test("cpuBackend() reports its build, device and threads", () => {
+  const b = cpuBackend();
+  assert.match(b.buildInfo, /^cpu \((openblas|portable), openmp\)$/);
+  assert.match(b.deviceName, /^cpu: /);
+  assert.ok(b.threads() >= 1);
+  assert.deepEqual(b.missingKernels(), []);
+  const p = cpuBackend({ variant: "portable" });
+  assert.equal(p.buildInfo, "cpu (portable, openmp)");
+  assert.equal(p.name, "cpu(portable)");
+});
+
+Deno.test("setThreads changes the worker count and <= 0 restores the default", () => {
+  const b = cpuBackend();
+  const def = b.threads();
+  b.setThreads(1);
+  assert.equal(b.threads(), 1);
+  b.setThreads(0);
+  assert.equal(b.threads(), def);
+});
+
+Deno.test("NativeBuffer: using/dispose frees once; freed and foreign buffers throw", () => {
+  const b = cpuBackend();
+  const other = cpuBackend();
+  const before = b.memory().usedBytes;
+  let kept: NativeBuffer;
+  {
+    using buf = b.alloc(64);
+    kept = buf;
+    assert.equal(b.memory().usedBytes, before + 64);
+  }
+  assert.equal(kept.freed, true);
+  assert.equal(b.memory().usedBytes, before);
+  kept[Symbol.dispose](); // idempotent
+  assert.throws(() => b.read(kept), /already freed/);
+  assert.throws(() => b.free(kept), /already freed/);
+  using foreign = other.alloc(8);
+  assert.throws(() => b.read(foreign), /not allocated by this cpu backend/);
+  assert.throws(
+    () => new NativeBuffer(Symbol("x"), b, 1, 8, 0n, Deno.UnsafePointer.create(8n)!),
+    /use backend.alloc/,
+  );
+});
+
+Deno.test("capacityBytes turns over-allocation into an OutOfMemoryError", () => {
+  const b = cpuBackend({ capacityBytes: 100 });
+  using a = b.alloc(60);
+  assert.throws(() => b.alloc(41), (e: unknown) => {
+    assert.equal((e as Error).name, "OutOfMemoryError");
+    assert.match((e as Error).message, /41 bytes requested, 60 of 100 in use/);
+    return true;
+  });
+  assert.equal(b.memory().peakBytes, 60);
+  assert.equal(a.bytes, 60);
+});
+
+/** Lets the FinalizationRegistry callbacks run: collect, then yield to the event loop. */
+async function collect(b: NativeBackend, until: () => boolean): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc!;
+  for (let i = 0; i < 50 && !until(); i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  void b;
+}
+
+Deno.test({
+  name: "dropped buffers are freed by the FinalizationRegistry (--v8-flags=--expose-gc)",
+  ignore: typeof (globalThis as { gc?: unknown }).gc !== "function",
+  async fn() {
+    const b = cpuBackend();
+    const base = b.memory().usedBytes;
+    (() => {
+      for (let i = 0; i < 100; i++) b.alloc(1 << 16); // dropped without free
+    })();
+    assert.equal(b.memory().usedBytes, base + 100 * (1 << 16));
+    assert.equal(b.stats().liveBuffers, 100);
+    await collect(b, () => b.stats().finalizedBuffers === 100);
+    assert.equal(b.stats().finalizedBuffers, 100);
+    assert.equal(b.stats().liveBuffers, 0);
+    assert.equal(b.memory().usedBytes, base);
+    // An explicitly freed buffer is unregistered: collecting it later frees nothing twice.
+    (() => {
+      const x = b.alloc(32);
+      b.free(x);
+    })();
+    await collect(b, () => false);
+    assert.equal(b.stats().finalizedBuffers, 100);
+    assert.equal(b.memory().usedBytes, base);
+  },
+});
+
+Deno.test({
+  name: "dropped host buffers are released once their bytes are unreachable",
+  ignore: typeof (globalThis as { gc?: unknown }).gc !== "function",
+  async fn() {
+    const b = cpuBackend();
+    (() => {
+      for (let i = 0; i < 20; i++) b.allocHost(4096);
+    })();
+    assert.equal(b.stats().hostBytes, 20 * 4096);
+    await collect(b, () => b.stats().hostBytes === 0);
+    assert.equal(b.stats().hostBytes, 0);
+  },
+});
+
+Deno.test("freeHost detaches the host view so freed memory cannot be touched", () => {
+  const b = cpuBackend();
+  const h = b.allocHost(16);
+  const view = h.data;
+  view[0] = 1;
+  b.freeHost(h);
+  assert.equal(view.byteLength, 0, "old view detached");
+  assert.equal(h.data.byteLength, 0);
+  assert.throws(() => b.freeHost(h), /already freed/);
+  using d = b.alloc(16);
+  assert.throws(() => b.copy(d, h), /freed/);
+});
+
+Deno.test("copyAsync on cpu completes before returning; write/read with offsets", () => {
+  const b = cpuBackend();
+  using d = b.alloc(16);
+  b.write(d, new Float32Array([1, 2, 3, 4]));
+  b.write(d, new Int32Array([-5]), 8);
+  const h = b.allocHost(16);
+  const t = b.copyAsync(d, h);
+  assert.equal(t.done, true);
+  const f = new Float32Array(h.data.buffer, h.data.byteOffset, 4);
+  assert.deepEqual([f[0], f[1], f[3]], [1, 2, 4]);
+  assert.equal(new Int32Array(h.data.buffer, h.data.byteOffset, 4)[2], -5);
+  b.freeHost(h);
+  assert.throws(() => b.read(d, 17), /cannot read 17 bytes/);
+});
+
+Deno.test("the loader names `deno task build:native` when the library is missing", () => {
+  const dir = Deno.makeTempDirSync({ prefix: "libra_empty_" });
+  const old = Deno.env.get("LIBRA_NATIVE_DIR");
+  Deno.env.set("LIBRA_NATIVE_DIR", dir);
+  try {
+    assert.throws(() => openLibrary("cpu"), (e: unknown) => {
+      assert.ok(e instanceof LibraryLoadError, String(e));
+      assert.match(e.message, /deno task build:native/);
+      assert.match(e.message, new RegExp(`LIBRA_NATIVE_DIR=${dir}`));
+      assert.ok(e.cause instanceof Error, "cause attached");
+      assert.deepEqual(e.tried, [`${dir}/libra_cpu.so`]);
+      return true;
+    });
+  } finally {
+    if (old === undefined) Deno.env.delete("LIBRA_NATIVE_DIR");
+    else Deno.env.set("LIBRA_NATIVE_DIR", old);
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("OpenBLAS and portable sgemm agree within f32 tolerance", () => {
+  const blas = cpuBackend();
+  const portable = cpuBackend({ variant: "portable" });
+  if (!blas.buildInfo.includes("openblas")) {
+    console.warn(`skipped: libra_cpu.so was built without OpenBLAS (${blas.buildInfo})`);
+    return;
+  }
+  const seedRand = (() => {
+    let s = 12345;
+    return () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32) * 2 - 1;
+  })();
+  const shapes: [number, number, number, number, number][] = [
+    [1, 1, 1, 0, 0],
+    [67, 45, 129, 0, 0],
+    [128, 256, 300, 1, 0],
+    [200, 77, 513, 0, 1],
+    [33, 600, 70, 1, 1],
+  ];
+  for (const [m, n, k, ta, tb] of shapes) {
+    const a = Float32Array.from({ length: m * k }, seedRand);
+    const bm = Float32Array.from({ length: k * n }, seedRand);
+    const results = [blas, portable].map((be) => {
+      using A = be.alloc(a.byteLength), B = be.alloc(bm.byteLength), C = be.alloc(m * n * 4);
+      be.write(A, a);
+      be.write(B, bm);
+      be.run("matmul", [A, B], [C], [1, m, n, k, ta, tb, 0, 0]);
+      return new Float32Array(be.read(C).buffer);
+    });
+    let worst = 0;
+    for (let i = 0; i < m * n; i++) {
+      worst = Math.max(worst, Math.abs(results[0]![i]! - results[1]![i]!));
+    }
+    // |entries| <= 1, so each dot product is bounded by k; f32 rounding ~ k * 2^-24 * sqrt(k)
+    assert.ok(worst <= 1e-5 * Math.sqrt(k) * 4, `${m}x${n}x${k} t${ta}${tb}: max diff ${worst}`);
+  }
+});

@@ -1,0 +1,202 @@
+import assert from "node:assert/strict";
+import { formatTrace, parseTrace, readTrace, TraceError } from "./trace.ts";
+import { replayTrace, simulateTrace } from "./simulator.ts";
+
+const TRACES = new URL("../../../shared/traces/", import.meta.url);
+async function shared(name: string): Promise<string | null> {
+  try {
+    return await Deno.readTextFile(new URL(name, TRACES));
+  } catch {
+    return null;
+  }
+}
+const resnet = await shared("resnet32-56.log");
+const unet = await shared("unet-6.log");
+const SKIP = "../shared/traces/ is absent (the shared DTR traces live outside the repository)";
+
+Deno.test({
+  name:
+    "parseTrace() imports resnet32-56.log: 286 calls, budget-free peak and compute of the issue",
+  ignore: resnet === null,
+  fn() {
+    const t = parseTrace(resnet!, "resnet32-56.log");
+    assert.equal(t.events.filter((e) => e.kind === "call").length, 286);
+    const r = replayTrace(t);
+    assert.equal(r.stats.peakBytes, 10061179152);
+    assert.equal(r.stats.computeNs, 291905487);
+    assert.equal(r.overhead, 1);
+    assert.equal(r.metaPeakBytes, r.stats.peakBytes, "the meta backend saw the same peak");
+  },
+});
+if (resnet === null) console.warn(`trace_test: skipping shared-trace tests: ${SKIP}`);
+
+Deno.test({
+  name: "simulateTrace(dtr-eq) on resnet32-56 lands on the published simulator's overheads",
+  ignore: resnet === null,
+  fn() {
+    const published: [number, number | null][] = [
+      [0.8, 1.025],
+      [0.6, 1.074],
+      [0.5, 1.107],
+      [0.4, 1.140],
+      [0.3, 1.179],
+      [0.2, 1.332],
+      [0.1, null],
+    ];
+    const t = parseTrace(resnet!, "resnet32-56.log");
+    const rep = simulateTrace(t, { policy: "dtr-eq", ratios: published.map(([r]) => r) });
+    assert.equal(rep.baseline.peakBytes, 10061179152);
+    for (const [i, [ratio, want]] of published.entries()) {
+      const row = rep.results[i]!;
+      assert.equal(row.ratio, ratio);
+      if (want === null) {
+        assert.equal(row.feasible, false, `ratio ${ratio} infeasible`);
+      } else {
+        assert.ok(row.feasible, `ratio ${ratio} feasible`);
+        assert.ok(
+          Math.abs(row.overhead! - want) < 0.01 * want,
+          `ratio ${ratio}: ${row.overhead} vs ${want}`,
+        );
+        assert.ok(row.peakBytes <= row.budgetBytes);
+      }
+    }
+  },
+});
+
+Deno.test({
+  name: "parseTrace() imports unet-6.log with its in-place MUTATEs and replays it",
+  ignore: unet === null,
+  fn() {
+    const t = parseTrace(unet!, "unet-6.log");
+    assert.equal(t.events.filter((e) => e.kind === "call").length, 210);
+    assert.equal(t.events.filter((e) => e.kind === "mutate").length, 37);
+    const r = replayTrace(t);
+    assert.equal(r.stats.peakBytes, 8415764640);
+    const half = replayTrace(t, { budgetBytes: Math.floor(0.5 * 8415764640), timeline: true });
+    assert.ok(half.feasible);
+    assert.ok(half.stats.peakBytes <= Math.floor(0.5 * 8415764640));
+    for (const b of half.timeline.bytes) assert.ok(b <= 0.5 * 8415764640);
+  },
+});
+
+Deno.test({
+  name: "formatTrace() round-trips the shared traces",
+  ignore: unet === null || resnet === null,
+  fn() {
+    for (const text of [resnet!, unet!]) {
+      const t = parseTrace(text);
+      const back = parseTrace(formatTrace(t));
+      const strip = (x: typeof t) => x.events.map(({ line: _l, ...rest }) => rest);
+      assert.deepEqual(strip(back), strip(t));
+    }
+  },
+});
+
+const C = (n: string, m: number) => [
+  `{"INSTRUCTION":"CONSTANT","NAME":"${n}"}`,
+  `{"INSTRUCTION":"MEMORY","MEMORY":"${m}","NAME":"${n}"}`,
+];
+
+function fails(lines: string[], line: number, re: RegExp) {
+  assert.throws(
+    () => parseTrace(lines.join("\n"), "t.log"),
+    (e: unknown) => {
+      assert.ok(e instanceof TraceError, String(e));
+      assert.equal(e.line, line, e.message);
+      assert.match(e.message, new RegExp(`^t\\.log:${line}: `));
+      assert.match(e.message, re);
+      return true;
+    },
+  );
+}
+
+Deno.test("parseTrace() rejects malformed traces with the line and the reason", () => {
+  fails([...C("x", 4), `{"INSTRUCTION":"CALL",`], 3, /invalid JSON/);
+  fails([...C("x", 4), `{"INSTRUCTION":"FROB","NAME":"x"}`], 3, /unknown instruction "FROB"/);
+  fails([`{"NAME":"x"}`], 1, /unknown instruction undefined/);
+  fails(
+    [...C("x", 4), `{"ARGS":["y"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["z"],"TIME":"1"}`],
+    3,
+    /CALL: undefined name "y"/,
+  );
+  fails(
+    [`{"INSTRUCTION":"CONSTANT","NAME":"x"}`, `{"INSTRUCTION":"RELEASE","NAME":"x"}`],
+    2,
+    /missing MEMORY line for "x" after CONSTANT \(line 1\); found RELEASE/,
+  );
+  fails([`{"INSTRUCTION":"CONSTANT","NAME":"x"}`], 1, /missing MEMORY line for "x".*end of file/);
+  fails(
+    [
+      ...C("x", 4),
+      `{"ARGS":["x"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["z"],"TIME":"1"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"4","NAME":"z"}`,
+      `{"INSTRUCTION":"RELEASE","NAME":"x"}`,
+    ],
+    5,
+    /missing ALIAS line for "z" after CALL f \(line 3\)/,
+  );
+  fails(
+    [
+      ...C("x", 4),
+      `{"ARGS":["x"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["z"],"TIME":"1"}`,
+      `{"INSTRUCTION":"ALIAS","ALIAS":"-1","NAME":"z"}`,
+    ],
+    4,
+    /missing MEMORY line for "z"/,
+  );
+  fails(
+    [...C("x", 4), `{"DST":"y","INSTRUCTION":"COPY","SRC":"q"}`],
+    3,
+    /COPY: undefined name "q"/,
+  );
+  fails(
+    [`{"INSTRUCTION":"CONSTANT","NAME":"x"}`, `{"INSTRUCTION":"MEMORY","MEMORY":"4.5","NAME":"x"}`],
+    2,
+    /MEMORY must be an integer/,
+  );
+  fails(
+    [...C("x", 4), `{"INSTRUCTION":"MEMORY","MEMORY":"4","NAME":"x"}`],
+    3,
+    /does not follow a CONSTANT or CALL/,
+  );
+  fails(
+    [...C("x", 4), `{"ARGS":["x"],"INSTRUCTION":"MUTATE","MUTATE":[3],"NAME":"add_","TIME":"1"}`],
+    3,
+    /argument indices below 1/,
+  );
+});
+
+Deno.test("parseTrace() skips what precedes START, ignores unknown RELEASEs, marks backward calls", () => {
+  const t = parseTrace([
+    ...C("early", 4),
+    `{"ANNOTATION":"START","INSTRUCTION":"ANNOTATE"}`,
+    ...C("x", 4),
+    `{"INSTRUCTION":"RELEASE","NAME":"nobody"}`,
+    `{"ARGS":["x"],"INSTRUCTION":"CALL","NAME":"relu","RESULT":["y"],"TIME":"3"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"4","NAME":"y"}`,
+    `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"y"}`,
+    `{"ARGS":["y"],"INSTRUCTION":"CALL","NAME":"relu_backward","RESULT":["g"],"TIME":"3"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"4","NAME":"g"}`,
+    `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"g"}`,
+  ].join("\n"));
+  assert.deepEqual(t.events.map((e) => e.kind), ["constant", "call", "call"]);
+  assert.deepEqual(t.events.map((e) => (e.kind === "call" ? e.backward : null)), [
+    null,
+    false,
+    true,
+  ]);
+  assert.throws(
+    () =>
+      parseTrace(
+        [
+          `{"ANNOTATION":"START","INSTRUCTION":"ANNOTATE"}`,
+          `{"DST":"y","INSTRUCTION":"COPY","SRC":"early"}`,
+        ].join("\n"),
+      ),
+    /undefined name "early"/,
+  );
+});
+
+Deno.test("readTrace() names the file it cannot read", async () => {
+  await assert.rejects(readTrace("/no/such/trace.log"), /cannot read trace \/no\/such\/trace\.log/);
+});
