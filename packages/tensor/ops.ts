@@ -204,7 +204,7 @@ function unaryEntry(
   return {
     name,
     forward(x: Tensor): Tensor {
-      const be = check(name, [x]);
+      const be = check(name.startsWith("gelu") ? "gelu" : name, [x]);
       const y = empty(be, x.shape, "f32");
       run(name, [x], [y], [x.size]);
       return record(this, y, [x], save === "x" ? [x] : save === "y" ? [y] : [], null);
@@ -236,13 +236,14 @@ function scalarRaw(op: string, kernel: KernelName, x: Tensor, s: number): Tensor
 
 function scalarEntry(
   name: ScalarKernel,
+  label: string,
   save: boolean,
   grad: (gy: Tensor, s: number, x: Tensor | undefined) => Tensor,
 ) {
   return {
     name,
     forward(x: Tensor, s: number): Tensor {
-      const y = scalarRaw(name, name, x, s);
+      const y = scalarRaw(label, name, x, s);
       return record(this, y, [x], save ? [x] : [], s);
     },
     backward(gy: Tensor, node: GradNode): (Tensor | null)[] {
@@ -431,15 +432,16 @@ const OPS = {
   sigmoid: unaryEntry("sigmoid", "y", kernelGrad("sigmoid_backward")),
   tanh: unaryEntry("tanh", "y", kernelGrad("tanh_backward")),
 
-  add_scalar: scalarEntry("add_scalar", false, (gy) => view(gy, gy.shape)),
-  mul_scalar: scalarEntry("mul_scalar", false, (gy, s) => mul(gy, s)),
-  rsub_scalar: scalarEntry("rsub_scalar", false, (gy) => neg(gy)),
+  add_scalar: scalarEntry("add_scalar", "add", false, (gy) => view(gy, gy.shape)),
+  mul_scalar: scalarEntry("mul_scalar", "mul", false, (gy, s) => mul(gy, s)),
+  rsub_scalar: scalarEntry("rsub_scalar", "sub", false, (gy) => neg(gy)),
   rdiv_scalar: scalarEntry(
     "rdiv_scalar",
+    "div",
     true,
     (gy, s, x) => mul(div(gy, mul(x!, x!)), -s),
   ),
-  pow_scalar: scalarEntry("pow_scalar", true, (gy, s, x) => mul(gy, mul(pow(x!, s - 1), s))),
+  pow_scalar: scalarEntry("pow_scalar", "pow", true, (gy, s, x) => mul(gy, mul(pow(x!, s - 1), s))),
 
   where: {
     name: "where",

@@ -183,8 +183,8 @@ export function keep<T extends Tensor>(t: T): T {
 
 let defaultBackend: Backend | null = null;
 
-/** Sets the backend that creation functions use when no `backend` option is given. */
-export function setDefaultBackend(backend: Backend): void {
+/** Sets (or with null, clears) the backend that creation functions use when no `backend` option is given. */
+export function setDefaultBackend(backend: Backend | null): void {
   defaultBackend = backend;
 }
 
