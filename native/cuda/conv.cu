@@ -447,7 +447,7 @@ __global__ void upsample_bw_k(int64_t rows, int64_t W, const float* __restrict__
     const int64_t r = e / W, j = e % W;
     const float* g0 = gy + 2 * r * 2 * W;
     const float* g1 = g0 + 2 * W;
-    gx[e] = g0[2 * j] + g0[2 * j + 1] + g1[2 * j] + g1[2 * j + 1];
+    gx[e] = (float)((double)g0[2 * j] + g0[2 * j + 1] + g1[2 * j] + g1[2 * j + 1]);
   }
 }
 
