@@ -95,6 +95,8 @@ export interface ReplayResult {
   endBytes: number;
   /** Peak the meta backend saw (cross-check of the engine's accounting, excluding transient duplicates). */
   metaPeakBytes: number;
+  /** The engine after the replay (lineage, pool state), for inspection. */
+  engine: Engine;
 }
 
 function makePolicy(p: ReplayOptions["policy"], search: SearchOptions | undefined): EvictionPolicy {
@@ -255,6 +257,7 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
     decisions: engine.decisions,
     endBytes: engine.used,
     metaPeakBytes: exec.meta.memory().peakBytes,
+    engine,
   };
   if (error) result.error = error;
   return result;

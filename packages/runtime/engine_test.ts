@@ -1,0 +1,243 @@
+import assert from "node:assert/strict";
+import { AnalyticCostModel, DEVICE_PEAKS } from "@libra/cost";
+import { createPolicy } from "@libra/evict";
+import { classValue, type TensorNode } from "@libra/lineage";
+import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+import { Engine } from "./engine.ts";
+import { OutOfBudgetError } from "./errors.ts";
+import { MetaExecutor, replayTrace } from "./simulator.ts";
+import { Runtime } from "./runtime.ts";
+import { formatTrace, parseTrace } from "./trace.ts";
+import type { RuntimeEvent } from "./stats.ts";
+
+const cost = new AnalyticCostModel();
+
+function engine(budgetBytes = Infinity, policy = "dtr-eq") {
+  return new Engine({
+    budgetBytes,
+    policy: createPolicy(policy),
+    costModel: cost,
+    executor: new MetaExecutor(),
+    gc: false,
+  });
+}
+
+Deno.test("Engine re-materializes a 100k-long evicted chain without stack overflow", () => {
+  const e = engine();
+  const x = e.leaf(4, "x", { pinned: true });
+  let t = x;
+  const chain: TensorNode[] = [];
+  for (let i = 0; i < 100_000; i++) {
+    [t] = e.compute("f", [], [t], [{ bytes: 4 }], 1) as [TensorNode];
+    chain.push(t);
+  }
+  for (const c of chain) e.evict(c.storage, "drop", "policy");
+  assert.equal(e.used, 4);
+  e.materialize(t);
+  assert.ok(t.defined);
+  assert.equal(e.stats.remats, 100_000);
+  assert.equal(e.stats.recomputeNs, 100_000);
+  assert.equal(e.used, 4 + 4 * 100_000);
+});
+
+Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materialize, never split", () => {
+  // x -> a[10] -> b[20] -> c[40] -> d[80], all 8 bytes, references kept.
+  const e = engine();
+  const x = e.leaf(8, "x", { pinned: true });
+  const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
+  const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
+  const [c] = e.compute("f", [], [b], [{ bytes: 8, name: "c" }], 40) as [TensorNode];
+  const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
+  e.evict(a.storage, "drop", "policy");
+  e.evict(c.storage, "drop", "policy");
+  assert.notEqual(classValue(a.storage.eq!), classValue(c.storage.eq!) + 1, "two classes");
+  assert.equal(classValue(a.storage.eq!), 10);
+  assert.equal(classValue(c.storage.eq!), 40);
+  assert.equal(e.lineage.neighborClassCost(b.storage), 50);
+  e.evict(b.storage, "drop", "policy");
+  assert.equal(classValue(a.storage.eq!), 70, "b joined a and c into one class");
+  assert.equal(e.lineage.neighborClassCost(d.storage), 70);
+  e.materialize(b); // recomputes a then b
+  assert.equal(a.storage.eq, null);
+  assert.equal(classValue(c.storage.eq!), 40, "subtracted a and b; the class is not split");
+  assert.equal(e.stats.remats, 2);
+});
+
+Deno.test("Engine never exceeds the budget and reports OutOfBudgetError facts on a random graph", () => {
+  let seed = 12345;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (const policy of ["dtr-eq", "dtr", "lru", "msps", "random"]) {
+    const lines: string[] = [];
+    const live: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      lines.push(
+        `{"INSTRUCTION":"CONSTANT","NAME":"p${i}"}`,
+        `{"INSTRUCTION":"MEMORY","MEMORY":"64","NAME":"p${i}"}`,
+      );
+      live.push(`p${i}`);
+    }
+    for (let i = 0; i < 300; i++) {
+      const args = [live[live.length - 1 - Math.floor(rnd() * 3)]!, live[Math.floor(rnd() * 4)]!];
+      const bytes = 32 * (1 + Math.floor(rnd() * 8));
+      lines.push(
+        `{"ARGS":${
+          JSON.stringify(args)
+        },"INSTRUCTION":"CALL","NAME":"op","RESULT":["t${i}"],"TIME":"${
+          1 + Math.floor(rnd() * 100)
+        }"}`,
+        `{"INSTRUCTION":"MEMORY","MEMORY":"${bytes}","NAME":"t${i}"}`,
+        `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"t${i}"}`,
+      );
+      live.push(`t${i}`);
+      while (live.length > 14 || (live.length > 8 && rnd() < 0.3)) {
+        const k = 4 + Math.floor(rnd() * (live.length - 5));
+        lines.push(`{"INSTRUCTION":"RELEASE","NAME":"${live[k]}"}`);
+        live.splice(k, 1);
+      }
+    }
+    for (const n of live.slice(4, -1)) lines.push(`{"INSTRUCTION":"RELEASE","NAME":"${n}"}`);
+    const trace = parseTrace(lines.join("\n"));
+    const free = replayTrace(trace).stats.peakBytes;
+    let feasibleSeen = false, infeasibleSeen = false;
+    for (const ratio of [0.9, 0.6, 0.4, 0.2, 0.05, 0.01]) {
+      const budget = Math.floor(ratio * free);
+      const r = replayTrace(trace, {
+        policy,
+        budgetBytes: budget,
+        timeline: true,
+        knownFeasibleBytes: free,
+      });
+      assert.ok(
+        r.stats.peakBytes <= budget,
+        `${policy} ${ratio}: peak ${r.stats.peakBytes} > ${budget}`,
+      );
+      for (const b of r.timeline.bytes) assert.ok(b <= budget);
+      if (Deno.env.get("DBG")) {
+        console.log(
+          policy,
+          ratio,
+          r.feasible,
+          r.stats.peakBytes,
+          budget,
+          r.error?.message,
+          r.stats.calls,
+        );
+      }
+      if (r.feasible) {
+        feasibleSeen = true;
+        assert.ok(r.overhead >= 1);
+      } else {
+        infeasibleSeen = true;
+        const err = r.error!;
+        assert.ok(err instanceof OutOfBudgetError);
+        assert.equal(err.budgetBytes, budget);
+        assert.equal(err.knownFeasibleBytes, free);
+        assert.ok(err.usedBytes + err.neededBytes > budget, "it really did not fit");
+        assert.ok(err.usedBytes <= budget);
+      }
+    }
+    assert.ok(
+      feasibleSeen && infeasibleSeen,
+      `${policy}: both outcomes exercised (free peak ${free})`,
+    );
+  }
+});
+
+Deno.test("Engine events report calls, evictions and re-materializations", () => {
+  const events: RuntimeEvent[] = [];
+  const e = new Engine({
+    budgetBytes: 24,
+    policy: createPolicy("lru"),
+    costModel: cost,
+    executor: new MetaExecutor(),
+    onEvent: (ev) => events.push(ev),
+  });
+  const x = e.leaf(8, "x", { pinned: true });
+  const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 1) as [TensorNode];
+  const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 1) as [TensorNode];
+  e.compute("f", [], [b], [{ bytes: 8, name: "c" }], 1);
+  e.materialize(a);
+  const kinds = events.map((ev) =>
+    ev.type === "evict" ? `evict:${ev.name}` : ev.type === "remat" ? `remat:${ev.name}` : ev.type
+  );
+  assert.deepEqual(kinds, ["call", "call", "evict:a", "call", "evict:b", "remat:a"]);
+  assert.deepEqual(e.timeline.markers.map((m) => m.kind), ["drop", "drop", "remat"]);
+});
+
+/** A small MLP forward and backward written as raw kernel calls on a Runtime. */
+function mlpStep(rt: Runtime): void {
+  const B = 64, D = 32;
+  const f = (n: number, v: (i: number) => number) =>
+    Float32Array.from({ length: n }, (_, i) => v(i));
+  const w = [0, 1, 2].map((k) => {
+    const b = rt.alloc(D * D * 4);
+    rt.write(b, f(D * D, (i) => Math.sin(i * 0.37 + k) * 0.2));
+    return b;
+  });
+  const x = rt.alloc(B * D * 4);
+  rt.write(x, f(B * D, (i) => Math.cos(i * 0.11)));
+  const mm = (a: typeof x, b: typeof x, ta = 0, tb = 0, m = B, k = D, n = D) => {
+    const y = rt.alloc(m * n * 4);
+    rt.run("matmul", [a, b], [y], [1, m, n, k, ta, tb, 0, 0]);
+    return y;
+  };
+  const hs = [x];
+  const zs: typeof hs = [];
+  for (let l = 0; l < 3; l++) {
+    const z = mm(hs[l]!, w[l]!);
+    const h = rt.alloc(B * D * 4);
+    rt.run("relu", [z], [h], [B * D]);
+    zs.push(z);
+    hs.push(h);
+  }
+  let g = rt.alloc(B * D * 4);
+  rt.run("mul_scalar", [hs[3]!], [g], [B * D, 1 / B]);
+  for (let l = 2; l >= 0; l--) {
+    const gz = rt.alloc(B * D * 4);
+    rt.run("relu_backward", [zs[l]!, g], [gz], [B * D]);
+    rt.free(g);
+    const gw = mm(hs[l]!, gz, 1, 0, D, B, D);
+    const ng = mm(gz, w[l]!, 0, 1, B, D, D);
+    rt.free(gz);
+    rt.read(gw);
+    rt.free(gw);
+    rt.free(zs[l]!);
+    if (l > 0) rt.free(hs[l]!);
+    g = ng;
+  }
+  rt.free(g);
+  rt.free(hs[3]!);
+}
+
+Deno.test("a simulated replay of a recorded live step makes the same eviction decisions", () => {
+  const analytic = new AnalyticCostModel(DEVICE_PEAKS.cpu!);
+  const probe = new Runtime({ backend: new ReferenceBackend(), costModel: analytic });
+  mlpStep(probe);
+  const free = probe.stats.peakBytes;
+  for (const policy of ["dtr-eq", "dtr", "msps"]) {
+    const budget = Math.floor(0.6 * free);
+    const rt = new Runtime({
+      backend: new ReferenceBackend(),
+      budget,
+      policy,
+      costModel: analytic,
+      record: true,
+    });
+    rt.engine.recordDecisions = true;
+    mlpStep(rt);
+    const live = rt.engine.decisions;
+    assert.ok(live.length > 0, "the budget forced evictions");
+    const trace = parseTrace(formatTrace(rt.trace()));
+    const sim = replayTrace(trace, {
+      budgetBytes: budget,
+      policy,
+      recordDecisions: true,
+      leafRelease: "keep-if-needed",
+    });
+    assert.ok(sim.feasible);
+    assert.deepEqual(sim.decisions.slice(0, live.length), live, policy);
+    assert.equal(sim.stats.computeNs, rt.stats.computeNs);
+    assert.equal(sim.stats.peakBytes, rt.stats.peakBytes, "same peak");
+    assert.equal(sim.stats.remats, rt.stats.remats, "same recomputations");
+  }
+});
