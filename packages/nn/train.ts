@@ -11,7 +11,7 @@
  */
 
 import { type Backend, fromTypedArray, type Tensor, tidy } from "@libra/tensor";
-import type { DataSource } from "./data.ts";
+import type { Batch, DataSource } from "./data.ts";
 import { crossEntropyLoss } from "./loss.ts";
 import type { Layer } from "./layers.ts";
 import type { Optimizer } from "./optim.ts";
@@ -90,16 +90,7 @@ export function train(options: TrainOptions): TrainResult {
     if (options.schedule) optimizer.lr = options.schedule(step);
     const batch = data.next();
     const t0 = performance.now();
-    const loss = tidy(() => {
-      const x = fromTypedArray(batch.x.data, batch.x.shape, { backend });
-      const y = fromTypedArray(batch.targets.data, batch.targets.shape, { backend });
-      const l = lossFn(model.forward(x), y);
-      l.backward();
-      optimizer.step();
-      optimizer.zeroGrad();
-      return backend.hasData ? l.item() : NaN;
-    });
-    backend.sync();
+    const loss = trainStep({ model, batch, optimizer, loss: lossFn, backend });
     const ms = performance.now() - t0;
     const usedBytes = backend.memory().usedBytes;
     result.losses.push(loss);
@@ -108,4 +99,39 @@ export function train(options: TrainOptions): TrainResult {
     options.onStep?.({ step, loss, ms, lr: optimizer.lr, usedBytes });
   }
   return result;
+}
+
+/** Options of {@link trainStep}. */
+export interface TrainStepOptions {
+  model: Layer;
+  batch: Batch;
+  optimizer: Optimizer;
+  /** Default: {@link crossEntropyLoss}. */
+  loss?: (output: Tensor, targets: Tensor) => Tensor;
+  /** Backend for the batch (default: that of the model's first parameter). */
+  backend?: Backend;
+}
+
+/**
+ * One training step: upload the batch, forward, loss, backward, optimizer
+ * update, free the gradients; every intermediate is freed before it returns
+ * (after `backend.sync()`). Returns the loss, or NaN on a backend without data
+ * (meta). Does not change train/eval mode.
+ */
+export function trainStep(o: TrainStepOptions): number {
+  const { model, batch, optimizer } = o;
+  const lossFn = o.loss ?? crossEntropyLoss;
+  const backend = o.backend ?? model.parameters()[0]?.backend;
+  if (!backend) throw new Error("trainStep: the model has no parameters and no backend was given");
+  const loss = tidy(() => {
+    const x = fromTypedArray(batch.x.data, batch.x.shape, { backend });
+    const y = fromTypedArray(batch.targets.data, batch.targets.shape, { backend });
+    const l = lossFn(model.forward(x), y);
+    l.backward();
+    optimizer.step();
+    optimizer.zeroGrad();
+    return backend.hasData ? l.item() : NaN;
+  });
+  backend.sync();
+  return loss;
 }
