@@ -7,7 +7,14 @@
 
 import type { CostModel } from "@libra/cost";
 import { SwapCost } from "@libra/cost";
-import { createPolicy, type EvictionPolicy, type SearchOptions } from "@libra/evict";
+import {
+  createPolicy,
+  type EvictionPolicy,
+  type Plan,
+  type PlannerContext,
+  planPolicy,
+  type SearchOptions,
+} from "@libra/evict";
 import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
 import type { Trace } from "@libra/lineage/trace";
 import type { DeviceBuffer } from "@libra/tensor/backend";
@@ -347,4 +354,28 @@ export function simulateTrace(trace: Trace, options: SimulateOptions): Simulatio
     onProgress?.(results.length, ratios.length, row);
   }
   return { baseline: { peakBytes: peak, computeNs: base.stats.computeNs }, results };
+}
+
+/**
+ * Services for planners (the replay hook): the budget-free peak of `trace`,
+ * and `replay(plan, budget)`, which runs the plan through the simulator with
+ * `fallback` (default `dtr-eq`) choosing when the plan under-evicts.
+ */
+export function plannerContext(
+  trace: Trace,
+  options: Omit<ReplayOptions, "budgetBytes" | "policy"> & { fallback?: string } = {},
+): PlannerContext {
+  const { fallback, ...rest } = options;
+  const baseline = replayTrace(trace, rest);
+  return {
+    baselinePeakBytes: baseline.stats.peakBytes,
+    replay(plan: Plan, budgetBytes: number) {
+      const r = replayTrace(trace, {
+        ...rest,
+        budgetBytes,
+        policy: planPolicy(plan, createPolicy(fallback ?? "dtr-eq", rest.search)),
+      });
+      return { feasible: r.feasible, peakBytes: r.stats.peakBytes, overhead: r.overhead };
+    },
+  };
 }

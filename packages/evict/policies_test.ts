@@ -1,0 +1,107 @@
+import assert from "node:assert/strict";
+import { EqNode, merge } from "@libra/lineage";
+import { context, evictionPolicyConformance, fixture } from "./_conformance.ts";
+import {
+  createPolicy,
+  DtrEqPolicy,
+  DtrLocalPolicy,
+  DtrPolicy,
+  LruPolicy,
+  MspsPolicy,
+  POLICY_NAMES,
+} from "./policies.ts";
+import { planPolicy } from "./planner.ts";
+
+for (const n of POLICY_NAMES) {
+  evictionPolicyConformance(n, () => createPolicy(n));
+  evictionPolicyConformance(`${n}+swap`, () => createPolicy(`${n}+swap`));
+  evictionPolicyConformance(
+    `${n} (sqrt sampling)`,
+    () => createPolicy(n, { mode: "sqrt", seed: 3 }),
+  );
+}
+evictionPolicyConformance(
+  "planPolicy(fallback dtr-eq)",
+  () => planPolicy({ planner: "test", budgetBytes: 1, steps: [] }, createPolicy("dtr-eq")),
+);
+
+Deno.test("dtr-local scores c / (m * staleness) and evicts the lowest", () => {
+  const { lineage, chain } = fixture();
+  const ctx = context(lineage, chain, { clock: 1000 });
+  const p = new DtrLocalPolicy();
+  const s = chain[2]!; // cost 10 + 74 % 50 = 34, bytes 32 * (1 + 10 % 7) = 128, lastAccess 201
+  assert.equal(s.compute, 34);
+  assert.equal(s.bytes, 128);
+  assert.equal(p.score(s, ctx), 34 / (128 * (1000 - 201)));
+  const scores = chain.map((x) => p.score(x, ctx));
+  const best = chain[scores.indexOf(Math.min(...scores))]!;
+  assert.equal(p.choose(ctx)[0]!.storage, best);
+  assert.equal(
+    p.score(chain[7]!, context(lineage, chain, { clock: 701 })),
+    Infinity,
+    "staleness 0",
+  );
+});
+
+Deno.test("dtr adds the evicted neighbourhood; dtr-eq the distinct neighbouring classes", () => {
+  const { lineage, chain } = fixture();
+  // Evict t1 and t3 (t2 between them), and t4's neighbour t5.
+  for (const i of [1, 3, 5]) chain[i]!.residency = "evicted";
+  const c = chain.map((s) => s.compute);
+  const ctx = context(lineage, [chain[2]!, chain[4]!], { clock: 1000 });
+  const m = (i: number) => chain[i]!.bytes * (1000 - chain[i]!.lastAccess);
+  assert.equal(new DtrPolicy().score(chain[2]!, ctx), (c[2]! + c[1]! + c[3]!) / m(2));
+  assert.equal(new DtrPolicy().score(chain[4]!, ctx), (c[4]! + c[3]! + c[5]!) / m(4));
+  chain[1]!.eq = new EqNode(c[1]!);
+  chain[3]!.eq = new EqNode(c[3]!);
+  chain[5]!.eq = new EqNode(c[5]!);
+  assert.equal(new DtrEqPolicy().score(chain[2]!, ctx), (c[2]! + c[1]! + c[3]!) / m(2));
+  merge(chain[3]!.eq, chain[5]!.eq);
+  merge(chain[1]!.eq, chain[3]!.eq);
+  // One class {t1, t3, t5} now: counted once, at its full value.
+  const all = c[1]! + c[3]! + c[5]!;
+  assert.equal(new DtrEqPolicy().score(chain[2]!, ctx), (c[2]! + all) / m(2));
+  assert.equal(new DtrEqPolicy().score(chain[4]!, ctx), (c[4]! + all) / m(4));
+});
+
+Deno.test("msps divides c plus evicted ancestors by size; lru picks the oldest access", () => {
+  const { lineage, chain } = fixture();
+  chain[0]!.residency = "evicted";
+  chain[1]!.residency = "evicted";
+  const ctx = context(lineage, chain.slice(2));
+  const c = chain.map((s) => s.compute);
+  assert.equal(new MspsPolicy().score(chain[2]!, ctx), (c[2]! + c[1]! + c[0]!) / chain[2]!.bytes);
+  assert.equal(new LruPolicy().choose(ctx)[0]!.storage, chain[2]);
+});
+
+Deno.test("swap-aware policies swap when the copy is cheaper than recomputation", () => {
+  const { lineage, chain } = fixture();
+  const cheapSwap = {
+    ...context(lineage, chain, { swap: true }),
+    costModel: { name: "x", callCost: () => 0, swapCost: () => 0.001 },
+  };
+  const v = createPolicy("dtr-eq+swap").choose(cheapSwap);
+  assert.equal(v[0]!.action, "swap");
+  const dearSwap = {
+    ...cheapSwap,
+    costModel: { name: "x", callCost: () => 0, swapCost: () => 1e12 },
+  };
+  assert.equal(createPolicy("dtr-eq+swap").choose(dearSwap)[0]!.action, "drop");
+});
+
+Deno.test("candidate search skips storages under minBytes unless nothing else is left", () => {
+  const { lineage, chain } = fixture();
+  const small = chain.filter((s) => s.bytes < 100);
+  const p = createPolicy("largest", { minBytes: 100 });
+  assert.ok(p.choose(context(lineage, chain))[0]!.storage.bytes >= 100);
+  const lru = createPolicy("lru", { minBytes: 100 });
+  assert.ok(lru.choose(context(lineage, chain))[0]!.storage.bytes >= 100, "small storages skipped");
+  assert.equal(lru.choose(context(lineage, small)).length, 1, "falls back to small ones");
+});
+
+Deno.test("createPolicy() rejects unknown names, listing the known ones", () => {
+  assert.throws(
+    () => createPolicy("belady"),
+    /unknown eviction policy "belady" \(policies: dtr, dtr-eq/,
+  );
+});

@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import { plannerConformance } from "@libra/evict/conformance";
+import type { Plan, Planner } from "@libra/evict";
+import { parseTrace } from "./trace.ts";
+import { plannerContext, replayTrace, simulateTrace } from "./simulator.ts";
+
+/** x -> a -> b -> c -> d -> loss, then a backward that reads them in reverse. 1 KiB each. */
+function chainTrace() {
+  const L: string[] = [
+    `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"1024","NAME":"x"}`,
+  ];
+  const call = (op: string, args: string[], res: string, time: number) =>
+    L.push(
+      `{"ARGS":${
+        JSON.stringify(args)
+      },"INSTRUCTION":"CALL","NAME":"${op}","RESULT":["${res}"],"TIME":"${time}"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"1024","NAME":"${res}"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"${res}"}`,
+    );
+  const fw = ["a", "b", "c", "d"];
+  let prev = "x";
+  for (const n of fw) {
+    call("f", [prev], n, 100);
+    prev = n;
+  }
+  L.push(`{"ANNOTATION":"BACKWARD","INSTRUCTION":"ANNOTATE"}`);
+  let g = "d";
+  for (const n of [...fw].reverse()) {
+    call("f_backward", [n, g], `g${n}`, 200);
+    if (g !== "d") L.push(`{"INSTRUCTION":"RELEASE","NAME":"${g}"}`);
+    L.push(`{"INSTRUCTION":"RELEASE","NAME":"${n}"}`);
+    g = `g${n}`;
+  }
+  return parseTrace(L.join("\n"));
+}
+
+Deno.test("simulateTrace() reports the baseline and one row per ratio", () => {
+  const r = simulateTrace(chainTrace(), { policy: "dtr-eq", ratios: [1, 0.7, 0.5, 0.1] });
+  assert.equal(r.baseline.computeNs, 4 * 100 + 4 * 200);
+  assert.equal(r.baseline.peakBytes, 1024 * 6, "x, a..d and gd");
+  assert.deepEqual(r.results.map((x) => x.feasible), [true, true, true, false]);
+  assert.equal(r.results[0]!.overhead, 1);
+  assert.ok(r.results[1]!.overhead! > 1);
+  for (const row of r.results) assert.ok(!row.feasible || row.peakBytes <= row.budgetBytes);
+  assert.throws(() => simulateTrace(chainTrace(), { ratios: [0] }), /ratio must be > 0/);
+});
+
+Deno.test("a plan's hooks evict after and restore before the planned calls", () => {
+  const trace = chainTrace();
+  const plan: Plan = {
+    planner: "hand",
+    budgetBytes: Infinity,
+    steps: [
+      { kind: "evict", call: 1, tensor: "a", action: "drop" },
+      { kind: "restore", call: 6, tensor: "a" },
+    ],
+  };
+  const ctx = plannerContext(trace);
+  const r = replayTrace(trace, {
+    policy: (() => {
+      const { planPolicy, createPolicy } = evict;
+      return planPolicy(plan, createPolicy("dtr-eq"));
+    })(),
+    recordDecisions: true,
+    timeline: true,
+  });
+  assert.ok(r.feasible);
+  assert.equal(r.stats.evictions, 1);
+  assert.equal(r.stats.remats, 1, "a is recomputed once, before the call that reads it");
+  assert.equal(r.stats.peakBytes, ctx.baselinePeakBytes - 1024, "a was out of memory at the peak");
+});
+
+const evict = await import("@libra/evict");
+
+const noopPlanner: Planner = {
+  name: "noop",
+  plan: (_t, budgetBytes) => ({ planner: "noop", budgetBytes, steps: [] }),
+};
+plannerConformance(
+  "noop planner (dtr-eq fallback)",
+  () => noopPlanner,
+  chainTrace(),
+  plannerContext(chainTrace()),
+);
