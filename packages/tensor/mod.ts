@@ -25,7 +25,28 @@
 export * from "./backend.ts";
 export * from "./kernels.ts";
 export * from "./meta_backend.ts";
-export * from "./tensor.ts";
+export {
+  arange,
+  empty,
+  fromTypedArray,
+  full,
+  getDefaultBackend,
+  keep,
+  type NestedArray,
+  ones,
+  onesLike,
+  setDefaultBackend,
+  Storage,
+  Tensor,
+  tensor,
+  type TensorLike,
+  type TensorOptions,
+  tidy,
+  view,
+  withBackend,
+  zeros,
+  zerosLike,
+} from "./tensor.ts";
 export * from "./ops.ts";
 export { backward, type GradNode, type GradRule, isGradEnabled, noGrad } from "./autograd.ts";
 export * from "./random.ts";

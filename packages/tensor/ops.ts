@@ -1126,69 +1126,213 @@ export function add(a: TensorLike, b: TensorLike): Tensor {
   return OPS.add.forward(a, b);
 }
 
-/** `a - b` with broadcasting; either side may be a number. */
+/**
+ * `a - b` with broadcasting; either side may be a number.
+ *
+ * @example
+ * ```ts
+ * import { sub, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(sub(tensor([5, 7]), 2).toArray().join() === "3,5");
+ * console.assert(sub(10, tensor([1, 2])).toArray().join() === "9,8");
+ * ```
+ */
 export function sub(a: TensorLike, b: TensorLike): Tensor {
   if (typeof b === "number") return OPS.add_scalar.forward(a as Tensor, -b);
   if (typeof a === "number") return OPS.rsub_scalar.forward(b, a);
   return OPS.sub.forward(a, b);
 }
 
-/** `a * b` with broadcasting; either side may be a number. */
+/**
+ * `a * b` with broadcasting; either side may be a number.
+ *
+ * @example
+ * ```ts
+ * import { mul, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(mul(tensor([[1], [2]]), tensor([3, 4])).toArray().join() === "3,4,6,8");
+ * ```
+ */
 export function mul(a: TensorLike, b: TensorLike): Tensor {
   if (typeof b === "number") return OPS.mul_scalar.forward(a as Tensor, b);
   if (typeof a === "number") return OPS.mul_scalar.forward(b, a);
   return OPS.mul.forward(a, b);
 }
 
-/** `a / b` with broadcasting; either side may be a number (`x / s` multiplies by `1 / s`). */
+/**
+ * `a / b` with broadcasting; either side may be a number (`x / s` multiplies by `1 / s`).
+ *
+ * @example
+ * ```ts
+ * import { div, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(div(tensor([3, 6]), tensor([3])).toArray().join() === "1,2");
+ * console.assert(div(1, tensor([4])).item() === 0.25);
+ * ```
+ */
 export function div(a: TensorLike, b: TensorLike): Tensor {
   if (typeof b === "number") return OPS.mul_scalar.forward(a as Tensor, 1 / b);
   if (typeof a === "number") return OPS.rdiv_scalar.forward(b, a);
   return OPS.div.forward(a, b);
 }
 
-/** `x ^ exponent` for a number exponent (C `powf` semantics). */
+/**
+ * `x ^ exponent` for a number exponent (C `powf` semantics).
+ *
+ * @example
+ * ```ts
+ * import { pow, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(pow(tensor([2, 3]), 2).toArray().join() === "4,9");
+ * ```
+ */
 export function pow(x: Tensor, exponent: number): Tensor {
   return OPS.pow_scalar.forward(x, exponent);
 }
 
-/** `-x`. */
+/**
+ * `-x`.
+ *
+ * @example
+ * ```ts
+ * import { neg, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(neg(tensor([1, -2])).toArray().join() === "-1,2");
+ * ```
+ */
 export function neg(x: Tensor): Tensor {
   return OPS.neg.forward(x);
 }
-/** `e^x`. */
+/**
+ * `e^x`.
+ *
+ * @example
+ * ```ts
+ * import { exp, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(exp(tensor([0])).item() === 1);
+ * ```
+ */
 export function exp(x: Tensor): Tensor {
   return OPS.exp.forward(x);
 }
-/** Natural logarithm. */
+/**
+ * Natural logarithm.
+ *
+ * @example
+ * ```ts
+ * import { log, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(log(tensor([1])).item() === 0);
+ * ```
+ */
 export function log(x: Tensor): Tensor {
   return OPS.log.forward(x);
 }
-/** Square root. */
+/**
+ * Square root.
+ *
+ * @example
+ * ```ts
+ * import { sqrt, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(sqrt(tensor([9])).item() === 3);
+ * ```
+ */
 export function sqrt(x: Tensor): Tensor {
   return OPS.sqrt.forward(x);
 }
-/** `1 / sqrt(x)`. */
+/**
+ * `1 / sqrt(x)`.
+ *
+ * @example
+ * ```ts
+ * import { rsqrt, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(rsqrt(tensor([4])).item() === 0.5);
+ * ```
+ */
 export function rsqrt(x: Tensor): Tensor {
   return OPS.rsqrt.forward(x);
 }
-/** `max(x, 0)`. */
+/**
+ * `max(x, 0)`.
+ *
+ * @example
+ * ```ts
+ * import { relu, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(relu(tensor([-1, 2])).toArray().join() === "0,2");
+ * ```
+ */
 export function relu(x: Tensor): Tensor {
   return OPS.relu.forward(x);
 }
-/** GELU: exact (`"none"`, erf form, the default as in PyTorch) or the `"tanh"` approximation. */
+/**
+ * GELU: exact (`"none"`, erf form, the default as in PyTorch) or the `"tanh"` approximation.
+ *
+ * @example
+ * ```ts
+ * import { gelu, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const x = tensor([-1, 0, 1]);
+ * console.assert(Math.abs(gelu(x).toArray()[2]! - 0.8413447) < 1e-6);
+ * console.assert(Math.abs(gelu(x, "tanh").toArray()[2]! - 0.8411920) < 1e-6);
+ * ```
+ */
 export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
   return approximate === "tanh" ? OPS.gelu_tanh.forward(x) : OPS.gelu_erf.forward(x);
 }
-/** `x * sigmoid(x)`. */
+/**
+ * `x * sigmoid(x)`.
+ *
+ * @example
+ * ```ts
+ * import { silu, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(silu(tensor([0])).item() === 0);
+ * ```
+ */
 export function silu(x: Tensor): Tensor {
   return OPS.silu.forward(x);
 }
-/** `1 / (1 + e^-x)`. */
+/**
+ * `1 / (1 + e^-x)`.
+ *
+ * @example
+ * ```ts
+ * import { sigmoid, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(sigmoid(tensor([0])).item() === 0.5);
+ * ```
+ */
 export function sigmoid(x: Tensor): Tensor {
   return OPS.sigmoid.forward(x);
 }
-/** Hyperbolic tangent. */
+/**
+ * Hyperbolic tangent.
+ *
+ * @example
+ * ```ts
+ * import { tanh, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(tanh(tensor([0])).item() === 0);
+ * ```
+ */
 export function tanh(x: Tensor): Tensor {
   return OPS.tanh.forward(x);
 }
@@ -1222,23 +1366,73 @@ function compare(
 export function gt(a: TensorLike, b: TensorLike): Tensor {
   return compare("gt", "lt", a, b);
 }
-/** `a == b` mask. */
+/**
+ * `a == b` mask.
+ *
+ * @example
+ * ```ts
+ * import { eq, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(eq(tensor([1, 2]), 2).toArray().join() === "0,1");
+ * ```
+ */
 export function eq(a: TensorLike, b: TensorLike): Tensor {
   return compare("eq", "eq", a, b);
 }
-/** `a != b` mask. */
+/**
+ * `a != b` mask.
+ *
+ * @example
+ * ```ts
+ * import { ne, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(ne(tensor([1, 2]), 2).toArray().join() === "1,0");
+ * ```
+ */
 export function ne(a: TensorLike, b: TensorLike): Tensor {
   return compare("ne", "ne", a, b);
 }
-/** `a < b` mask. */
+/**
+ * `a < b` mask.
+ *
+ * @example
+ * ```ts
+ * import { lt, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(lt(tensor([1, 2]), tensor([2, 2])).toArray().join() === "1,0");
+ * ```
+ */
 export function lt(a: TensorLike, b: TensorLike): Tensor {
   return compare("lt", "gt", a, b);
 }
-/** `a <= b` mask. */
+/**
+ * `a <= b` mask.
+ *
+ * @example
+ * ```ts
+ * import { le, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(le(tensor([1, 2]), 2).toArray().join() === "1,1");
+ * ```
+ */
 export function le(a: TensorLike, b: TensorLike): Tensor {
   return compare("le", "ge", a, b);
 }
-/** `a >= b` mask. */
+/**
+ * `a >= b` mask.
+ *
+ * @example
+ * ```ts
+ * import { ge, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(ge(tensor([1, 2]), 2).toArray().join() === "0,1");
+ * ```
+ */
 export function ge(a: TensorLike, b: TensorLike): Tensor {
   return compare("ge", "le", a, b);
 }
@@ -1267,7 +1461,17 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
   }
 }
 
-/** Broadcasts `x` to `shape` (a copy), numpy rules. Gradient sums back. */
+/**
+ * Broadcasts `x` to `shape` (a copy), numpy rules. Gradient sums back.
+ *
+ * @example
+ * ```ts
+ * import { broadcastTo, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(broadcastTo(tensor([1, 2]), [2, 2]).toArray().join() === "1,2,1,2");
+ * ```
+ */
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
   return OPS.broadcast_to.forward(x, shape);
 }
@@ -1290,16 +1494,47 @@ export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
 export function sum(x: Tensor, axis?: number, keepdim = false): Tensor {
   return OPS.sum.forward(x, axis, keepdim);
 }
-/** Mean over `axis` or everything (see {@link sum}). */
+/**
+ * Mean over `axis` or everything (see {@link sum}).
+ *
+ * @example
+ * ```ts
+ * import { mean, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(mean(tensor([[1, 2], [3, 4]]), 0).toArray().join() === "2,3");
+ * ```
+ */
 export function mean(x: Tensor, axis?: number, keepdim = false): Tensor {
   return OPS.mean.forward(x, axis, keepdim);
 }
-/** Maximum over `axis` or everything (see {@link sum}); the gradient goes to the first maximum. */
+/**
+ * Maximum over `axis` or everything (see {@link sum}); the gradient goes to the first maximum.
+ *
+ * @example
+ * ```ts
+ * import { max, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(max(tensor([[1, 5], [3, 4]]), 1).toArray().join() === "5,4");
+ * ```
+ */
 export function max(x: Tensor, axis?: number, keepdim = false): Tensor {
   return OPS.max.forward(x, axis, keepdim);
 }
 
-/** Index (i32) of the first maximum over `axis`, or of the flattened tensor. Not differentiable. */
+/**
+ * Index (i32) of the first maximum over `axis`, or of the flattened tensor. Not differentiable.
+ *
+ * @example
+ * ```ts
+ * import { argmax, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const i = argmax(tensor([[1, 5], [3, 4]]), 1);
+ * console.assert(i.dtype === "i32" && i.toArray().join() === "1,0");
+ * ```
+ */
 export function argmax(x: Tensor, axis?: number, keepdim = false): Tensor {
   const be = check("argmax", [x]);
   const d = reduceDims("argmax", x, axis, keepdim);
@@ -1309,11 +1544,31 @@ export function argmax(x: Tensor, axis?: number, keepdim = false): Tensor {
   return y;
 }
 
-/** Softmax over the last axis. */
+/**
+ * Softmax over the last axis.
+ *
+ * @example
+ * ```ts
+ * import { softmax, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(softmax(tensor([[0, 0]])).toArray().join() === "0.5,0.5");
+ * ```
+ */
 export function softmax(x: Tensor): Tensor {
   return OPS.softmax.forward(x);
 }
-/** Log-softmax over the last axis. */
+/**
+ * Log-softmax over the last axis.
+ *
+ * @example
+ * ```ts
+ * import { logSoftmax, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(Math.abs(logSoftmax(tensor([0, 0])).toArray()[0]! + Math.LN2) < 1e-6);
+ * ```
+ */
 export function logSoftmax(x: Tensor): Tensor {
   return OPS.log_softmax.forward(x);
 }
@@ -1368,12 +1623,32 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   return OPS.matmul.forward(a, b, ta, tb);
 }
 
-/** Reorders dimensions (a copy): `y.shape[i] = x.shape[perm[i]]`. */
+/**
+ * Reorders dimensions (a copy): `y.shape[i] = x.shape[perm[i]]`.
+ *
+ * @example
+ * ```ts
+ * import { permute, zeros, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(permute(zeros([2, 3, 4]), [2, 0, 1]).shape.join() === "4,2,3");
+ * ```
+ */
 export function permute(x: Tensor, perm: readonly number[]): Tensor {
   return OPS.permute.forward(x, perm);
 }
 
-/** Swaps two dimensions (default: the last two). */
+/**
+ * Swaps two dimensions (default: the last two).
+ *
+ * @example
+ * ```ts
+ * import { transpose, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(transpose(tensor([[1, 2], [3, 4]])).toArray().join() === "1,3,2,4");
+ * ```
+ */
 export function transpose(x: Tensor, dim0 = -2, dim1 = -1): Tensor {
   check("transpose", [x], "any");
   const a = normAxis("transpose", dim0, x.ndim, x.shape);
@@ -1426,7 +1701,17 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   return OPS.reshape.forward(x, out);
 }
 
-/** Flattens dims `startDim..endDim` into one (a view). */
+/**
+ * Flattens dims `startDim..endDim` into one (a view).
+ *
+ * @example
+ * ```ts
+ * import { flatten, zeros, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(flatten(zeros([2, 3, 4]), 1).shape.join() === "2,12");
+ * ```
+ */
 export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
   if (x.ndim === 0) return reshape(x, [1]);
   const s = normAxis("flatten", startDim, x.ndim, x.shape);
@@ -1436,14 +1721,34 @@ export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
   return reshape(x, [...x.shape.slice(0, s), mid, ...x.shape.slice(e + 1)]);
 }
 
-/** Removes size-1 dims (all, or the given one if it has size 1), as a view. */
+/**
+ * Removes size-1 dims (all, or the given one if it has size 1), as a view.
+ *
+ * @example
+ * ```ts
+ * import { squeeze, zeros, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(squeeze(zeros([1, 3, 1])).shape.join() === "3");
+ * ```
+ */
 export function squeeze(x: Tensor, axis?: number): Tensor {
   if (axis === undefined) return reshape(x, x.shape.filter((d) => d !== 1));
   const a = normAxis("squeeze", axis, x.ndim, x.shape);
   return reshape(x, x.shape[a] === 1 ? x.shape.filter((_, i) => i !== a) : x.shape);
 }
 
-/** Inserts a size-1 dim at `axis` (in `[-ndim-1, ndim]`), as a view. */
+/**
+ * Inserts a size-1 dim at `axis` (in `[-ndim-1, ndim]`), as a view.
+ *
+ * @example
+ * ```ts
+ * import { unsqueeze, zeros, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(unsqueeze(zeros([3]), 0).shape.join() === "1,3");
+ * ```
+ */
 export function unsqueeze(x: Tensor, axis: number): Tensor {
   const a = normAxis("unsqueeze", axis, x.ndim + 1, x.shape);
   const s = [...x.shape];
@@ -1487,7 +1792,17 @@ export function slice(x: Tensor, starts: readonly number[], sizes?: readonly num
   return OPS.slice.forward(x, st, sz);
 }
 
-/** `length` entries of dim `dim` starting at `start` (a copy). */
+/**
+ * `length` entries of dim `dim` starting at `start` (a copy).
+ *
+ * @example
+ * ```ts
+ * import { narrow, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(narrow(tensor([1, 2, 3, 4]), 0, 1, 2).toArray().join() === "2,3");
+ * ```
+ */
 export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
   check("narrow", [x], "any");
   const a = normAxis("narrow", dim, x.ndim, x.shape);
@@ -1512,7 +1827,19 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   return OPS.concat.forward(tensors, axis);
 }
 
-/** Picks entries of `axis` by a 1-D i32 `index` (gradient: scatter-add). */
+/**
+ * Picks entries of `axis` by a 1-D i32 `index` (gradient: scatter-add).
+ *
+ * @example
+ * ```ts
+ * import { indexSelect, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const x = tensor([[1, 2], [3, 4], [5, 6]]);
+ * const rows = indexSelect(x, 0, tensor([2, 0], [2], { dtype: "i32" }));
+ * console.assert(rows.toArray().join() === "5,6,1,2");
+ * ```
+ */
 export function indexSelect(x: Tensor, axis: number, index: Tensor): Tensor {
   return OPS.index_select.forward(x, axis, index);
 }
@@ -1576,19 +1903,63 @@ export interface Pool2dOptions {
   padding?: number | readonly [number, number];
 }
 
-/** Max pooling over `[N,C,H,W]` (padding counts as -inf). */
+/**
+ * Max pooling over `[N,C,H,W]` (padding counts as -inf).
+ *
+ * @example
+ * ```ts
+ * import { maxPool2d, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const x = tensor([1, 2, 3, 4], [1, 1, 2, 2]);
+ * console.assert(maxPool2d(x, { kernelSize: 2 }).item() === 4);
+ * ```
+ */
 export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
   return OPS.max_pool2d.forward(x, options);
 }
-/** Average pooling over `[N,C,H,W]` (zero padding counted). */
+/**
+ * Average pooling over `[N,C,H,W]` (zero padding counted).
+ *
+ * @example
+ * ```ts
+ * import { avgPool2d, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const x = tensor([1, 2, 3, 4], [1, 1, 2, 2]);
+ * console.assert(avgPool2d(x, { kernelSize: 2 }).item() === 2.5);
+ * ```
+ */
 export function avgPool2d(x: Tensor, options: Pool2dOptions): Tensor {
   return OPS.avg_pool2d.forward(x, options);
 }
-/** Mean over H and W: `[N,C,H,W]` to `[N,C]`. */
+/**
+ * Mean over H and W: `[N,C,H,W]` to `[N,C]`.
+ *
+ * @example
+ * ```ts
+ * import { globalAvgPool, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const x = tensor([1, 2, 3, 4], [1, 1, 2, 2]);
+ * console.assert(globalAvgPool(x).shape.join() === "1,1");
+ * ```
+ */
 export function globalAvgPool(x: Tensor): Tensor {
   return OPS.global_avg_pool.forward(x);
 }
-/** Nearest-neighbour upsampling by 2: `[N,C,H,W]` to `[N,C,2H,2W]`. */
+/**
+ * Nearest-neighbour upsampling by 2: `[N,C,H,W]` to `[N,C,2H,2W]`.
+ *
+ * @example
+ * ```ts
+ * import { upsampleNearest2x, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const y = upsampleNearest2x(tensor([1, 2], [1, 1, 1, 2]));
+ * console.assert(y.toArray().join() === "1,1,2,2,1,1,2,2");
+ * ```
+ */
 export function upsampleNearest2x(x: Tensor): Tensor {
   return OPS.upsample_nearest2x.forward(x);
 }
@@ -1631,12 +2002,34 @@ export function batchNorm(
   return OPS.batch_norm.forward(x, gamma, beta, options);
 }
 
-/** Layer normalization over the last axis with `gamma`, `beta` of that size. */
+/**
+ * Layer normalization over the last axis with `gamma`, `beta` of that size.
+ *
+ * @example
+ * ```ts
+ * import { layerNorm, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const y = layerNorm(tensor([[1, 3]]), tensor([1, 1]), tensor([0, 0]), 0);
+ * console.assert(y.toArray().join() === "-1,1");
+ * ```
+ */
 export function layerNorm(x: Tensor, gamma: Tensor, beta: Tensor, eps = 1e-5): Tensor {
   return OPS.layer_norm.forward(x, gamma, beta, eps);
 }
 
-/** RMS normalization over the last axis with `gamma` of that size. */
+/**
+ * RMS normalization over the last axis with `gamma` of that size.
+ *
+ * @example
+ * ```ts
+ * import { rmsNorm, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const y = rmsNorm(tensor([[3, 4]]), tensor([1, 1]), 0);
+ * console.assert(Math.abs(y.toArray()[1]! - 4 / Math.sqrt(12.5)) < 1e-6);
+ * ```
+ */
 export function rmsNorm(x: Tensor, gamma: Tensor, eps = 1e-6): Tensor {
   return OPS.rms_norm.forward(x, gamma, eps);
 }
@@ -1645,6 +2038,16 @@ export function rmsNorm(x: Tensor, gamma: Tensor, eps = 1e-6): Tensor {
  * Inverted dropout with probability `p`, drawing `(seed, offset)` from the
  * global generator (see {@link ./random.ts}); identity when `training` is false
  * or `p` is 0.
+ *
+ * @example
+ * ```ts
+ * import { dropout, ones, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const y = dropout(ones([1000]), 0.5);
+ * console.assert(y.toArray().every((v) => v === 0 || v === 2));
+ * console.assert(dropout(ones([2]), 0.5, false).toArray().join() === "1,1");
+ * ```
  */
 export function dropout(x: Tensor, p: number, training = true): Tensor {
   if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout: p must be in [0, 1], got ${p}`);
@@ -1669,17 +2072,48 @@ export function crossEntropy(logits: Tensor, targets: Tensor): Tensor {
   return OPS.cross_entropy.forward(logits, targets);
 }
 
-/** Mean squared error of two same-shape tensors; a scalar. */
+/**
+ * Mean squared error of two same-shape tensors; a scalar.
+ *
+ * @example
+ * ```ts
+ * import { mse, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(mse(tensor([1, 2]), tensor([1, 4])).item() === 2);
+ * ```
+ */
 export function mse(a: Tensor, b: Tensor): Tensor {
   return OPS.mse.forward(a, b);
 }
 
-/** A copy (any dtype); the gradient passes through. */
+/**
+ * A copy (any dtype); the gradient passes through.
+ *
+ * @example
+ * ```ts
+ * import { clone, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const x = tensor([1, 2]);
+ * console.assert(clone(x).storage !== x.storage);
+ * ```
+ */
 export function clone(x: Tensor): Tensor {
   return OPS.clone.forward(x);
 }
 
-/** Converts dtype (`f32 -> i32` truncates toward zero); not differentiable. Same dtype: a copy. */
+/**
+ * Converts dtype (`f32 -> i32` truncates toward zero); not differentiable. Same dtype: a copy.
+ *
+ * @example
+ * ```ts
+ * import { cast, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(cast(tensor([1.9, -1.9]), "i32").toArray().join() === "1,-1");
+ * ```
+ */
 export function cast(x: Tensor, dtype: DType): Tensor {
   check("cast", [x], "any");
   if (x.dtype === dtype) return clone(x);

@@ -41,12 +41,34 @@ export function manualSeed(s: number): void {
   offset = 0;
 }
 
-/** The generator state `{ seed, offset }` (for checkpoints and tests). */
+/**
+ * The generator state `{ seed, offset }` (for checkpoints and tests).
+ *
+ * @example
+ * ```ts
+ * import { randomState, manualSeed, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * manualSeed(1);
+ * console.assert(randomState().offset === 0);
+ * ```
+ */
 export function randomState(): { seed: number; offset: number } {
   return { seed, offset };
 }
 
-/** Restores a state from {@link randomState}. */
+/**
+ * Restores a state from {@link randomState}.
+ *
+ * @example
+ * ```ts
+ * import { setRandomState, randomState, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const s = randomState();
+ * setRandomState(s);
+ * ```
+ */
 export function setRandomState(state: { seed: number; offset: number }): void {
   manualSeed(state.seed);
   if (!Number.isInteger(state.offset) || state.offset < 0) {
@@ -57,7 +79,19 @@ export function setRandomState(state: { seed: number; offset: number }): void {
   offset = state.offset;
 }
 
-/** Takes `[seed, offset]` for a random kernel drawing `count` elements, advancing the offset. */
+/**
+ * Takes `[seed, offset]` for a random kernel drawing `count` elements, advancing the offset.
+ *
+ * @example
+ * ```ts
+ * import { nextRandom, manualSeed, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * manualSeed(9);
+ * const [seed, offset] = nextRandom(16);
+ * console.assert(seed === 9 && offset === 0 && nextRandom(1)[1] === 16);
+ * ```
+ */
 export function nextRandom(count: number): [number, number] {
   const r: [number, number] = [seed, offset];
   offset += count;
@@ -138,6 +172,14 @@ export function normal(
 /**
  * `[fanIn, fanOut]` of a weight shape, as PyTorch computes them
  * (`[out, in, ...kernel]`: fanIn = in * receptive field, fanOut = out * receptive field).
+ *
+ * @example
+ * ```ts
+ * import { fans, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(fans([16, 8, 3, 3]).join() === "72,144");
+ * ```
  */
 export function fans(shape: readonly number[]): [number, number] {
   if (shape.length < 2) {
@@ -151,7 +193,17 @@ export function fans(shape: readonly number[]): [number, number] {
 /** Nonlinearities for {@link gain}. */
 export type Nonlinearity = "linear" | "sigmoid" | "tanh" | "relu" | "leaky_relu";
 
-/** PyTorch's `calculate_gain`. `param` is the leaky-relu slope (default 0.01). */
+/**
+ * PyTorch's `calculate_gain`. `param` is the leaky-relu slope (default 0.01).
+ *
+ * @example
+ * ```ts
+ * import { gain, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(gain("relu") === Math.SQRT2);
+ * ```
+ */
 export function gain(nonlinearity: Nonlinearity, param?: number): number {
   switch (nonlinearity) {
     case "linear":

@@ -565,13 +565,35 @@ export class Tensor {
 
 // ------------------------------------------------------------------ internals for ops
 
-/** Allocates an uninitialized tensor (internal; contents unspecified). */
+/**
+ * Allocates an uninitialized tensor (internal; contents unspecified).
+ *
+ * @example
+ * ```ts
+ * import { empty, getDefaultBackend, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const t = empty(getDefaultBackend(), [2, 2], "f32");
+ * console.assert(t.size === 4);
+ * ```
+ */
 export function empty(backend: Backend, shape: readonly number[], dtype: DType): Tensor {
   const buffer = backend.alloc(numel(shape) * 4);
   return new Tensor(new Storage(backend, buffer), shape, dtype);
 }
 
-/** A new handle (view) on `t`'s storage with another shape of the same size. */
+/**
+ * A new handle (view) on `t`'s storage with another shape of the same size.
+ *
+ * @example
+ * ```ts
+ * import { view, arange, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const x = arange(4);
+ * console.assert(view(x, [2, 2]).storage === x.storage);
+ * ```
+ */
 export function view(t: Tensor, shape: readonly number[]): Tensor {
   return new Tensor(t.storage, shape, t.dtype);
 }
@@ -629,20 +651,26 @@ function owned<T>(fn: () => T): T {
 
 // ------------------------------------------------------------------ creation
 
-type Nested = number | readonly Nested[];
+/** Numbers nested in arrays, as accepted by {@link tensor}. */
+export type NestedArray = number | readonly NestedArray[];
 
-function inferShape(data: Nested): number[] {
+function inferShape(data: NestedArray): number[] {
   const shape: number[] = [];
-  let d: Nested = data;
+  let d: NestedArray = data;
   while (Array.isArray(d)) {
     shape.push(d.length);
-    d = (d as readonly Nested[])[0] ?? 0;
+    d = (d as readonly NestedArray[])[0] ?? 0;
     if (d === undefined) break;
   }
   return shape;
 }
 
-function flattenInto(data: Nested, shape: readonly number[], depth: number, out: number[]): void {
+function flattenInto(
+  data: NestedArray,
+  shape: readonly number[],
+  depth: number,
+  out: number[],
+): void {
   if (depth === shape.length) {
     if (typeof data !== "number") {
       throw new TypeError(`tensor: ragged nested array (expected a number at depth ${depth})`);
@@ -682,7 +710,7 @@ function finish(t: Tensor, options: TensorOptions): Tensor {
  * ```
  */
 export function tensor(
-  data: Nested | Float32Array | Int32Array,
+  data: NestedArray | Float32Array | Int32Array,
   shape?: readonly number[],
   options: TensorOptions = {},
 ): Tensor {
@@ -803,12 +831,32 @@ export function ones(shape: readonly number[], options: TensorOptions = {}): Ten
   return full(shape, 1, options);
 }
 
-/** Zeros with the shape, dtype and backend of `t`. */
+/**
+ * Zeros with the shape, dtype and backend of `t`.
+ *
+ * @example
+ * ```ts
+ * import { zerosLike, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(zerosLike(tensor([1, 2])).toArray().join() === "0,0");
+ * ```
+ */
 export function zerosLike(t: Tensor): Tensor {
   return full(t.shape, 0, { backend: t.backend, dtype: t.dtype });
 }
 
-/** Ones with the shape, dtype and backend of `t`. */
+/**
+ * Ones with the shape, dtype and backend of `t`.
+ *
+ * @example
+ * ```ts
+ * import { onesLike, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * console.assert(onesLike(tensor([5])).item() === 1);
+ * ```
+ */
 export function onesLike(t: Tensor): Tensor {
   return full(t.shape, 1, { backend: t.backend, dtype: t.dtype });
 }
