@@ -14,6 +14,13 @@
  * by `backward()` or until nothing can reach it any more (its output tensor is
  * disposed and no later node depends on it), whichever comes first.
  *
+ * Testing: every gradient rule is checked against central finite differences
+ * computed in float64. The checks run the same ops on a `ReferenceBackend` in
+ * `"f64"` precision (its kernels keep doubles), so the loss `sum(op(x) * r)`
+ * is evaluated without f32 rounding and `h = 1e-6` differences are accurate
+ * to about 1e-9; the f32 backends (reference, native cpu) are then compared
+ * with those checked gradients (`autograd_test.ts`, `_test_helpers.ts`).
+ *
  * @module
  */
 

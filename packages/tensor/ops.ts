@@ -242,8 +242,8 @@ function scalarEntry(
 ) {
   return {
     name,
-    forward(x: Tensor, s: number): Tensor {
-      const y = scalarRaw(label, name, x, s);
+    forward(x: Tensor, s: number, opName: string = label): Tensor {
+      const y = scalarRaw(opName, name, x, s);
       return record(this, y, [x], save ? [x] : [], s);
     },
     backward(gy: Tensor, node: GradNode): (Tensor | null)[] {
@@ -1139,7 +1139,7 @@ export function add(a: TensorLike, b: TensorLike): Tensor {
  * ```
  */
 export function sub(a: TensorLike, b: TensorLike): Tensor {
-  if (typeof b === "number") return OPS.add_scalar.forward(a as Tensor, -b);
+  if (typeof b === "number") return OPS.add_scalar.forward(a as Tensor, -b, "sub");
   if (typeof a === "number") return OPS.rsub_scalar.forward(b, a);
   return OPS.sub.forward(a, b);
 }
@@ -1174,7 +1174,7 @@ export function mul(a: TensorLike, b: TensorLike): Tensor {
  * ```
  */
 export function div(a: TensorLike, b: TensorLike): Tensor {
-  if (typeof b === "number") return OPS.mul_scalar.forward(a as Tensor, 1 / b);
+  if (typeof b === "number") return OPS.mul_scalar.forward(a as Tensor, 1 / b, "div");
   if (typeof a === "number") return OPS.rdiv_scalar.forward(b, a);
   return OPS.div.forward(a, b);
 }

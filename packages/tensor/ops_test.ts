@@ -624,6 +624,8 @@ Deno.test("ops reject disposed tensors and tensors from another backend", () => 
   const a = T.zeros([2]);
   a.dispose();
   assert.throws(() => T.add(a, 1), /add: tensor \[2\] f32 was already disposed/);
+  assert.throws(() => T.sub(a, 1), /sub: tensor \[2\] f32 was already disposed/);
+  assert.throws(() => T.div(a, 2), /div: tensor \[2\] f32 was already disposed/);
   const other = T.zeros([2], { backend: new ReferenceBackend() });
   const mine = T.zeros([2]);
   assert.throws(() => T.add(mine, other), /add: tensors live on different backends/);
