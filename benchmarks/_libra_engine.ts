@@ -4,19 +4,23 @@
  * (policy names), `@libra/nn` (model zoo, synthetic data, `train`) and
  * `@libra/native` (cpu and cuda backends).
  *
- * The live path loads `Runtime` and the model zoo through their package entry
- * points at run time and checks what it finds, so that a checkout where they
- * are not exported yet still runs the simulated part and says exactly what is
- * missing instead of failing to start.
- *
  * @module
  */
 
+import { AnalyticCostModel } from "@libra/cost";
 import { POLICY_NAMES } from "@libra/evict";
 import { cpuBackend, cudaBackend } from "@libra/native";
-import { OutOfBudgetError, readTrace, type ReplayResult, replayTrace } from "@libra/runtime";
+import { createData, createModel, MODEL_NAMES, type ModelName, SGD, train } from "@libra/nn";
+import {
+  OutOfBudgetError,
+  readTrace,
+  type ReplayResult,
+  replayTrace,
+  Runtime,
+  type Timeline,
+} from "@libra/runtime";
 import type { Trace } from "@libra/lineage/trace";
-import type { Backend } from "@libra/tensor/backend";
+import { type Backend, manualSeed, withBackend } from "@libra/tensor";
 import type {
   DeviceInfo,
   Engine,
@@ -27,84 +31,7 @@ import type {
   RunSettings,
 } from "./engine.ts";
 import type { BenchOptions } from "./options.ts";
-
-/** The parts of `Runtime` the suite uses (structural, so the seam stays small). */
-interface RuntimeLike extends Backend {
-  readonly stats: {
-    evictions: number;
-    remats: number;
-    swapOutBytes: number;
-    bookkeepingNs: number;
-    peakBytes: number;
-  };
-  readonly timeline: {
-    readonly bytes: readonly number[];
-    readonly calls: readonly number[];
-    readonly markers: readonly { call: number; kind: string }[];
-  };
-  trace(): Trace;
-  endStep(): void;
-}
-
-interface RuntimeCtor {
-  new (options: {
-    backend: Backend;
-    budget?: number;
-    policy?: string;
-    search?: { seed?: number };
-    record?: boolean;
-    timeline?: boolean;
-  }): RuntimeLike;
-}
-
-interface ModelLike {
-  parameters(): unknown[];
-}
-
-interface NnLike {
-  MODEL_NAMES: readonly string[];
-  createModel(name: string, preset: string, options: { backend: Backend }): ModelLike;
-  createData(name: string, preset: string, options: { seed: number }): unknown;
-  train(options: {
-    model: ModelLike;
-    data: unknown;
-    optimizer: unknown;
-    steps: number;
-    backend?: Backend;
-    onStep?: (info: { step: number }) => void;
-  }): { times: number[]; losses: number[] };
-  SGD: new (params: unknown[], options: { lr: number; momentum?: number }) => unknown;
-}
-
-interface Live {
-  Runtime: RuntimeCtor;
-  nn: NnLike;
-  manualSeed: (seed: number) => void;
-}
-
-/** Loads what live runs need, or says what is missing. */
-async function loadLive(): Promise<Live | string> {
-  const missing: string[] = [];
-  const rt = await import("@libra/runtime") as Record<string, unknown>;
-  if (typeof rt.Runtime !== "function") missing.push("Runtime from @libra/runtime");
-  let nn: Record<string, unknown> = {};
-  try {
-    nn = await import("@libra/nn") as Record<string, unknown>;
-  } catch (e) {
-    missing.push(`@libra/nn (${(e as Error).message.split("\n")[0]})`);
-  }
-  for (const k of ["createModel", "createData", "train", "SGD", "MODEL_NAMES"]) {
-    if (nn[k] === undefined) missing.push(`${k} from @libra/nn`);
-  }
-  const tensor = await import("@libra/tensor") as Record<string, unknown>;
-  if (typeof tensor.manualSeed !== "function") missing.push("manualSeed from @libra/tensor");
-  if (missing.length > 0) return `not exported yet: ${missing.join(", ")}`;
-  return {
-    Runtime: rt.Runtime as RuntimeCtor,
-    nn: nn as unknown as NnLike,
-    manualSeed: tensor.manualSeed as (seed: number) => void,
-  };
-}
+import { spread } from "./stats.ts";
 
 function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0]!;
@@ -117,18 +44,28 @@ function callCount(trace: Trace): number {
   return n;
 }
 
-function prepareTrace(trace: Trace): PreparedTrace {
-  const base = replayTrace(trace, { budgetBytes: Infinity });
+/** A trace and whether its replays take costs from the analytic model instead of its times. */
+interface TraceHandle {
+  readonly trace: Trace;
+  readonly analytic: boolean;
+}
+
+function prepareTrace(trace: Trace, analytic = false): PreparedTrace {
+  const base = replayTrace(trace, {
+    budgetBytes: Infinity,
+    ...(analytic ? { costModel: new AnalyticCostModel() } : {}),
+  });
   if (!base.feasible) {
     throw new Error(
       `budget-free replay of ${trace.source ?? "trace"} failed: ${base.error?.message}`,
     );
   }
+  const handle: TraceHandle = { trace, analytic };
   return {
     peakBytes: base.stats.peakBytes,
     computeNs: base.stats.computeNs,
     calls: callCount(trace),
-    handle: trace,
+    handle,
   };
 }
 
@@ -148,7 +85,7 @@ function replayOutcome(r: ReplayResult, timeline: boolean): Outcome {
   };
 }
 
-function timelineOf(t: RuntimeLike["timeline"]): NonNullable<Outcome["timeline"]> {
+function timelineOf(t: Timeline): NonNullable<Outcome["timeline"]> {
   return {
     points: t.calls.map((call, i) => ({ call, bytes: t.bytes[i]! })),
     events: t.markers.map((m) => ({ call: m.call, kind: m.kind })),
@@ -156,14 +93,13 @@ function timelineOf(t: RuntimeLike["timeline"]): NonNullable<Outcome["timeline"]
 }
 
 interface ModelHandle {
-  readonly name: string;
+  readonly name: ModelName;
   readonly preset: string;
   readonly backend: Backend;
 }
 
 /** Creates the engine on the @libra packages. */
-export async function createLibraEngine(options: Pick<BenchOptions, "device">): Promise<Engine> {
-  const live = await loadLive();
+export function createLibraEngine(options: Pick<BenchOptions, "device">): Promise<Engine> {
   let backend: Backend | string | undefined;
   const getBackend = (device: "cpu" | "cuda"): Backend | string => {
     if (backend === undefined) {
@@ -179,34 +115,49 @@ export async function createLibraEngine(options: Pick<BenchOptions, "device">): 
   };
   void options;
 
-  /** Trains `steps` steps from a fresh, seeded model on `b`; returns the summed step times (ms). */
+  /**
+   * Trains `steps` steps from a fresh, seeded model on `b` (also the default
+   * backend meanwhile, for tensors a model makes in its forward pass). Returns
+   * the summed step times and the fastest step time (ms). Overheads compare
+   * fastest steps: on a shared machine noise only ever adds time, so the
+   * minimum is the estimate a stalled step (OS, GC, a neighbour) moves least.
+   */
   const runSteps = (
-    l: Live,
     m: ModelHandle,
     b: Backend,
     s: RunSettings,
     onStep?: () => void,
-  ): number => {
-    l.manualSeed(s.seed);
-    const model = l.nn.createModel(m.name, m.preset, { backend: b });
-    const data = l.nn.createData(m.name, m.preset, { seed: s.seed });
-    const optimizer = new l.nn.SGD(model.parameters(), { lr: 0.01, momentum: 0.9 });
-    const r = l.nn.train({
-      model,
-      data,
-      optimizer,
-      steps: s.steps,
-      backend: b,
-      ...(onStep ? { onStep } : {}),
+  ): { totalMs: number; fastestMs: number } =>
+    withBackend(b, () => {
+      manualSeed(s.seed);
+      const model = createModel(m.name, m.preset, { backend: b });
+      const data = createData(m.name, m.preset, { seed: s.seed });
+      const optimizer = new SGD(model.parameters(), { lr: 0.01, momentum: 0.9 });
+      const r = train({
+        model,
+        data,
+        optimizer,
+        steps: s.steps,
+        backend: b,
+        ...(onStep ? { onStep } : {}),
+      });
+      return { totalMs: r.times.reduce((a, x) => a + x, 0), fastestMs: spread(r.times).min };
     });
-    return r.times.reduce((a, x) => a + x, 0);
+  const costModel = (s: RunSettings) =>
+    s.costModel === "analytic" ? { costModel: new AnalyticCostModel() } : {};
+  // Live pairs alternate which run goes first, so warm caches favour neither side.
+  let pairs = 0;
+  const modelName = (name: string): ModelName => {
+    if (!(MODEL_NAMES as readonly string[]).includes(name)) {
+      throw new RangeError(`unknown model "${name}" (available: ${MODEL_NAMES.join(", ")})`);
+    }
+    return name as ModelName;
   };
 
   const engine: Engine = {
     policies: () => POLICY_NAMES,
-    models: () => (typeof live === "string" ? [] : live.nn.MODEL_NAMES),
+    models: () => MODEL_NAMES,
     liveUnavailable(s) {
-      if (typeof live === "string") return live;
       const b = getBackend(s.device);
       return typeof b === "string" ? b : null;
     },
@@ -220,8 +171,7 @@ export async function createLibraEngine(options: Pick<BenchOptions, "device">): 
     microDeps(s): MicroDeps {
       return {
         backend: () => getBackend(s.device),
-        unlimitedRuntime: (b) =>
-          typeof live === "string" ? live : new live.Runtime({ backend: b, timeline: false }),
+        unlimitedRuntime: (b) => new Runtime({ backend: b, timeline: false }),
       };
     },
 
@@ -229,15 +179,16 @@ export async function createLibraEngine(options: Pick<BenchOptions, "device">): 
       return prepareTrace(await readTrace(path));
     },
     recordTrace(model, preset, s) {
-      if (typeof live === "string") return Promise.reject(new Error(live));
       const b = getBackend(s.device);
       if (typeof b === "string") return Promise.reject(new Error(b));
-      const rt = new live.Runtime({ backend: b, record: true, timeline: false });
-      runSteps(live, { name: model, preset, backend: b }, rt, { ...s, steps: 1 });
-      return Promise.resolve(prepareTrace(rt.trace()));
+      const rt = new Runtime({ backend: b, record: true, timeline: false });
+      runSteps({ name: modelName(model), preset, backend: b }, rt, { ...s, steps: 1 });
+      return Promise.resolve(prepareTrace(rt.trace(), s.costModel === "analytic"));
     },
     simulate(trace, policy, budgetBytes, s) {
-      const r = replayTrace(trace.handle as Trace, {
+      const h = trace.handle as TraceHandle;
+      const r = replayTrace(h.trace, {
+        ...(h.analytic ? { costModel: new AnalyticCostModel() } : {}),
         budgetBytes,
         policy,
         search: { seed: s.seed },
@@ -248,55 +199,56 @@ export async function createLibraEngine(options: Pick<BenchOptions, "device">): 
     },
 
     prepareModel(model, preset, s) {
-      if (typeof live === "string") return Promise.reject(new Error(live));
       const b = getBackend(s.device);
       if (typeof b === "string") return Promise.reject(new Error(b));
-      const handle: ModelHandle = { name: model, preset, backend: b };
+      const handle: ModelHandle = { name: modelName(model), preset, backend: b };
       // Warm-up (JIT, allocator, thread pool), then the peak of a budget-free run under the runtime.
-      runSteps(live, handle, b, s);
-      const rt = new live.Runtime({ backend: b, timeline: false });
-      runSteps(live, handle, rt, s);
+      runSteps(handle, b, s);
+      const rt = new Runtime({ backend: b, timeline: false, ...costModel(s) });
+      runSteps(handle, rt, s);
       return Promise.resolve({ peakBytes: rt.stats.peakBytes, handle } satisfies PreparedModel);
     },
     baseline(m, s) {
-      if (typeof live === "string") return Promise.reject(new Error(live));
       const h = m.handle as ModelHandle;
-      return Promise.resolve(runSteps(live, h, h.backend, s));
+      return Promise.resolve(runSteps(h, h.backend, s).totalMs);
     },
     live(m, policy, budgetBytes, s) {
-      if (typeof live === "string") return Promise.reject(new Error(live));
       const h = m.handle as ModelHandle;
-      const baselineTimeMs = runSteps(live, h, h.backend, s);
-      const rt = new live.Runtime({
+      const first = pairs++ % 2 === 0;
+      const base = () => runSteps(h, h.backend, s);
+      let baseline = first ? base() : undefined;
+      const rt = new Runtime({
+        ...costModel(s),
         backend: h.backend,
         budget: budgetBytes,
         policy,
         search: { seed: s.seed },
         timeline: s.timeline,
       });
-      let timeMs: number | null = null;
+      let timed: { totalMs: number; fastestMs: number } | null = null;
       let error: string | null = null;
       try {
-        timeMs = runSteps(live, h, rt, s, () => rt.endStep());
+        timed = runSteps(h, rt, s, () => rt.endStep());
       } catch (e) {
         if (!(e instanceof OutOfBudgetError)) throw e;
         error = firstLine(e);
       }
+      baseline ??= base();
       const st = rt.stats;
       return Promise.resolve({
-        feasible: timeMs !== null,
-        overhead: timeMs !== null ? timeMs / baselineTimeMs : null,
+        feasible: timed !== null,
+        overhead: timed !== null ? timed.fastestMs / baseline.fastestMs : null,
         evictions: st.evictions,
         remats: st.remats,
         swapBytes: st.swapOutBytes,
         bookkeepingMs: st.bookkeepingNs / 1e6,
         peakBytes: st.peakBytes,
-        timeMs,
-        baselineTimeMs,
+        timeMs: timed?.totalMs ?? null,
+        baselineTimeMs: baseline.totalMs,
         error,
         ...(s.timeline ? { timeline: timelineOf(rt.timeline) } : {}),
       });
     },
   };
-  return engine;
+  return Promise.resolve(engine);
 }

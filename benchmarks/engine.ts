@@ -67,6 +67,8 @@ export interface RunSettings {
   readonly seed: number;
   readonly steps: number;
   readonly device: "cpu" | "cuda";
+  /** Cost model of live runs and of replays of recorded steps. */
+  readonly costModel: "measured" | "analytic";
   /** Record the memory timeline of this run. */
   readonly timeline: boolean;
 }

@@ -119,6 +119,7 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
     seed: options.seed,
     steps: options.steps,
     device: options.device,
+    costModel: options.costModel,
     timeline: false,
   };
   const report: BenchReport = {
@@ -132,6 +133,7 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
       policies: [...options.policies],
       ratios: [...options.ratios],
       device: options.device,
+      costModel: options.costModel,
       traces: [...options.traces],
       steps: options.steps,
       repeat: options.repeat,

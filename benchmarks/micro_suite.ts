@@ -16,6 +16,7 @@ export async function runMicro(options: BenchOptions, engine: Engine): Promise<M
     seed: options.seed,
     steps: options.steps,
     device: options.device,
+    costModel: options.costModel,
     timeline: false,
   });
   const out: MicroJson[] = [];

@@ -30,9 +30,9 @@ export type Part = typeof PARTS[number];
 /** Default budget ratios of the full suite: 1.0, 0.9, ..., 0.1. */
 export const DEFAULT_RATIOS: readonly number[] = [1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1];
 /** Ratios of `--quick`. */
-export const QUICK_RATIOS: readonly number[] = [1, 0.8, 0.6, 0.4, 0.2];
+export const QUICK_RATIOS: readonly number[] = [1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
 /** Models of `--quick` (the smallest of the zoo). */
-export const QUICK_MODELS: readonly string[] = ["mlp", "gpt"];
+export const QUICK_MODELS: readonly string[] = ["mlp", "gpt", "unet"];
 /** Policies of `--quick`. */
 export const QUICK_POLICIES: readonly string[] = ["dtr-eq", "dtr-local", "lru"];
 
@@ -60,6 +60,12 @@ export interface BenchOptions {
   readonly policies: readonly string[];
   readonly ratios: readonly number[];
   readonly device: "cpu" | "cuda";
+  /**
+   * Cost model of live runs and of replays of recorded steps: `measured` kernel
+   * times (the runtime's default) or `analytic` FLOP/byte costs, which make
+   * eviction decisions independent of timing noise (reproducible counts).
+   */
+  readonly costModel: "measured" | "analytic";
   /** Imported traces to simulate (DTR format). */
   readonly traces: readonly string[];
   /** Training steps per live measurement. */
@@ -107,6 +113,13 @@ const DOCS: readonly OptionDoc[] = [
     def: `${DEFAULT_RATIOS.join(",")} (quick: ${QUICK_RATIOS.join(",")})`,
   },
   { name: "device", arg: "cpu|cuda", doc: "backend of the live runs", def: "cpu" },
+  {
+    name: "cost-model",
+    arg: "measured|analytic",
+    doc:
+      "costs live runs and replays of recorded steps decide with; measured kernel times vary run to run, so only analytic gives reproducible eviction counts",
+    def: "analytic",
+  },
   {
     name: "traces",
     arg: "FILE...",
@@ -256,6 +269,7 @@ export function parseOptions(
         policies: { type: "string" },
         ratios: { type: "string" },
         device: { type: "string" },
+        "cost-model": { type: "string" },
         traces: { type: "string", multiple: true },
         steps: { type: "string" },
         repeat: { type: "string" },
@@ -324,6 +338,10 @@ export function parseOptions(
   if (device !== "cpu" && device !== "cuda") {
     throw new UsageError(`--device: expected cpu or cuda, got "${device}"`);
   }
+  const costModel = v["cost-model"] ?? "analytic";
+  if (costModel !== "measured" && costModel !== "analytic") {
+    throw new UsageError(`--cost-model: expected measured or analytic, got "${costModel}"`);
+  }
   const steps = v.steps === undefined ? (quick ? 2 : 3) : positiveInt("steps", v.steps, 10_000);
   const repeat = v.repeat === undefined ? 3 : positiveInt("repeat", v.repeat, 1000);
   const out = v.out ?? "bench-out";
@@ -376,6 +394,7 @@ export function parseOptions(
     policies,
     ratios,
     device,
+    costModel,
     traces,
     steps,
     repeat,

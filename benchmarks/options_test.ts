@@ -16,6 +16,7 @@ Deno.test("parseOptions() defaults match the help text", () => {
   assert.deepEqual(o.policies, DEFAULT_POLICIES);
   assert.deepEqual(o.ratios, DEFAULT_RATIOS);
   assert.equal(o.device, "cpu");
+  assert.equal(o.costModel, "analytic");
   assert.equal(o.steps, 3);
   assert.equal(o.repeat, 3);
   assert.equal(o.out, "bench-out");
@@ -101,6 +102,7 @@ Deno.test("parseOptions() rejects bad values with one line naming option and val
     [["--ratios", "a"], /--ratios: .*got "a"/],
     [["--ratios", "1,,0.5"], /--ratios: empty item/],
     [["--ratios", "1:0.5"], /FROM:TO:STEP/],
+    [["--cost-model", "guess"], /--cost-model: expected measured or analytic, got "guess"/],
     [["--device", "tpu"], /--device: expected cpu or cuda, got "tpu"/],
     [["--steps", "0"], /--steps: expected an integer from 1/],
     [["--repeat", "2.5"], /--repeat: .*"2.5"/],

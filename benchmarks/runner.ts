@@ -235,6 +235,7 @@ export async function runSuite(
     seed: options.seed,
     steps: options.steps,
     device: options.device,
+    costModel: options.costModel,
     timeline: false,
   };
   const skipped: { what: string; reason: string }[] = [];

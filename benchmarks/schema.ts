@@ -164,6 +164,7 @@ export interface BenchReport {
     policies: string[];
     ratios: number[];
     device: string;
+    costModel: string;
     traces: string[];
     steps: number;
     repeat: number;
@@ -265,6 +266,7 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
     policies: z.array(z.string()),
     ratios: z.array(z.number().positive().max(1)),
     device: z.string(),
+    costModel: z.enum(["measured", "analytic"]),
     traces: z.array(z.string()),
     steps: z.number().int().positive(),
     repeat: z.number().int().positive(),

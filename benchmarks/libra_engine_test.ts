@@ -1,0 +1,192 @@
+/**
+ * The suite on the real packages: the simulator path on a hand-made trace with
+ * answers derived by hand, reproducibility of feasibility and eviction counts,
+ * the shared DTR traces against the published overheads, and live runs.
+ */
+import assert from "node:assert/strict";
+import { parseOptions } from "./options.ts";
+import { runSuite, type SuiteResult } from "./runner.ts";
+import { Progress } from "./progress.ts";
+import { createLibraEngine } from "./_libra_engine.ts";
+
+const CHAIN = new URL("./testdata/chain.log", import.meta.url).pathname;
+const SHARED = "../shared/traces";
+
+async function suite(args: string[]): Promise<SuiteResult> {
+  const o = parseOptions(["--skip", "micro,plots", ...args], () => []);
+  const engine = await createLibraEngine(o);
+  return runSuite(
+    o,
+    engine,
+    new Progress(0, { write: () => {}, isTerminal: false, now: () => performance.now() }),
+  );
+}
+
+function sharedTraces(): string[] | null {
+  try {
+    return [...Deno.readDirSync(SHARED)].filter((e) => e.name.endsWith(".log")).map((e) =>
+      `${SHARED}/${e.name}`
+    ).sort();
+  } catch {
+    return null;
+  }
+}
+
+const nativeBuilt = (() => {
+  try {
+    Deno.statSync(new URL("../native/build/libra_cpu.so", import.meta.url));
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+// testdata/chain.log: constant x and y1..y4 = f(previous), then b3 = g(y4, y3),
+// b2 = g(b3, y2), b1 = g(b2, y1), releasing each value after its last use; every
+// storage is 100 bytes and every call costs 10 ns. By hand: the budget-free peak
+// is 600 bytes (x, y1..y4, b3) and compute is 70 ns; when b3 is made, x (a
+// constant), y3, y4 (its inputs) and b3 must be resident, so 400 bytes is the
+// least any policy can work with; at 504 bytes one 100-byte value must go and be
+// recomputed, so the overhead is (70 + 10k) / 70 with k >= 1.
+Deno.test("simulated: the chain trace's peak, compute and feasibility match the hand analysis", async () => {
+  const s = await suite([
+    "--models",
+    "none",
+    "--traces",
+    CHAIN,
+    "--ratios",
+    "1,0.84,0.67,0.6",
+    "--repeat",
+    "1",
+  ]);
+  assert.deepEqual(
+    s.workloads.map((w) => [w.id, w.baselinePeakBytes, w.computeMs! * 1e6, w.calls]),
+    [["trace:chain", 600, 70, 7]],
+  );
+  for (const p of s.summary.policies) {
+    assert.equal(p.smallestFeasibleRatio, 0.67, `${p.policy}: 402 bytes work, 360 do not`);
+  }
+  for (const r of s.results) {
+    assert.equal(r.budgetBytes, Math.floor(600 * r.ratio + 1e-9));
+    assert.ok(
+      r.peakBytes.max <= r.budgetBytes,
+      `${r.policy}@${r.ratio}: peak ${r.peakBytes.max} within budget`,
+    );
+    if (r.ratio === 1) assert.equal(r.overhead!.median, 1);
+    if (r.ratio === 0.84) {
+      const k = (r.overhead!.median * 70 - 70) / 10;
+      assert.ok(
+        k >= 1 && Math.abs(k - Math.round(k)) < 1e-9,
+        `${r.policy}: overhead ${r.overhead!.median} = (70 + 10k)/70`,
+      );
+    }
+    if (r.ratio === 0.6) assert.equal(r.feasible, false);
+  }
+});
+
+Deno.test("simulated: the same command gives the same feasibility and eviction counts", async () => {
+  const traces = [CHAIN, ...(sharedTraces() ?? [])];
+  if (traces.length === 1) console.log(`  (${SHARED} absent: checking the chain trace only)`);
+  const args = [
+    "--models",
+    "none",
+    "--traces",
+    ...traces,
+    "--policies",
+    "dtr,dtr-eq,lru,random",
+    "--ratios",
+    "1,0.7,0.5,0.3",
+    "--repeat",
+    "2",
+  ];
+  const pick = (s: SuiteResult) =>
+    s.results.map((r) =>
+      `${r.workload} ${r.policy}@${r.ratio} ${r.feasible} ${r.evictions.min}-${r.evictions.max} ${r.remats.median}`
+    );
+  const a = pick(await suite(args));
+  const b = pick(await suite(args));
+  assert.deepEqual(a, b);
+  // Repeats within one run agree too (min = max).
+  for (const line of a) assert.match(line, / (\d+)-\1 /, line);
+});
+
+Deno.test("simulated: dtr-eq on the shared ResNet-32 trace lands near the published overheads", async () => {
+  const traces = sharedTraces();
+  if (traces === null || !traces.some((x) => x.endsWith("resnet32-56.log"))) {
+    console.log(`  skipped: ${SHARED}/resnet32-56.log is absent`);
+    return;
+  }
+  const s = await suite([
+    "--models",
+    "none",
+    "--traces",
+    `${SHARED}/resnet32-56.log`,
+    "--policies",
+    "dtr-eq",
+    "--ratios",
+    "0.8,0.5,0.2,0.1",
+    "--repeat",
+    "1",
+  ]);
+  assert.equal(s.workloads[0]!.baselinePeakBytes, 10061179152);
+  const published: Record<string, number | null> = {
+    "0.8": 1.025,
+    "0.5": 1.107,
+    "0.2": 1.332,
+    "0.1": null,
+  };
+  for (const r of s.results) {
+    const want = published[String(r.ratio)];
+    if (want === null) {
+      assert.equal(r.feasible, false, "0.1 is infeasible in the published simulator");
+    } else {assert.ok(
+        Math.abs(r.overhead!.median / want! - 1) < 0.03,
+        `ratio ${r.ratio}: ${r.overhead!.median} vs ${want}`,
+      );}
+  }
+});
+
+Deno.test({
+  name: "live: tiny models train under budgets; analytic costs make eviction counts reproducible",
+  ignore: !nativeBuilt,
+  fn: async () => {
+    const args = [
+      "--models",
+      "mlp",
+      "--skip",
+      "simulated",
+      "--policies",
+      "dtr-eq,lru",
+      "--ratios",
+      "1,0.9,0.85",
+      "--repeat",
+      "2",
+      "--steps",
+      "2",
+      "--cost-model",
+      "analytic",
+      "--traces",
+      "none",
+    ];
+    const a = await suite(args);
+    const b = await suite(args);
+    const w = a.workloads[0]!;
+    assert.equal(w.kind, "live");
+    assert.ok(w.baselinePeakBytes > 0);
+    const at1 = a.results.filter((r) => r.ratio === 1);
+    for (const r of at1) {
+      assert.ok(r.feasible, `${r.policy} fits at the budget-free peak`);
+      assert.equal(r.evictions.max, 0, "nothing to evict at ratio 1");
+      assert.ok(r.overhead!.min > 0);
+      for (const m of r.measurements) assert.ok(m.timeMs! > 0 && m.baselineTimeMs! > 0);
+    }
+    for (const r of a.results) {
+      assert.ok(r.peakBytes.max <= r.budgetBytes, `${r.policy}@${r.ratio} stays within budget`);
+    }
+    const pick = (s: SuiteResult) =>
+      s.results.map((r) =>
+        `${r.policy}@${r.ratio} ${r.feasible} ${r.evictions.min}-${r.evictions.max}`
+      );
+    assert.deepEqual(pick(a), pick(b));
+  },
+});
