@@ -52,7 +52,7 @@ static int is_pointwise(const convp* q) {
 /* col[(ch*R + r)*S + s][oh*OW + ow] = x[ch, oh*sh - ph + r*dh, ow*sw - pw + s*dw] (0 outside) */
 static void im2col(const convp* q, const float* x, float* col) {
   const int64_t rows = q->C * q->R * q->S, L = q->OH * q->OW;
-#pragma omp parallel for schedule(static) if (rows * L > PAR_MIN)
+PAR_FOR(rows * L > PAR_MIN,
   for (int64_t row = 0; row < rows; row++) {
     const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, s = row % q->S;
     float* dst = col + row * L;
@@ -70,13 +70,13 @@ static void im2col(const convp* q, const float* x, float* col) {
         d[ow] = w >= 0 && w < q->W ? src[w] : 0.0f;
       }
     }
-  }
+  });
 }
 
 /* x[ch] = sum of the col entries that came from it; one channel per thread. */
 static void col2im(const convp* q, const float* col, float* x) {
   const int64_t L = q->OH * q->OW, HW = q->H * q->W;
-#pragma omp parallel for schedule(static) if (q->C * q->R * q->S * L > PAR_MIN)
+PAR_FOR(q->C * q->R * q->S * L > PAR_MIN,
   for (int64_t ch = 0; ch < q->C; ch++) {
     float* plane = x + ch * HW;
     memset(plane, 0, sizeof(float) * (size_t)HW);
@@ -95,7 +95,7 @@ static void col2im(const convp* q, const float* col, float* x) {
         }
       }
     }
-  }
+  });
 }
 
 static float* alloc_col(const kcall* c, const convp* q, int32_t* status) {
@@ -131,12 +131,12 @@ int32_t k_conv2d(const kcall* c) {
     float* yn = Y + n * q.K * L;
     libra_sgemm(0, 0, q.K, L, CRS, 1.0f, Wt, CRS > 0 ? CRS : 1, pw ? xn : col, L, 0.0f, yn, L);
     if (B) {
-#pragma omp parallel for schedule(static) if (q.K * L > PAR_MIN)
+PAR_FOR(q.K * L > PAR_MIN,
       for (int64_t k = 0; k < q.K; k++) {
         float* row = yn + k * L;
         const float b = B[k];
         for (int64_t l = 0; l < L; l++) row[l] += b;
-      }
+      });
     }
   }
   free(col);
@@ -199,7 +199,7 @@ int32_t k_conv2d_backward_bias(const kcall* c) {
   PINT(L, 2, 0, "L");
   const float* GY = IN_F(0);
   float* GB = OUT_F(0);
-#pragma omp parallel for schedule(static) if (N * K * L > PAR_MIN)
+PAR_FOR(N * K * L > PAR_MIN,
   for (int64_t k = 0; k < K; k++) {
     double s = 0.0;
     for (int64_t n = 0; n < N; n++) {
@@ -207,7 +207,7 @@ int32_t k_conv2d_backward_bias(const kcall* c) {
       for (int64_t l = 0; l < L; l++) s += row[l];
     }
     GB[k] = (float)s;
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -265,7 +265,7 @@ int32_t k_max_pool2d(const kcall* c) {
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
   const int64_t planes = q.N * q.C;
-#pragma omp parallel for schedule(static) if (planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN)
+PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const float* plane = X + pl * q.H * q.W;
     float* y = Y + pl * q.OH * q.OW;
@@ -275,7 +275,7 @@ int32_t k_max_pool2d(const kcall* c) {
         y[oh * q.OW + ow] = a >= 0 ? plane[a] : -INFINITY;
       }
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -286,7 +286,7 @@ int32_t k_max_pool2d_backward(const kcall* c) {
   const float *X = IN_F(0), *GY = IN_F(1);
   float* GX = OUT_F(0);
   const int64_t planes = q.N * q.C;
-#pragma omp parallel for schedule(static) if (planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN)
+PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const float* plane = X + pl * q.H * q.W;
     const float* gy = GY + pl * q.OH * q.OW;
@@ -298,7 +298,7 @@ int32_t k_max_pool2d_backward(const kcall* c) {
         if (a >= 0) gx[a] += gy[oh * q.OW + ow];
       }
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -310,7 +310,7 @@ int32_t k_avg_pool2d(const kcall* c) {
   float* Y = OUT_F(0);
   const int64_t planes = q.N * q.C;
   const double inv = 1.0 / (double)(q.kh * q.kw);
-#pragma omp parallel for schedule(static) if (planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN)
+PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const float* plane = X + pl * q.H * q.W;
     float* y = Y + pl * q.OH * q.OW;
@@ -328,7 +328,7 @@ int32_t k_avg_pool2d(const kcall* c) {
         y[oh * q.OW + ow] = (float)(s * inv);
       }
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -340,7 +340,7 @@ int32_t k_avg_pool2d_backward(const kcall* c) {
   float* GX = OUT_F(0);
   const int64_t planes = q.N * q.C;
   const float inv = (float)(1.0 / (double)(q.kh * q.kw));
-#pragma omp parallel for schedule(static) if (planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN)
+PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const float* gy = GY + pl * q.OH * q.OW;
     float* gx = GX + pl * q.H * q.W;
@@ -358,7 +358,7 @@ int32_t k_avg_pool2d_backward(const kcall* c) {
         }
       }
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -367,12 +367,12 @@ int32_t k_global_avg_pool(const kcall* c) {
   PINT(hw, 1, 0, "hw");
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
-#pragma omp parallel for schedule(static) if (rows * hw > PAR_MIN)
+PAR_FOR(rows * hw > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     double s = 0.0;
     for (int64_t j = 0; j < hw; j++) s += X[r * hw + j];
     Y[r] = hw == 0 ? NAN : (float)(s / (double)hw);
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -381,11 +381,11 @@ int32_t k_global_avg_pool_backward(const kcall* c) {
   PINT(hw, 1, 0, "hw");
   const float* GY = IN_F(0);
   float* GX = OUT_F(0);
-#pragma omp parallel for schedule(static) if (rows * hw > PAR_MIN)
+PAR_FOR(rows * hw > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float g = (float)((double)GY[r] / (double)hw);
     for (int64_t j = 0; j < hw; j++) GX[r * hw + j] = g;
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -396,7 +396,7 @@ int32_t k_upsample_nearest2x(const kcall* c) {
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
   const int64_t rows = planes * H;
-#pragma omp parallel for schedule(static) if (rows * W * 4 > PAR_MIN)
+PAR_FOR(rows * W * 4 > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * W;
     float* y0 = Y + 2 * r * 2 * W;
@@ -404,7 +404,7 @@ int32_t k_upsample_nearest2x(const kcall* c) {
     for (int64_t j = 0; j < W; j++) {
       y0[2 * j] = y0[2 * j + 1] = y1[2 * j] = y1[2 * j + 1] = x[j];
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -415,7 +415,7 @@ int32_t k_upsample_nearest2x_backward(const kcall* c) {
   const float* GY = IN_F(0);
   float* GX = OUT_F(0);
   const int64_t rows = planes * H;
-#pragma omp parallel for schedule(static) if (rows * W * 4 > PAR_MIN)
+PAR_FOR(rows * W * 4 > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* g0 = GY + 2 * r * 2 * W;
     const float* g1 = g0 + 2 * W;
@@ -423,6 +423,6 @@ int32_t k_upsample_nearest2x_backward(const kcall* c) {
     for (int64_t j = 0; j < W; j++) {
       gx[j] = (float)((double)g0[2 * j] + g0[2 * j + 1] + g1[2 * j] + g1[2 * j + 1]);
     }
-  }
+  });
   return LIBRA_OK;
 }

@@ -104,7 +104,7 @@ static inline void bview_row(const bview* v, int64_t r, int64_t* off) {
     float* Y = OUT_F(0);                                                             \
     const int64_t inner = v.shape[v.nd - 1], rows = v.n / inner;                     \
     const int64_t sa = v.st[1][v.nd - 1], sb = v.st[2][v.nd - 1];                    \
-    _Pragma("omp parallel for schedule(static) if (v.n > PAR_MIN)")                  \
+    PAR_FOR(v.n > PAR_MIN, \
     for (int64_t r = 0; r < rows; r++) {                                             \
       int64_t off[MAXOPS];                                                           \
       bview_row(&v, r, off);                                                         \
@@ -134,7 +134,7 @@ static inline void bview_row(const bview* v, int64_t r, int64_t* off) {
           yr[i] = (EXPR);                                                            \
         }                                                                            \
       }                                                                              \
-    }                                                                                \
+    });                                                                                \
     return LIBRA_OK;                                                                 \
   }
 
@@ -157,14 +157,14 @@ int32_t k_where(const kcall* c) {
   float* Y = OUT_F(0);
   const int64_t inner = v.shape[v.nd - 1], rows = v.n / inner;
   const int64_t sc = v.st[1][v.nd - 1], sa = v.st[2][v.nd - 1], sb = v.st[3][v.nd - 1];
-#pragma omp parallel for schedule(static) if (v.n > PAR_MIN)
+PAR_FOR(v.n > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     int64_t off[MAXOPS];
     bview_row(&v, r, off);
     const float *cr = C + off[1], *ar = A + off[2], *br = B + off[3];
     float* yr = Y + r * inner;
     for (int64_t i = 0; i < inner; i++) yr[i] = cr[i * sc] != 0.0f ? ar[i * sa] : br[i * sb];
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -175,7 +175,7 @@ int32_t k_expand(const kcall* c) {
   const uint32_t* X = (const uint32_t*)c->in[0];
   uint32_t* Y = (uint32_t*)c->out[0];
   const int64_t inner = v.shape[v.nd - 1], rows = v.n / inner, sx = v.st[1][v.nd - 1];
-#pragma omp parallel for schedule(static) if (v.n > PAR_MIN)
+PAR_FOR(v.n > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     int64_t off[MAXOPS];
     bview_row(&v, r, off);
@@ -189,7 +189,7 @@ int32_t k_expand(const kcall* c) {
     } else {
       for (int64_t i = 0; i < inner; i++) yr[i] = xr[i * sx];
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -240,7 +240,7 @@ int32_t k_sum_to(const kcall* c) {
     memset(Y, 0, (size_t)ny * 4);
     return LIBRA_OK;
   }
-#pragma omp parallel for schedule(static) if (nx > PAR_MIN)
+PAR_FOR(nx > PAR_MIN,
   for (int64_t o = 0; o < ny; o++) {
     int64_t base = 0, r = o;
     for (int d = nk - 1; d >= 0; d--) {
@@ -261,7 +261,7 @@ int32_t k_sum_to(const kcall* c) {
       }
     }
     Y[o] = (float)s;
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -282,11 +282,11 @@ static int32_t read_n(const kcall* c, int64_t* n) {
     if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;        \
     const float* X = IN_F(0);                                    \
     float* Y = OUT_F(0);                                         \
-    _Pragma("omp parallel for simd schedule(static) if (n > PAR_MIN)") \
+    PAR_FOR(n > PAR_MIN, \
     for (int64_t i = 0; i < n; i++) {                            \
       const float x = X[i];                                      \
       Y[i] = (EXPR);                                             \
-    }                                                            \
+    });                                                            \
     return LIBRA_OK;                                             \
   }
 
@@ -326,8 +326,8 @@ int32_t k_cast_f32_i32(const kcall* c) {
   if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float* X = IN_F(0);
   int32_t* Y = OUT_I(0);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-  for (int64_t i = 0; i < n; i++) Y[i] = f32_to_i32(X[i]);
+PAR_FOR(n > PAR_MIN,
+  for (int64_t i = 0; i < n; i++) Y[i] = f32_to_i32(X[i]););
   return LIBRA_OK;
 }
 
@@ -336,8 +336,8 @@ int32_t k_cast_i32_f32(const kcall* c) {
   if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
   const int32_t* X = IN_I(0);
   float* Y = OUT_F(0);
-#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
-  for (int64_t i = 0; i < n; i++) Y[i] = (float)X[i];
+PAR_FOR(n > PAR_MIN,
+  for (int64_t i = 0; i < n; i++) Y[i] = (float)X[i];);
   return LIBRA_OK;
 }
 
@@ -348,11 +348,11 @@ int32_t k_cast_i32_f32(const kcall* c) {
     const float* S = IN_F(0);                                    \
     const float* G = IN_F(1);                                    \
     float* Y = OUT_F(0);                                         \
-    _Pragma("omp parallel for simd schedule(static) if (n > PAR_MIN)") \
+    PAR_FOR(n > PAR_MIN, \
     for (int64_t i = 0; i < n; i++) {                            \
       const float x = S[i], g = G[i];                            \
       Y[i] = (EXPR);                                             \
-    }                                                            \
+    });                                                            \
     return LIBRA_OK;                                             \
   }
 
@@ -385,11 +385,11 @@ UNARY_BW(tanh_backward, g * (1.0f - x * x))
     const float s = (float)c->p[1];                                             \
     const float* X = IN_F(0);                                                   \
     float* Y = OUT_F(0);                                                        \
-    _Pragma("omp parallel for simd schedule(static) if (n > PAR_MIN)")          \
+    PAR_FOR(n > PAR_MIN, \
     for (int64_t i = 0; i < n; i++) {                                           \
       const float x = X[i];                                                     \
       Y[i] = (EXPR);                                                            \
-    }                                                                           \
+    });                                                                           \
     return LIBRA_OK;                                                            \
   }
 
@@ -410,8 +410,8 @@ int32_t k_fill(const kcall* c) {
   if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float v = (float)c->p[1];
   float* Y = OUT_F(0);
-#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
-  for (int64_t i = 0; i < n; i++) Y[i] = v;
+PAR_FOR(n > PAR_MIN,
+  for (int64_t i = 0; i < n; i++) Y[i] = v;);
   return LIBRA_OK;
 }
 
@@ -424,8 +424,8 @@ int32_t k_fill_i32(const kcall* c) {
   }
   const int32_t v = (int32_t)d;
   int32_t* Y = OUT_I(0);
-#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
-  for (int64_t i = 0; i < n; i++) Y[i] = v;
+PAR_FOR(n > PAR_MIN,
+  for (int64_t i = 0; i < n; i++) Y[i] = v;);
   return LIBRA_OK;
 }
 
@@ -434,7 +434,7 @@ int32_t k_add_inplace(const kcall* c) {
   if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
   float* A = (float*)c->in[0];
   const float* X = IN_F(1);
-#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
-  for (int64_t i = 0; i < n; i++) A[i] += X[i];
+PAR_FOR(n > PAR_MIN,
+  for (int64_t i = 0; i < n; i++) A[i] += X[i];);
   return LIBRA_OK;
 }

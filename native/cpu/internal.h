@@ -22,6 +22,18 @@
  * fork/join costs microseconds, more than the work itself. */
 #define PAR_MIN 32768
 
+/* Runs a for statement across OpenMP threads (static schedule, so each index
+ * always lands on the same thread) when `cond` holds, and on the calling thread
+ * otherwise: entering an OpenMP region costs microseconds even with if(0). */
+#define PAR_FOR(cond, ...)                                      \
+  do {                                                          \
+    if (cond) {                                                 \
+      _Pragma("omp parallel for schedule(static)") __VA_ARGS__ \
+    } else {                                                    \
+      __VA_ARGS__                                               \
+    }                                                           \
+  } while (0)
+
 /* Largest tensor rank (MAX_DIMS in kernels.ts). */
 #define MAX_DIMS_C 8
 

@@ -30,7 +30,7 @@ int32_t k_batch_norm_stats(const kcall* c) {
   const float* X = IN_F(0);
   float *MEAN = OUT_F(0), *VAR = OUT_F(1);
   const double M = (double)(N * HW);
-#pragma omp parallel for schedule(static) if (N * C * HW > PAR_MIN)
+PAR_FOR(N * C * HW > PAR_MIN,
   for (int64_t ch = 0; ch < C; ch++) {
     double s = 0.0;
     for (int64_t n = 0; n < N; n++) {
@@ -48,7 +48,7 @@ int32_t k_batch_norm_stats(const kcall* c) {
     }
     MEAN[ch] = (float)mean;
     VAR[ch] = (float)(v / M);
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -59,7 +59,7 @@ int32_t k_batch_norm_apply(const kcall* c) {
   const float *X = IN_F(0), *MEAN = IN_F(1), *VAR = IN_F(2), *G = IN_F(3), *B = IN_F(4);
   float* Y = OUT_F(0);
   const int64_t planes = N * C;
-#pragma omp parallel for schedule(static) if (planes * HW > PAR_MIN)
+PAR_FOR(planes * HW > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const int64_t ch = pl % C;
     const float rstd = (float)(1.0 / sqrt((double)VAR[ch] + eps));
@@ -67,7 +67,7 @@ int32_t k_batch_norm_apply(const kcall* c) {
     const float* x = X + pl * HW;
     float* y = Y + pl * HW;
     for (int64_t j = 0; j < HW; j++) y[j] = (x[j] - mean) * scale + beta;
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -92,7 +92,7 @@ int32_t k_batch_norm_backward(const kcall* c) {
   const float *X = IN_F(0), *GY = IN_F(1), *MEAN = IN_F(2), *VAR = IN_F(3), *G = IN_F(4);
   float *GX = OUT_F(0), *GG = OUT_F(1), *GB = OUT_F(2);
   const double M = (double)(N * HW);
-#pragma omp parallel for schedule(static) if (N * C * HW > PAR_MIN)
+PAR_FOR(N * C * HW > PAR_MIN,
   for (int64_t ch = 0; ch < C; ch++) {
     const double mean = MEAN[ch], rstd = 1.0 / sqrt((double)VAR[ch] + eps);
     double sg = 0.0, sgx = 0.0;
@@ -116,7 +116,7 @@ int32_t k_batch_norm_backward(const kcall* c) {
         gx[j] = (float)(k * (M * gy[j] - sg - xhat * sgx));
       }
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -131,7 +131,7 @@ int32_t k_layer_norm(const kcall* c) {
   if (read_rc(c, &rows, &cols) || read_eps(c, 2, &eps)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float *X = IN_F(0), *G = IN_F(1), *B = IN_F(2);
   float *Y = OUT_F(0), *MEAN = OUT_F(1), *RSTD = OUT_F(2);
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     float* y = Y + r * cols;
@@ -147,7 +147,7 @@ int32_t k_layer_norm(const kcall* c) {
     for (int64_t j = 0; j < cols; j++) y[j] = (float)((x[j] - mean) * rstd * G[j] + B[j]);
     MEAN[r] = (float)mean;
     RSTD[r] = (float)rstd;
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -157,7 +157,7 @@ int32_t k_layer_norm_backward(const kcall* c) {
   if (read_rc(c, &rows, &cols)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float *X = IN_F(0), *GY = IN_F(1), *MEAN = IN_F(2), *RSTD = IN_F(3), *G = IN_F(4);
   float *GX = OUT_F(0), *GG = OUT_F(1), *GB = OUT_F(2);
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     const float* gy = GY + r * cols;
@@ -175,9 +175,9 @@ int32_t k_layer_norm_backward(const kcall* c) {
       const double gh = (double)gy[j] * G[j];
       gx[j] = (float)(rstd * (gh - a * inv - xhat * b * inv));
     }
-  }
+  });
   const int64_t chunks = (cols + COLCHUNK - 1) / COLCHUNK;
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t t = 0; t < chunks; t++) {
     const int64_t j0 = t * COLCHUNK, len = cols - j0 < COLCHUNK ? cols - j0 : COLCHUNK;
     double sg[COLCHUNK], sb[COLCHUNK];
@@ -195,7 +195,7 @@ int32_t k_layer_norm_backward(const kcall* c) {
       GG[j0 + j] = (float)sg[j];
       GB[j0 + j] = (float)sb[j];
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -205,7 +205,7 @@ int32_t k_rms_norm(const kcall* c) {
   if (read_rc(c, &rows, &cols) || read_eps(c, 2, &eps)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float *X = IN_F(0), *G = IN_F(1);
   float *Y = OUT_F(0), *RSTD = OUT_F(1);
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     float* y = Y + r * cols;
@@ -214,7 +214,7 @@ int32_t k_rms_norm(const kcall* c) {
     const double rstd = 1.0 / sqrt(s / (double)cols + eps);
     for (int64_t j = 0; j < cols; j++) y[j] = (float)(x[j] * rstd * G[j]);
     RSTD[r] = (float)rstd;
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -223,7 +223,7 @@ int32_t k_rms_norm_backward(const kcall* c) {
   if (read_rc(c, &rows, &cols)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float *X = IN_F(0), *GY = IN_F(1), *RSTD = IN_F(2), *G = IN_F(3);
   float *GX = OUT_F(0), *GG = OUT_F(1);
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     const float* gy = GY + r * cols;
@@ -233,9 +233,9 @@ int32_t k_rms_norm_backward(const kcall* c) {
     for (int64_t j = 0; j < cols; j++) d += (double)gy[j] * G[j] * x[j];
     const double k = rstd * rstd * rstd * d / (double)cols;
     for (int64_t j = 0; j < cols; j++) gx[j] = (float)(rstd * G[j] * gy[j] - x[j] * k);
-  }
+  });
   const int64_t chunks = (cols + COLCHUNK - 1) / COLCHUNK;
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t t = 0; t < chunks; t++) {
     const int64_t j0 = t * COLCHUNK, len = cols - j0 < COLCHUNK ? cols - j0 : COLCHUNK;
     double sg[COLCHUNK];
@@ -247,6 +247,6 @@ int32_t k_rms_norm_backward(const kcall* c) {
       for (int64_t j = 0; j < len; j++) sg[j] += gy[j] * (x[j] * rstd);
     }
     for (int64_t j = 0; j < len; j++) GG[j0 + j] = (float)sg[j];
-  }
+  });
   return LIBRA_OK;
 }

@@ -57,12 +57,12 @@ static int32_t dropout_like(const kcall* c) {
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
   const double keep_scale = 1.0 - p;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN / 8)
+PAR_FOR(n > PAR_MIN / 8,
   for (int64_t i = 0; i < n; i++) {
     uint32_t w0, w1;
     philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);
     Y[i] = p < 1.0 && unit(w0) >= p ? (float)((double)X[i] / keep_scale) : 0.0f;
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -76,12 +76,12 @@ int32_t k_rand_uniform(const kcall* c) {
   PREAL(low, 3, "low");
   PREAL(high, 4, "high");
   float* Y = OUT_F(0);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN / 8)
+PAR_FOR(n > PAR_MIN / 8,
   for (int64_t i = 0; i < n; i++) {
     uint32_t w0, w1;
     philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);
     Y[i] = (float)(low + (high - low) * unit(w0));
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -93,13 +93,13 @@ int32_t k_rand_normal(const kcall* c) {
   PREAL(std, 4, "std");
   float* Y = OUT_F(0);
   const double two_pi = 6.283185307179586;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN / 8)
+PAR_FOR(n > PAR_MIN / 8,
   for (int64_t i = 0; i < n; i++) {
     uint32_t w0, w1;
     philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);
     const double u1 = ((double)(w0 >> 8) + 1.0) * (1.0 / 16777216.0);
     const double u2 = unit(w1);
     Y[i] = (float)(mean + std * sqrt(-2.0 * log(u1)) * cos(two_pi * u2));
-  }
+  });
   return LIBRA_OK;
 }

@@ -25,7 +25,7 @@ static int32_t sum_like(const kcall* c, int mode) {
   float* Y = OUT_F(0);
   const int64_t chunks = (inner + CHUNK - 1) / CHUNK, tasks = outer * chunks;
   const double scale = mode == 1 ? 1.0 / (double)dim : 1.0; /* dim = 0 gives inf * 0 = NaN */
-#pragma omp parallel for schedule(static) if (outer * dim * inner > PAR_MIN)
+PAR_FOR(outer * dim * inner > PAR_MIN,
   for (int64_t t = 0; t < tasks; t++) {
     const int64_t o = t / chunks, i0 = (t % chunks) * CHUNK;
     const int64_t len = inner - i0 < CHUNK ? inner - i0 : CHUNK;
@@ -38,7 +38,7 @@ static int32_t sum_like(const kcall* c, int mode) {
     }
     float* yo = Y + o * inner + i0;
     for (int64_t i = 0; i < len; i++) yo[i] = (float)(mode == 1 ? (dim == 0 ? NAN : acc[i] * scale) : acc[i]);
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -70,7 +70,7 @@ static int32_t max_like(const kcall* c, int mode) {
   }
   const float* X = IN_F(0);
   const int64_t n = outer * inner;
-#pragma omp parallel for schedule(static) if (n * dim > PAR_MIN)
+PAR_FOR(n * dim > PAR_MIN,
   for (int64_t t = 0; t < n; t++) {
     const int64_t o = t / inner, i = t % inner;
     const float* x = X + o * dim * inner + i;
@@ -84,7 +84,7 @@ static int32_t max_like(const kcall* c, int mode) {
       float* gx = OUT_F(0) + o * dim * inner + i;
       for (int64_t k = 0; k < dim; k++) gx[k * inner] = k == j ? g : 0.0f;
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -103,7 +103,7 @@ static int32_t softmax_like(const kcall* c, int logmode) {
   if (cols == 0) return LIBRA_OK;
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     float* y = Y + r * cols;
@@ -124,7 +124,7 @@ static int32_t softmax_like(const kcall* c, int logmode) {
       const float inv = (float)(1.0 / s);
       for (int64_t j = 0; j < cols; j++) y[j] *= inv;
     }
-  }
+  });
   return LIBRA_OK;
 }
 
@@ -137,7 +137,7 @@ static int32_t softmax_bw_like(const kcall* c, int logmode) {
   const float* Yv = IN_F(0);
   const float* G = IN_F(1);
   float* GX = OUT_F(0);
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* y = Yv + r * cols;
     const float* g = G + r * cols;
@@ -152,7 +152,7 @@ static int32_t softmax_bw_like(const kcall* c, int logmode) {
       const float sf = (float)s;
       for (int64_t j = 0; j < cols; j++) gx[j] = y[j] * (g[j] - sf);
     }
-  }
+  });
   return LIBRA_OK;
 }
 
