@@ -1,13 +1,35 @@
 /**
  * The real {@linkcode RunExecutor}: trains a model of `@libra/nn` under a budget with
- * `@libra/runtime` (as `deno task libra run` does), or replays an uploaded trace in the
- * runtime's simulator. The packages are imported lazily, so the API starts (and its
- * tests run) in builds where they are missing; a run then fails saying what is missing.
+ * `@libra/runtime` on the native cpu (or cuda) backend, as `deno task libra run` does,
+ * or replays an uploaded DTR-format trace in the runtime's simulator.
+ *
+ * Training is synchronous compute, so by default each run executes in its own Web
+ * Worker thread ({@linkcode realExecutor}): the server keeps answering, progress and
+ * heartbeats flow while the run computes, and canceling a run terminates its thread.
+ * The packages are imported lazily, so the API starts (and its tests run) in builds
+ * where they are missing; a run then fails saying what is missing.
  *
  * @module
  */
 
-import type { ExecuteContext, RunExecutor, RunResult, RunSpec } from "./run_executor.ts";
+import type {
+  CurvePoint,
+  ExecuteContext,
+  MemoryMarker,
+  MemoryTimeline,
+  RunExecutor,
+  RunResult,
+  RunSpec,
+  SimulateSpec,
+  TrainSpec,
+} from "./run_executor.ts";
+
+type RuntimeMod = typeof import("@libra/runtime");
+type NnMod = typeof import("@libra/nn");
+type TensorMod = typeof import("@libra/tensor");
+type NativeMod = typeof import("@libra/native");
+type CostMod = typeof import("@libra/cost");
+type EvictMod = typeof import("@libra/evict");
 
 /** Thrown when a package the executor needs is not available in this build. */
 export class ExecutorUnavailableError extends Error {
@@ -18,43 +40,403 @@ export class ExecutorUnavailableError extends Error {
   }
 }
 
-async function load(specifier: "@libra/runtime" | "@libra/nn"): Promise<Record<string, unknown>> {
+async function load<T>(name: string, f: () => Promise<unknown>): Promise<T> {
   try {
-    return specifier === "@libra/runtime"
-      ? await import("@libra/runtime") as Record<string, unknown>
-      : await import("@libra/nn") as Record<string, unknown>;
+    return await f() as T;
   } catch (e) {
     throw new ExecutorUnavailableError(
-      `cannot load ${specifier}: ${e instanceof Error ? e.message : e}`,
+      `cannot load ${name}: ${e instanceof Error ? e.message : e}`,
       { cause: e },
     );
   }
 }
 
-function need<T>(mod: Record<string, unknown>, pkg: string, name: string): T {
-  const v = mod[name];
-  if (v === undefined) {
-    throw new ExecutorUnavailableError(
-      `${pkg} does not export ${name} in this build, so runs cannot execute yet`,
-    );
+const loadRuntime = () => load<RuntimeMod>("@libra/runtime", () => import("@libra/runtime"));
+const loadNn = () => load<NnMod>("@libra/nn", () => import("@libra/nn"));
+const loadTensor = () => load<TensorMod>("@libra/tensor", () => import("@libra/tensor"));
+const loadNative = () => load<NativeMod>("@libra/native", () => import("@libra/native"));
+const loadCost = () => load<CostMod>("@libra/cost", () => import("@libra/cost"));
+const loadEvict = () => load<EvictMod>("@libra/evict", () => import("@libra/evict"));
+
+/** Most samples stored per memory timeline (peaks are kept when thinning). */
+export const MAX_TIMELINE_SAMPLES = 20_000;
+
+/** Thins `[t, bytes]` samples to at most `max`, keeping the largest of each bucket. */
+export function thinSamples(samples: [number, number][], max: number): [number, number][] {
+  if (samples.length <= max) return samples;
+  const step = samples.length / max;
+  const out: [number, number][] = [];
+  for (let i = 0; i < max; i++) {
+    const from = Math.floor(i * step);
+    const to = Math.min(samples.length, Math.floor((i + 1) * step));
+    let best = samples[from]!;
+    for (let j = from + 1; j < to; j++) if (samples[j]![1] > best[1]) best = samples[j]!;
+    out.push(best);
   }
-  return v as T;
+  return out;
 }
 
-/** Creates the real executor. */
-export function realExecutor(): RunExecutor {
+interface TimelineLike {
+  readonly calls: readonly number[];
+  readonly bytes: readonly number[];
+  readonly markers: readonly { call: number; bytes: number; kind: string }[];
+}
+
+function toTimeline(tl: TimelineLike, budgetBytes: number): MemoryTimeline {
+  const samples: [number, number][] = tl.calls.map((c, i) => [c, tl.bytes[i]!]);
+  const markers: MemoryMarker[] = [];
+  for (const m of tl.markers) {
+    if (m.kind === "oom") continue;
+    markers.push({ t: m.call, kind: m.kind as MemoryMarker["kind"], bytes: m.bytes });
+    if (markers.length >= MAX_TIMELINE_SAMPLES) break;
+  }
   return {
-    name: "real",
-    async execute(spec: RunSpec, ctx: ExecuteContext): Promise<RunResult> {
-      const rt = await load("@libra/runtime");
-      if (spec.kind === "simulate") {
-        const simulate = need<(...a: unknown[]) => unknown>(rt, "@libra/runtime", "simulateTrace");
-        void simulate;
-        void ctx;
-        throw new ExecutorUnavailableError("trace simulation is not wired yet");
+    budgetBytes,
+    unit: "call",
+    samples: thinSamples(samples, MAX_TIMELINE_SAMPLES),
+    markers,
+  };
+}
+
+const ms = (ns: number) => ns / 1e6;
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function statsOf(s: import("@libra/runtime").RuntimeStats): Record<string, number> {
+  return {
+    calls: s.calls,
+    evictions: s.evictions,
+    drops: s.drops,
+    dropBytes: s.dropBytes,
+    eagerDrops: s.eagerDrops,
+    swapOuts: s.swapOuts,
+    swapOutBytes: s.swapOutBytes,
+    swapIns: s.swapIns,
+    swapInBytes: s.swapInBytes,
+    remats: s.remats,
+    rematBytes: s.rematBytes,
+    recomputeMs: ms(s.recomputeNs),
+    swapStallMs: ms(s.swapStallNs),
+    bookkeepingMs: ms(s.bookkeepingNs),
+    policyMs: ms(s.policyNs),
+    kernelMs: ms(s.kernelNs),
+  };
+}
+
+async function costModelFor(
+  name: string,
+  device: "cpu" | "cuda",
+): Promise<import("@libra/cost").CostModel> {
+  const cost = await loadCost();
+  if (name === "measured") return new cost.MeasuredCostModel();
+  if (name === "analytic") return new cost.AnalyticCostModel(cost.DEVICE_PEAKS[device]);
+  throw new RangeError(
+    `cost model "${name}" cannot drive a live run; use "measured" or "analytic" (the profiled model needs a recorded trace)`,
+  );
+}
+
+/** Trains `spec` twice (without and under the budget) in this thread. */
+export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promise<RunResult> {
+  const [rt, nn, tensor, native, evict] = await Promise.all([
+    loadRuntime(),
+    loadNn(),
+    loadTensor(),
+    loadNative(),
+    loadEvict(),
+  ]);
+  if (!(nn.MODEL_NAMES as readonly string[]).includes(spec.model)) {
+    throw new RangeError(`unknown model "${spec.model}"; available: ${nn.MODEL_NAMES.join(", ")}`);
+  }
+  const base = spec.policy.replace(/\+swap$/, "");
+  if (!evict.POLICY_NAMES.includes(base)) {
+    throw new RangeError(
+      `unknown policy "${spec.policy}"; available: ${
+        evict.POLICY_NAMES.join(", ")
+      } (each also with +swap)`,
+    );
+  }
+  const model = spec.model as import("@libra/nn").ModelName;
+  const preset = nn.getPreset(model, spec.preset);
+  const config = spec.config ? { ...preset.config, ...spec.config } : spec.preset;
+  const backend = spec.device === "cuda" ? native.cudaBackend() : native.cpuBackend();
+  const costModel = await costModelFor(spec.costModel, spec.device);
+  const total = spec.steps * 2;
+
+  const once = (phase: "warm-up" | "baseline" | "budget", budget: number | undefined) => {
+    const runtime = new rt.Runtime({
+      backend,
+      policy: spec.policy,
+      costModel,
+      timeline: phase === "budget",
+      record: phase === "budget",
+      ...(budget === undefined ? {} : { budget }),
+    });
+    const steps = phase === "warm-up" ? 1 : spec.steps;
+    const losses: number[] = [];
+    const stepMs: number[] = [];
+    let error: Error | null = null;
+    let wallMs = 0;
+    tensor.withBackend(runtime, () => {
+      tensor.manualSeed(spec.seed);
+      // deno-lint-ignore no-explicit-any
+      const net = nn.createModel(model, config as any, { backend: runtime });
+      // deno-lint-ignore no-explicit-any
+      const data = nn.createData(model, config as any, { seed: spec.seed, ...preset.input });
+      const optimizer = new nn.AdamW(net.parameters(), { lr: 1e-3 });
+      const t0 = performance.now();
+      try {
+        nn.train({
+          model: net,
+          data,
+          optimizer,
+          steps,
+          backend: runtime,
+          onStep: (info) => {
+            losses.push(info.loss);
+            stepMs.push(info.ms);
+            if (phase === "warm-up") return;
+            const done = (phase === "baseline" ? 0 : spec.steps) + info.step + 1;
+            ctx.progress({
+              phase,
+              done,
+              total,
+              message: `${phase === "baseline" ? "without a budget" : "under the budget"}: step ${
+                info.step + 1
+              }/${spec.steps}, loss ${info.loss.toFixed(4)}`,
+              memoryBytes: runtime.stats.peakBytes,
+            });
+          },
+        });
+      } catch (e) {
+        if (!(e instanceof rt.OutOfBudgetError)) throw e;
+        error = e;
       }
-      await load("@libra/nn");
-      throw new ExecutorUnavailableError("training runs are not wired yet");
+      wallMs = performance.now() - t0;
+      try {
+        net.dispose();
+      } catch { /* the runtime may hold evicted storages; the thread ends anyway */ }
+    });
+    return { runtime, losses, stepMs, wallMs, error: error as Error | null };
+  };
+
+  // A one-step warm-up first, so that neither timed run pays for compilation.
+  ctx.progress({ phase: "warm-up", done: 0, total, message: "warming up" });
+  once("warm-up", undefined);
+  ctx.progress({ phase: "baseline", done: 0, total, message: "measuring without a budget" });
+  const baseline = once("baseline", undefined);
+  if (baseline.error) throw baseline.error;
+  const peak = baseline.runtime.stats.peakBytes;
+  const budgetBytes = spec.budgetBytes ?? Math.floor((spec.budgetRatio ?? 1) * peak);
+  const budgetRatio = spec.budgetRatio ?? budgetBytes / peak;
+  if (ctx.signal.aborted) throw new Error("canceled");
+  const run = once("budget", budgetBytes);
+  const feasible = run.error === null;
+  // Median step time over median step time: robust to one slow step (GC, a late compile).
+  const overhead = feasible ? median(run.stepMs) / median(baseline.stepMs) : null;
+  let trace: string | null = null;
+  if (feasible) {
+    try {
+      trace = rt.formatTrace(run.runtime.trace());
+    } catch { /* recording is best effort */ }
+  }
+  return {
+    feasible,
+    budgetBytes,
+    budgetRatio,
+    baselinePeakBytes: peak,
+    peakBytes: run.runtime.stats.peakBytes,
+    overhead,
+    stats: {
+      ...statsOf(run.runtime.stats),
+      baselineMs: baseline.wallMs,
+      budgetMs: run.wallMs,
+      baselineStepMs: median(baseline.stepMs),
+      budgetStepMs: median(run.stepMs),
+      steps: spec.steps,
+    },
+    memory: toTimeline(run.runtime.timeline, budgetBytes),
+    loss: run.losses.map((l, i) => ({ step: i, loss: l, baseline: baseline.losses[i] ?? null })),
+    points: [{ policy: spec.policy, ratio: budgetRatio, feasible, overhead }],
+    trace,
+    note: run.error ? run.error.message : null,
+  };
+}
+
+/** Replays the uploaded trace under each policy and ratio in this thread. */
+export async function executeSimulation(
+  spec: SimulateSpec,
+  ctx: ExecuteContext,
+): Promise<RunResult> {
+  if (ctx.trace === undefined) throw new Error("simulation run without its uploaded trace");
+  const rt = await loadRuntime();
+  const trace = rt.parseTrace(ctx.trace, spec.name);
+  const points: CurvePoint[] = [];
+  const stats: Record<string, number> = {};
+  let baselinePeak = 0;
+  const total = spec.policies.length * spec.ratios.length;
+  for (const [i, policy] of spec.policies.entries()) {
+    if (ctx.signal.aborted) throw new Error("canceled");
+    const report = rt.simulateTrace(trace, {
+      policy,
+      ratios: spec.ratios,
+      onProgress: (done, _n, row) =>
+        ctx.progress({
+          phase: "simulate",
+          done: i * spec.ratios.length + done,
+          total,
+          message: `${policy} at ratio ${row.ratio}: ${
+            row.feasible ? `overhead ${row.overhead!.toFixed(3)}` : "infeasible"
+          }`,
+        }),
+    });
+    baselinePeak = report.baseline.peakBytes;
+    stats.baselineComputeMs = ms(report.baseline.computeNs);
+    for (const r of report.results) {
+      points.push({ policy, ratio: r.ratio, feasible: r.feasible, overhead: r.overhead });
+      stats[`evictions[${policy}@${r.ratio}]`] = r.evictions;
+    }
+  }
+  stats.calls = trace.events.filter((e) => e.kind === "call").length;
+  // the memory timeline of the first policy at its smallest feasible ratio
+  const first = spec.policies[0]!;
+  const feasible = points.filter((p) => p.policy === first && p.feasible).map((p) => p.ratio);
+  let memory: MemoryTimeline | null = null;
+  let budgetBytes: number | null = null;
+  if (feasible.length) {
+    const ratio = Math.min(...feasible);
+    budgetBytes = Math.floor(ratio * baselinePeak);
+    const replay = rt.replayTrace(trace, { policy: first, budgetBytes, timeline: true });
+    memory = toTimeline(replay.timeline, budgetBytes);
+  }
+  return {
+    feasible: points.some((p) => p.feasible),
+    budgetBytes,
+    budgetRatio: null,
+    baselinePeakBytes: baselinePeak,
+    peakBytes: null,
+    overhead: null,
+    stats,
+    memory,
+    loss: [],
+    points,
+    trace: null,
+    note: memory
+      ? `The memory timeline shows ${first} at its smallest feasible ratio (${
+        Math.min(...feasible)
+      }).`
+      : null,
+  };
+}
+
+/** Executes a run in the calling thread (blocks it while training). */
+export function executeInThisThread(spec: RunSpec, ctx: ExecuteContext): Promise<RunResult> {
+  return spec.kind === "simulate" ? executeSimulation(spec, ctx) : executeTrain(spec, ctx);
+}
+
+/** Options of {@link realExecutor}. */
+export interface RealExecutorOptions {
+  /** Run each execution in its own Worker thread (default true). */
+  thread?: boolean;
+}
+
+/** The real executor, with {@link RealExecutor.close} to end its idle threads. */
+export interface RealExecutor extends RunExecutor {
+  /** Terminates the idle worker threads (running ones end with their runs). */
+  close(): void;
+}
+
+type ThreadMessage =
+  | { type: "progress"; event: Parameters<ExecuteContext["progress"]>[0] }
+  | { type: "result"; result: RunResult }
+  | { type: "error"; message: string };
+
+/**
+ * Creates the real executor. Runs execute in worker threads kept in a small pool
+ * (a thread loads the packages once and serves run after run); a canceled run's
+ * thread is terminated, which stops its computation at once.
+ */
+export function realExecutor(opts: RealExecutorOptions = {}): RealExecutor {
+  if (opts.thread === false) return { name: "real", execute: executeInThisThread, close() {} };
+  const idle: Worker[] = [];
+  let closed = false;
+  return {
+    name: "real (thread)",
+    close() {
+      closed = true;
+      for (const w of idle.splice(0)) w.terminate();
+    },
+    execute(spec, ctx) {
+      return new Promise<RunResult>((resolve, reject) => {
+        const w = idle.pop() ??
+          new Worker(new URL("./_executor_thread.js", import.meta.url), { type: "module" });
+        const done = (keep: boolean) => {
+          ctx.signal.removeEventListener("abort", onAbort);
+          w.onmessage = null;
+          w.onerror = null;
+          if (keep && !closed) idle.push(w);
+          else w.terminate();
+        };
+        const onAbort = () => {
+          done(false);
+          reject(new Error("canceled: the run's thread was stopped"));
+        };
+        ctx.signal.addEventListener("abort", onAbort);
+        w.onmessage = (e: MessageEvent) => {
+          const m = e.data as ThreadMessage;
+          if (m.type === "progress") ctx.progress(m.event);
+          else if (m.type === "result") {
+            done(true);
+            resolve(m.result);
+          } else {
+            done(true);
+            reject(new Error(m.message));
+          }
+        };
+        w.onerror = (e) => {
+          e.preventDefault();
+          done(false);
+          reject(new Error(`the run's thread crashed: ${e.message}`));
+        };
+        w.postMessage({ spec, trace: ctx.trace });
+      });
     },
   };
+}
+
+/** Whether the real executor can run in this build, and a tiny model it can train. */
+export type ExecutorProbe = { ok: true; detail: string; tinyModel: string } | {
+  ok: false;
+  detail: string;
+};
+
+/** Checks that the packages the real executor needs load, and the native library with them. */
+export async function probeRealExecutor(): Promise<ExecutorProbe> {
+  try {
+    const [nn, native] = await Promise.all([loadNn(), loadNative(), loadRuntime()]);
+    native.cpuBackend();
+    return {
+      ok: true,
+      detail: "@libra/runtime, @libra/nn and the native cpu backend",
+      tinyModel: nn.MODEL_NAMES.includes("mlp") ? "mlp" : nn.MODEL_NAMES[0]!,
+    };
+  } catch (e) {
+    return { ok: false, detail: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/** Model and policy names the real packages know (for the dashboard's forms), or null. */
+export async function realCatalog(): Promise<{ models: string[]; policies: string[] } | null> {
+  try {
+    const [nn, evict] = await Promise.all([loadNn(), loadEvict()]);
+    return {
+      models: [...nn.MODEL_NAMES],
+      policies: [...evict.POLICY_NAMES, ...evict.POLICY_NAMES.map((p) => `${p}+swap`)],
+    };
+  } catch {
+    return null;
+  }
 }

@@ -66,7 +66,8 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       readToken: opts.readToken,
       announce: log,
     });
-    const executor = opts.executor ?? realExecutor();
+    const owned = opts.executor ? null : realExecutor();
+    const executor = opts.executor ?? owned!;
     const worker = opts.worker === false
       ? null
       : new RunWorker({ store, executor, log, ...opts.workerOptions });
@@ -85,6 +86,7 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       worker,
       async close() {
         await worker?.stop("the server shut down");
+        owned?.close();
         await store.close();
       },
     };

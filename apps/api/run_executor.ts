@@ -67,7 +67,7 @@ export interface MemoryMarker {
   t: number;
   /** What happened. */
   kind: "evict" | "drop" | "swap-out" | "swap-in" | "remat";
-  /** Bytes involved. */
+  /** Bytes in use right after it. */
   bytes: number;
 }
 

@@ -1,2 +1,147 @@
-/** Dashboard (not built yet). @module */
-export {};
+/**
+ * The lab dashboard and API server, built the way Fresh builds apps: pages rendered
+ * on the server with Preact (`routes/`), shared pieces in `components/`, interactive
+ * islands in `islands/` hydrated in the browser from one bundle that `deno bundle`
+ * builds (`build.ts`), and files under `static/`.
+ *
+ * @example Start on a free port with a throw-away database
+ * ```ts ignore
+ * import { startServer } from "@libra/web";
+ * const server = await startServer({ port: 0, dbPath: ":memory:", token: "secret" });
+ * console.log(server.url);
+ * await server.close();
+ * ```
+ *
+ * @module
+ */
+
+import { type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
+import { Hono } from "hono";
+import { ensureBundle } from "./build.ts";
+import { type Catalog, level, type WebContext } from "./components/context.ts";
+import * as compare from "./routes/compare.tsx";
+import * as configurations from "./routes/configurations.tsx";
+import * as login from "./routes/login.tsx";
+import * as runs from "./routes/runs.tsx";
+import * as traces from "./routes/traces.tsx";
+
+export type { Catalog, WebContext } from "./components/context.ts";
+export { buildIslands, ensureBundle } from "./build.ts";
+
+/** Names the forms suggest unless the executor knows better. */
+export const DEFAULT_CATALOG: Catalog = {
+  models: ["mlp", "gpt", "resnet"],
+  policies: [
+    "dtr",
+    "dtr-eq",
+    "dtr-local",
+    "msps",
+    "lru",
+    "largest",
+    "random",
+    "libra",
+    "chen-sqrt",
+  ],
+};
+
+const ROUTES = [runs, compare, configurations, traces, login];
+const STATIC = new URL("static/", import.meta.url);
+const TYPES: Record<string, string> = {
+  css: "text/css; charset=utf-8",
+  js: "text/javascript; charset=utf-8",
+  map: "application/json",
+  svg: "image/svg+xml",
+  png: "image/png",
+  ico: "image/x-icon",
+};
+
+/** The whole app: the API under `/api` and the dashboard pages. */
+export function createWebApp(lab: Lab, catalog: Catalog = DEFAULT_CATALOG): Hono {
+  const ctx: WebContext = { lab, catalog };
+  const app = new Hono();
+  app.route("/api", lab.api);
+  app.get("/static/*", async (c) => {
+    const rel = c.req.path.slice("/static/".length);
+    if (!/^[a-z0-9_-]+(\/[a-z0-9_-]+)*\.[a-z0-9.]+$/i.test(rel) || rel.includes("..")) {
+      return c.text("not found", 404);
+    }
+    try {
+      const body = await Deno.readFile(new URL(rel, STATIC));
+      const ext = rel.slice(rel.lastIndexOf(".") + 1);
+      return c.body(body, 200, {
+        "Content-Type": TYPES[ext] ?? "application/octet-stream",
+        "Cache-Control": "no-cache",
+      });
+    } catch {
+      return c.text("not found", 404);
+    }
+  });
+  app.use("*", async (c, next) => {
+    const p = c.req.path;
+    if (p.startsWith("/api") || p.startsWith("/static/") || p === "/login") return next();
+    if (level(c, ctx) === "none") return c.redirect(`/login?next=${encodeURIComponent(p)}`, 303);
+    c.header("X-Content-Type-Options", "nosniff");
+    c.header("X-Frame-Options", "DENY");
+    await next();
+  });
+  app.get("/", (c) => c.redirect("/runs"));
+  for (const r of ROUTES) r.register(app, ctx);
+  app.notFound((c) => c.text(`no page at ${c.req.path}`, 404));
+  return app;
+}
+
+/** Server options: where to listen, plus everything {@linkcode openLab} takes. */
+export interface ServerOptions extends LabOptions {
+  /** Port (default 8000; 0 = any free port). */
+  port?: number;
+  /** Interface (default `127.0.0.1`; `0.0.0.0` to serve the network). */
+  hostname?: string;
+  /** Build the islands bundle if missing or stale (default true). */
+  build?: boolean;
+  /** Names the forms suggest. */
+  catalog?: Catalog;
+}
+
+/** A running server. */
+export interface ServerHandle {
+  /** Base URL, e.g. `http://127.0.0.1:8000`. */
+  url: string;
+  /** Port it listens on. */
+  port: number;
+  /** The lab behind it (store, auth, worker). */
+  lab: Lab;
+  /** The write token in force. */
+  token: string;
+  /** Stops listening, stops the in-process worker and closes the database. */
+  close(): Promise<void>;
+}
+
+/** Starts the API and dashboard. */
+export async function startServer(opts: ServerOptions = {}): Promise<ServerHandle> {
+  if (opts.build ?? true) await ensureBundle();
+  const lab = await openLab(opts);
+  const app = createWebApp(lab, opts.catalog ?? await realCatalog() ?? DEFAULT_CATALOG);
+  const hostname = opts.hostname ?? "127.0.0.1";
+  const ac = new AbortController();
+  let resolvePort: (p: number) => void;
+  const ready = new Promise<number>((r) => (resolvePort = r));
+  const server = Deno.serve({
+    port: opts.port ?? 8000,
+    hostname,
+    signal: ac.signal,
+    onListen: ({ port }) => resolvePort(port),
+  }, app.fetch);
+  const port = await ready;
+  const shown = hostname === "0.0.0.0" ? "localhost" : hostname;
+  return {
+    url: `http://${shown}:${port}`,
+    port,
+    lab,
+    token: lab.auth.writeToken,
+    async close() {
+      ac.abort();
+      await server.finished;
+      await lab.close();
+    },
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * The real executor against the real packages: a tiny training run under a budget,
+ * a simulation of a hand-written trace with a hand-computed answer, and the shared
+ * ResNet-32 trace against the published DTR simulator's overheads.
+ */
+import assert from "node:assert/strict";
+import { executeInThisThread, probeRealExecutor, realExecutor, thinSamples } from "./executor.ts";
+import type { ProgressEvent, RunSpec } from "./run_executor.ts";
+
+const probe = await probeRealExecutor();
+const skip = probe.ok ? "" : ` (skipped: ${probe.detail})`;
+const ctx = (events: ProgressEvent[] = [], trace?: string) => ({
+  signal: new AbortController().signal,
+  progress: (e: ProgressEvent) => events.push(e),
+  ...(trace === undefined ? {} : { trace }),
+});
+
+const TRAIN: RunSpec = {
+  kind: "train",
+  model: "mlp",
+  preset: "tiny",
+  config: null,
+  device: "cpu",
+  budgetRatio: 0.9,
+  budgetBytes: null,
+  policy: "dtr-eq",
+  costModel: "measured",
+  steps: 3,
+  seed: 3,
+};
+
+Deno.test("thinSamples() keeps each bucket's peak and the order", () => {
+  const s: [number, number][] = Array.from({ length: 10 }, (_, i) => [i, i % 3 === 0 ? 100 : i]);
+  assert.deepEqual(thinSamples(s, 20), s);
+  assert.deepEqual(thinSamples(s, 5), [[0, 100], [3, 100], [5, 5], [6, 100], [9, 100]]);
+});
+
+Deno.test({
+  name: `real executor: a tiny MLP under 90% of its peak, in a worker thread${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const events: ProgressEvent[] = [];
+    const ex = realExecutor();
+    const r = await ex.execute(TRAIN, ctx(events));
+    // the same thread serves the next run (a simulation)
+    const sim = await ex.execute(
+      { kind: "simulate", name: "chain", policies: ["lru"], ratios: [1] },
+      ctx([], chainTrace()),
+    );
+    ex.close();
+    assert.deepEqual(sim.points, [{ policy: "lru", ratio: 1, feasible: true, overhead: 1 }]);
+    assert.equal(r.feasible, true, r.note ?? "");
+    assert.equal(r.budgetBytes, Math.floor(0.9 * r.baselinePeakBytes!));
+    assert.ok(r.peakBytes! <= r.budgetBytes!, `peak ${r.peakBytes} within ${r.budgetBytes}`);
+    assert.ok(r.stats.evictions! > 0, "the budget forced evictions");
+    // re-materialization is exact: the same losses as without a budget
+    assert.equal(r.loss.length, 3);
+    for (const l of r.loss) assert.equal(l.loss, l.baseline);
+    assert.ok(r.overhead! > 0);
+    assert.ok(r.memory!.samples.every(([, b]) => b <= r.budgetBytes!), "timeline within budget");
+    assert.match(r.trace!, /"INSTRUCTION":"CALL"/);
+    assert.deepEqual(events.filter((e) => e.phase !== "warm-up").at(-1)!.done, 6);
+  },
+});
+
+Deno.test({
+  name: `real executor: an impossible budget is reported infeasible, not failed${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const r = await executeInThisThread({ ...TRAIN, budgetRatio: 0.2 }, ctx());
+    assert.equal(r.feasible, false);
+    assert.equal(r.overhead, null);
+    assert.match(r.note!, /out of budget/);
+    assert.deepEqual(r.points, [{ policy: "dtr-eq", ratio: 0.2, feasible: false, overhead: null }]);
+  },
+});
+
+Deno.test({
+  name: `real executor: unknown names fail with the available ones${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    await assert.rejects(executeInThisThread({ ...TRAIN, model: "vgg" }, ctx()), /available: mlp/);
+    await assert.rejects(executeInThisThread({ ...TRAIN, policy: "fifo" }, ctx()), /dtr-eq/);
+    await assert.rejects(
+      executeInThisThread({ ...TRAIN, costModel: "profiled" }, ctx()),
+      /use "measured" or "analytic"/,
+    );
+  },
+});
+
+// A chain x -> a -> b -> c of 100-byte tensors, each call 10 ns, then a final call
+// that reads a and c. Budget-free peak: all four live = 400 (plus the output, 500).
+function chainTrace(): string {
+  const lines = [
+    `{"INSTRUCTION":"ANNOTATE","ANNOTATION":"START"}`,
+    `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x"}`,
+  ];
+  let prev = "x";
+  for (const n of ["a", "b", "c"]) {
+    lines.push(
+      `{"ARGS":["${prev}"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["${n}"],"TIME":"10"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"${n}"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"${n}"}`,
+    );
+    prev = n;
+  }
+  lines.push(
+    `{"ARGS":["a","c"],"INSTRUCTION":"CALL","NAME":"g","RESULT":["y"],"TIME":"10"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"y"}`,
+    `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"y"}`,
+  );
+  return lines.join("\n");
+}
+
+Deno.test({
+  name: `real executor: simulating an uploaded trace gives one curve per policy${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const r = await executeInThisThread(
+      { kind: "simulate", name: "chain", policies: ["dtr-eq", "lru"], ratios: [1, 0.2] },
+      ctx([], chainTrace()),
+    );
+    assert.equal(r.baselinePeakBytes, 500);
+    assert.equal(r.points.length, 4);
+    const at1 = r.points.filter((p) => p.ratio === 1);
+    assert.deepEqual(at1.map((p) => [p.feasible, p.overhead]), [[true, 1], [true, 1]]);
+    // 100 bytes cannot hold a call's input and output at once
+    assert.ok(r.points.filter((p) => p.ratio === 0.2).every((p) => !p.feasible));
+    assert.equal(r.stats.calls, 4);
+  },
+});
+
+Deno.test({
+  name: `real executor: a malformed trace fails with the line number${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const bad = chainTrace() +
+      `\n{"INSTRUCTION":"CALL","NAME":"h","ARGS":["nope"],"RESULT":["z"],"TIME":"1"}`;
+    await assert.rejects(
+      executeInThisThread(
+        { kind: "simulate", name: "bad", policies: ["lru"], ratios: [1] },
+        ctx([], bad),
+      ),
+      /bad:16: CALL: undefined name "nope"/,
+    );
+  },
+});
+
+const RESNET = new URL("../../../shared/traces/resnet32-56.log", import.meta.url);
+const haveResnet = await Deno.stat(RESNET).then(() => true, () => false);
+Deno.test({
+  name: haveResnet
+    ? `real executor: ResNet-32 trace under dtr-eq lands near the published overheads${skip}`
+    : "real executor: ResNet-32 trace (skipped: ../shared/traces/resnet32-56.log is absent)",
+  ignore: !haveResnet || !probe.ok,
+  async fn() {
+    const r = await executeInThisThread(
+      { kind: "simulate", name: "resnet32-56", policies: ["dtr-eq"], ratios: [0.8, 0.5, 0.1] },
+      ctx([], await Deno.readTextFile(RESNET)),
+    );
+    assert.equal(r.baselinePeakBytes, 10061179152); // issue 4's acceptance figure
+    const [p8, p5, p1] = r.points;
+    // published DTR simulator: 0.8 -> 1.025, 0.5 -> 1.107, 0.1 -> infeasible
+    assert.ok(Math.abs(p8!.overhead! / 1.025 - 1) < 0.05, `0.8: ${p8!.overhead}`);
+    assert.ok(Math.abs(p5!.overhead! / 1.107 - 1) < 0.05, `0.5: ${p5!.overhead}`);
+    assert.equal(p1!.feasible, false);
+    assert.ok(r.memory!.samples.every(([, b]) => b <= r.memory!.budgetBytes));
+  },
+});

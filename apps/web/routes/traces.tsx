@@ -1,0 +1,125 @@
+/** Page `/traces`: upload a DTR-format trace, which starts a simulation; list them. @module */
+
+import { checkTraceText, DEFAULT_RATIOS, DEFAULT_SIM_POLICIES, TraceUploadQuery } from "@libra/api";
+import { fieldErrors } from "@libra/api/schemas";
+import type { Context, Hono } from "hono";
+import { level, page, type WebContext } from "../components/context.ts";
+import { formatTime } from "../components/format.ts";
+import { Layout, StatusBadge } from "../components/layout.tsx";
+import { writeAllowed } from "./configurations.tsx";
+
+/** Registers the page. */
+export function register(app: Hono, ctx: WebContext): void {
+  const store = ctx.lab.store;
+  const render = async (c: Context, error: string | null, status: 200 | 400) => {
+    const sims = await store.listRuns({ limit: 50, offset: 0, kind: "simulate" });
+    const write = level(c, ctx) === "write";
+    return page(
+      c,
+      <Layout title="Traces" active="traces" canWrite={write}>
+        <h1>Traces</h1>
+        <section class="card">
+          <h2>Upload a trace</h2>
+          <p class="muted">
+            One training step in the DTR log format (one JSON object per line). The server replays
+            it on the meta backend under each policy and budget ratio.
+          </p>
+          <form method="post" action="/traces" enctype="multipart/form-data" class="upload">
+            <fieldset disabled={!write}>
+              {!write && (
+                <p class="notice">
+                  <a href="/login?next=/traces">Log in</a> to upload.
+                </p>
+              )}
+              <label class="field">
+                <span class="label">Trace file</span>
+                <input type="file" name="trace" required />
+              </label>
+              <label class="field">
+                <span class="label">Name</span>
+                <input name="name" placeholder="from the file name" />
+              </label>
+              <label class="field">
+                <span class="label">Policies</span>
+                <input name="policies" value={DEFAULT_SIM_POLICIES.join(",")} />
+              </label>
+              <label class="field">
+                <span class="label">Ratios</span>
+                <input name="ratios" value={DEFAULT_RATIOS.join(",")} />
+              </label>
+              {error && <p class="error" role="alert">{error}</p>}
+              <div class="actions">
+                <button type="submit" class="primary">Upload and simulate</button>
+              </div>
+            </fieldset>
+          </form>
+        </section>
+        <section>
+          <h2>Simulations</h2>
+          {sims.items.length === 0 ? <p class="empty">None yet.</p> : (
+            <table>
+              <thead>
+                <tr>
+                  <th>Run</th>
+                  <th>Trace</th>
+                  <th>Policies</th>
+                  <th>Status</th>
+                  <th>Created (UTC)</th>
+                </tr>
+              </thead>
+              <tbody>
+                {sims.items.map((r) => (
+                  <tr>
+                    <td>
+                      <a href={`/runs/${r.id}`}>{r.id}</a>
+                    </td>
+                    <td>{r.model}</td>
+                    <td>{r.policy.replaceAll(",", ", ")}</td>
+                    <td>
+                      <StatusBadge status={r.status} />
+                    </td>
+                    <td>{formatTime(r.createdAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+      </Layout>,
+      status,
+    );
+  };
+  app.get("/traces", (c) => render(c, null, 200));
+  app.post("/traces", async (c) => {
+    if (!writeAllowed(c, ctx)) return c.redirect("/login?next=/traces", 303);
+    const form = await c.req.parseBody();
+    const file = form.trace;
+    if (!(file instanceof File) || file.size === 0) return render(c, "Choose a trace file.", 400);
+    const q: Record<string, string> = {};
+    for (const k of ["name", "policies", "ratios"]) {
+      const v = form[k];
+      if (typeof v === "string" && v.trim()) q[k] = v.trim();
+    }
+    const parsed = TraceUploadQuery.safeParse(q);
+    if (!parsed.success) {
+      return render(
+        c,
+        fieldErrors(parsed.error).map((e) => `${e.field}: ${e.reason}`).join("; "),
+        400,
+      );
+    }
+    const text = await file.text();
+    const bad = checkTraceText(text);
+    if (bad) return render(c, `${file.name}: ${bad.reason}`, 400);
+    const name = parsed.data.name ?? (file.name.replace(/\.[a-z]+$/i, "").toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 60) || "trace");
+    const run = await store.createSimulation({
+      kind: "simulate",
+      name,
+      policies: parsed.data.policies ?? [...DEFAULT_SIM_POLICIES],
+      ratios: parsed.data.ratios ?? [...DEFAULT_RATIOS],
+    }, text);
+    ctx.lab.worker?.poke();
+    return c.redirect(`/runs/${run.id}`, 303);
+  });
+}
