@@ -42,8 +42,10 @@ function timePerIter(fn: () => void, iters: number): number {
 }
 
 /**
- * Interleaves two timed loops for `rounds` rounds and returns the median ns per
- * iteration of each. The first round is a warm-up and is discarded.
+ * Interleaves two timed loops for `rounds` rounds and returns the best (lowest)
+ * ns per iteration of each, as `packages/native/native_bench.ts` does: load
+ * from other processes only adds time, and interleaving exposes both sides to
+ * it alike. The first round is a warm-up and is discarded.
  */
 export function sideBySide(
   a: () => void,
@@ -60,7 +62,7 @@ export function sideBySide(
       tb.push(y);
     }
   }
-  return [spread(ta).median, spread(tb).median];
+  return [spread(ta).min, spread(tb).min];
 }
 
 /** Runtime dispatch against the backend called directly, on a 16-element relu. */
@@ -202,9 +204,9 @@ export function sgemmBench(deps: MicroDeps, quick: boolean): MicroJson {
       subjectValue: gBinding,
       referenceValue: gDirect,
       ratio: gBinding / gDirect,
-      note: `binding costs ${((binding / direct - 1) * 100).toFixed(1)}% time (max |diff| ${
-        maxErr.toExponential(1)
-      })`,
+      note: `${(backend as { buildInfo?: string }).buildInfo ?? backend.name}; binding costs ${
+        ((binding / direct - 1) * 100).toFixed(1)
+      }% time (max |diff| ${maxErr.toExponential(1)})`,
       skipped: false,
     };
   } finally {
