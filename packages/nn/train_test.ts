@@ -1,0 +1,87 @@
+import assert from "node:assert/strict";
+import { fromTypedArray, manualSeed, setDefaultBackend, tidy } from "@libra/tensor";
+import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+import { vectorData } from "./data.ts";
+import { Dropout } from "./layers.ts";
+import { crossEntropyLoss, mseLoss } from "./loss.ts";
+import { MLP } from "./mlp.ts";
+import { AdamW, SGD } from "./optim.ts";
+import { train } from "./train.ts";
+
+const backend = new ReferenceBackend();
+setDefaultBackend(backend);
+
+Deno.test("train() reports per-step loss, time and memory; memory after step N equals step 1", () => {
+  manualSeed(0);
+  const model = new MLP({ inFeatures: 6, hidden: [16], outFeatures: 3 });
+  const opt = new SGD(model.parameters(), { lr: 0.1, momentum: 0.9, weightDecay: 1e-4 });
+  const steps: number[] = [];
+  const r = train({
+    model,
+    data: vectorData({ features: 6, classes: 3, batchSize: 32, seed: 1 }),
+    optimizer: opt,
+    steps: 30,
+    onStep: (s) => steps.push(s.step),
+  });
+  assert.deepEqual(steps, Array.from({ length: 30 }, (_, i) => i));
+  assert.equal(r.losses.length, 30);
+  assert.ok(r.times.every((t) => t > 0));
+  assert.ok(r.usedBytes.every((b) => b === r.usedBytes[0]), `${r.usedBytes}`);
+  // parameters + one momentum buffer per parameter, nothing else
+  assert.equal(r.usedBytes[0], 2 * 4 * model.numParameters());
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  assert.ok(mean(r.losses.slice(-5)) < 0.7 * mean(r.losses.slice(0, 5)), `${r.losses}`);
+  opt.dispose();
+  model.dispose();
+  assert.equal(backend.memory().usedBytes, 0);
+});
+
+Deno.test("optimizers skip parameters without gradients and zeroGrad() frees gradients", () => {
+  const a = fromTypedArray(new Float32Array([1, 2]), [2], { requiresGrad: true });
+  const b = fromTypedArray(new Float32Array([3]), [1], { requiresGrad: true });
+  const opt = new AdamW([a, b], { lr: 0.1, weightDecay: 0 });
+  tidy(() => a.mul(a).sum().backward());
+  opt.step();
+  // Adam's first step moves each element by lr * sign(g)
+  assert.deepEqual(a.toArray().map((v) => Math.round(v * 1e5) / 1e5), [0.9, 1.9]);
+  assert.deepEqual(b.toArray(), [3]);
+  opt.zeroGrad();
+  assert.equal(a.grad, null);
+  opt.dispose();
+  a.dispose();
+  b.dispose();
+});
+
+Deno.test("Dropout is the identity in eval mode and for p = 0; in training it zeroes and rescales", () => {
+  manualSeed(9);
+  tidy(() => {
+    const x = fromTypedArray(Float32Array.from({ length: 1000 }, () => 1), [1000]);
+    const d = new Dropout(0.25);
+    const y = d.forward(x).toArray();
+    const kept = y.filter((v) => v !== 0);
+    assert.ok(kept.every((v) => Math.abs(v - 1 / 0.75) < 1e-6));
+    assert.ok(Math.abs(kept.length / 1000 - 0.75) < 0.05, `kept ${kept.length}`);
+    d.eval();
+    assert.equal(d.forward(x), x);
+    assert.equal(new Dropout(0).forward(x), x);
+  });
+  assert.throws(() => new Dropout(1.5), /p must be in \[0, 1\], got 1.5/);
+});
+
+Deno.test("losses reject mismatched shapes and dtypes with the shapes in the message", () => {
+  tidy(() => {
+    const logits = fromTypedArray(new Float32Array(6), [2, 3]);
+    assert.throws(
+      () => crossEntropyLoss(logits, fromTypedArray(new Int32Array(3), [3])),
+      /logits \[2,3\] do not match targets \[3\]/,
+    );
+    assert.throws(
+      () => crossEntropyLoss(logits, fromTypedArray(new Float32Array(2), [2])),
+      /targets must be i32/,
+    );
+    assert.throws(
+      () => mseLoss(logits, fromTypedArray(new Float32Array(6), [3, 2])),
+      /\[2,3\] and \[3,2\] differ/,
+    );
+  });
+});
