@@ -18,7 +18,7 @@ import {
   kernelSpec,
   philox4x32,
 } from "@libra/tensor/kernels";
-import { ReferenceBackend } from "../tensor/testing/reference_backend.ts";
+import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { EXACT, type Gen, type KernelCase, kernelCases, type Tol } from "./_kernel_cases.ts";
 import {
   cpuBackend,
