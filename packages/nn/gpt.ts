@@ -14,6 +14,7 @@
  */
 
 import { arangeIds, type Tensor } from "./_ops.ts";
+import type { HostTensor } from "./safetensors.ts";
 import {
   CausalSelfAttention,
   Dropout,
@@ -123,4 +124,46 @@ export class GPT extends Module implements Layer {
     x = this.ln_f.forward(x);
     return this.lm_head ? this.lm_head.forward(x) : x.matmul(this.wte.weight, { transB: true });
   }
+}
+
+/** Options of {@link fromHuggingFaceGPT2}. */
+export interface HuggingFaceGPT2Options {
+  /** Drop `lm_head.weight` (Hugging Face stores the tied copy); default true. */
+  tiedHead?: boolean;
+}
+
+const CONV1D = /\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$/;
+
+/**
+ * Converts a Hugging Face GPT-2 state dict (`GPT2Model` or `GPT2LMHeadModel`,
+ * e.g. read with `readSafetensors`) to this model's names and layouts: strips
+ * the `transformer.` prefix, transposes the Conv1D weights `[in, out]` to
+ * `[out, in]`, drops the causal-mask buffers (`attn.bias`, `attn.masked_bias`)
+ * and, for a tied head, `lm_head.weight`. The result loads with
+ * `model.loadStateDict(...)` strictly.
+ */
+export function fromHuggingFaceGPT2(
+  entries: ReadonlyMap<string, HostTensor>,
+  options: HuggingFaceGPT2Options = {},
+): Map<string, HostTensor> {
+  const out = new Map<string, HostTensor>();
+  for (const [key, t] of entries) {
+    const k = key.startsWith("transformer.") ? key.slice("transformer.".length) : key;
+    if (/\.attn\.(bias|masked_bias)$/.test(k)) continue;
+    if (k === "lm_head.weight" && (options.tiedHead ?? true)) continue;
+    if (CONV1D.test(k)) {
+      if (t.shape.length !== 2 || t.dtype !== "f32") {
+        throw new RangeError(
+          `fromHuggingFaceGPT2: ${key} should be a 2-D f32 Conv1D weight, got ${t.dtype}[${t.shape}]`,
+        );
+      }
+      const [rows, cols] = t.shape as [number, number];
+      const data = new Float32Array(rows * cols);
+      for (let i = 0; i < rows; i++) {
+        for (let j = 0; j < cols; j++) data[j * rows + i] = t.data[i * cols + j]!;
+      }
+      out.set(k, { dtype: "f32", shape: [cols, rows], data });
+    } else out.set(k, t);
+  }
+  return out;
 }
