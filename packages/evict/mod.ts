@@ -16,3 +16,6 @@
 export * from "./policy.ts";
 export * from "./policies.ts";
 export * from "./planner.ts";
+export * from "./planners.ts";
+export * from "./libra_planner.ts";
+export * from "./chen_sqrt_planner.ts";

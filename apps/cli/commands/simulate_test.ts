@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import { main } from "./simulate.ts";
+
+async function capture(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [], err: string[] = [];
+  const log = console.log, error = console.error;
+  console.log = (m: string) => out.push(m);
+  console.error = (m: string) => err.push(m);
+  try {
+    const code = await main(args);
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+}
+
+async function chainFile(): Promise<string> {
+  const L = [
+    `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x"}`,
+  ];
+  let prev = "x";
+  for (let i = 0; i < 6; i++) {
+    L.push(
+      `{"ARGS":["${prev}"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["t${i}"],"TIME":"10"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"t${i}"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"t${i}"}`,
+    );
+    prev = `t${i}`;
+  }
+  for (let i = 0; i < 5; i++) L.push(`{"INSTRUCTION":"RELEASE","NAME":"t${i}"}`);
+  const f = await Deno.makeTempFile({ suffix: ".log" });
+  await Deno.writeTextFile(f, L.join("\n"));
+  return f;
+}
+
+Deno.test("simulate --json prints exactly the object of issue 4", async () => {
+  const f = await chainFile();
+  try {
+    const { code, out } = await capture([
+      "--trace",
+      f,
+      "--policy",
+      "dtr-eq",
+      "--ratios",
+      "1,0.5,0.1",
+      "--json",
+    ]);
+    assert.equal(code, 0);
+    const j = JSON.parse(out);
+    assert.deepEqual(Object.keys(j), ["baseline", "results"]);
+    assert.deepEqual(j.baseline, { peakBytes: 700, computeNs: 60 });
+    assert.equal(j.results.length, 3);
+    for (const r of j.results) {
+      assert.deepEqual(Object.keys(r), [
+        "ratio",
+        "budgetBytes",
+        "feasible",
+        "overhead",
+        "evictions",
+        "remats",
+        "bookkeepingMs",
+      ]);
+    }
+    assert.deepEqual(j.results.map((r: { feasible: boolean }) => r.feasible), [true, true, false]);
+    assert.equal(j.results[1].budgetBytes, 350);
+    assert.equal(j.results[2].overhead, null);
+  } finally {
+    await Deno.remove(f);
+  }
+});
+
+Deno.test("simulate prints a table by default", async () => {
+  const f = await chainFile();
+  try {
+    const { code, out } = await capture(["--trace", f, "--ratios", "0.5"]);
+    assert.equal(code, 0);
+    assert.match(out, /budget-free peak 700 bytes/);
+    assert.match(out, /ratio\s+budget GB\s+feasible\s+overhead/);
+    assert.match(out, /0\.50\s+0\.000\s+yes/);
+  } finally {
+    await Deno.remove(f);
+  }
+});
+
+Deno.test("simulate reports errors as one line with a non-zero exit", async () => {
+  let r = await capture([]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--trace FILE is required/);
+  r = await capture(["--trace", "/no/such.log"]);
+  assert.equal(r.code, 1);
+  assert.match(r.err, /^libra simulate: cannot read trace \/no\/such\.log/);
+  r = await capture(["--trace", "x", "--ratios", "0.5,2"]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--ratios must be numbers in \(0, 1\]/);
+  const bad = await Deno.makeTempFile();
+  await Deno.writeTextFile(bad, `{"INSTRUCTION":"CONSTANT","NAME":"x"}\n{"INSTRUCTION":"NOPE"}\n`);
+  r = await capture(["--trace", bad, "--policy", "dtr"]);
+  await Deno.remove(bad);
+  assert.equal(r.code, 1);
+  assert.equal(r.err.split("\n").length, 1);
+  assert.match(r.err, /:2: unknown instruction "NOPE"/);
+  r = await capture(["--trace", "x", "--bogus"]);
+  assert.equal(r.code, 2);
+});

@@ -1,0 +1,318 @@
+/**
+ * The `libra` planner (Libra, HPC Asia 2025), as a static {@link Planner}.
+ *
+ * 1. Profile one step (the trace) and find the peak and the call where it occurs.
+ * 2. Candidates: activations (values produced by forward calls) alive at the
+ *    peak, produced before it and not read by the peak call, in topological
+ *    (production) order.
+ * 3. Memory-reduction estimate: take the first candidates until the
+ *    estimated peak fits the budget, all swapped; repeat wherever a new peak
+ *    appears in the estimate.
+ * 4. Greedy refinement: turn swaps into recomputations where a replay on the
+ *    meta backend (`ctx.replay`) shows the peak does not get worse (or still
+ *    fits the budget), and keep the swaps where it would. Swaps are tried in
+ *    topological order, in groups halved on failure, so a plan with few
+ *    rejected conversions needs few replays.
+ * 5. Validate: if the replayed plan still exceeds the budget (recomputation
+ *    needs transient memory the estimate does not see), tighten the target by
+ *    the difference and go back to 3.
+ *
+ * Each chosen tensor is evicted after its last use before the peak (its last
+ * forward use) and brought back before its first use after it (its first
+ * backward use). Libra's own swaps were synchronous; here a swap-in is issued
+ * early enough for the copy (bytes over the swap cost model's bandwidth) to
+ * overlap the compute of the calls before the use, but never inside the
+ * window where the tensor must be out.
+ *
+ * @module
+ */
+
+import { SwapCost } from "@libra/cost";
+import type { Trace } from "@libra/lineage/trace";
+import type { Plan, Planner, PlannerContext, PlanStep } from "./planner.ts";
+import type { EvictAction } from "./policy.ts";
+import {
+  analyzeTrace,
+  gapAround,
+  memoryProfile,
+  type TraceAnalysis,
+  type ValueInfo,
+} from "./_trace_analysis.ts";
+
+/** Options of {@link LibraPlanner}. */
+export interface LibraOptions {
+  /** Swap cost model (bytes to ns, one way). Default: `new SwapCost()` (12 GB/s). */
+  swapCost?: { swapCost(bytes: number): number };
+  /** Allow swaps. Default true; false plans recomputation only (no host memory needed). */
+  swap?: boolean;
+  /** Issue swap-ins early so copies overlap compute. Default true. */
+  prefetch?: boolean;
+  /** Most replays one plan may run. Default 64. */
+  maxReplays?: number;
+  /** Most estimate-refine-validate rounds. Default 6. */
+  maxRounds?: number;
+}
+
+/** What {@link LibraPlanner} reports about a plan. */
+export interface LibraPlanStats {
+  /** Call index of the budget-free (estimated) peak. */
+  readonly peakCall: number;
+  /** Estimated budget-free peak, bytes. */
+  readonly profiledPeakBytes: number;
+  /** Distinct candidates considered at all peaks. */
+  readonly candidates: number;
+  /** Tensors swapped by the final plan. */
+  readonly swaps: number;
+  /** Tensors dropped (recomputed) by the final plan. */
+  readonly recomputes: number;
+  /** Swaps turned into recomputations by refinement. */
+  readonly converted: number;
+  /** Replays run (`ctx.replay`). */
+  readonly replays: number;
+  /** Estimate-refine-validate rounds. */
+  readonly rounds: number;
+  /** Estimated peak of the plan (no transient recompute memory), bytes. */
+  readonly estimatedPeakBytes: number;
+  /** Peak of the plan replayed without a budget (the plan alone), bytes. */
+  readonly planPeakBytes: number;
+  /** True when the plan alone keeps the replay within the budget (no fallback evictions needed). */
+  readonly fitsWithoutFallback: boolean;
+  /** Overhead of the plan replayed at the budget (swaps charged synchronously). */
+  readonly replayOverhead: number;
+  /** Feasibility of that replay. */
+  readonly replayFeasible: boolean;
+  /**
+   * Estimated overhead with prefetching: (compute + recompute of dropped
+   * tensors' producers + the part of each swap copy that compute does not hide) / compute.
+   */
+  readonly estimatedOverhead: number;
+}
+
+/** A plan made by {@link LibraPlanner}, with its statistics. */
+export interface LibraPlan extends Plan {
+  readonly stats: LibraPlanStats;
+}
+
+interface Choice {
+  readonly v: ValueInfo;
+  /** Evict after this call (last use before the window). */
+  readonly prev: number;
+  /** First use after the window. */
+  readonly next: number;
+  action: EvictAction;
+  /** Earliest call the restore may be issued before (the tensor must be out until then). */
+  minRestore: number;
+  /** Restore before this call. */
+  restoreAt: number;
+}
+
+/**
+ * The `libra` planner. See the module doc.
+ *
+ * @example
+ * ```ts
+ * import { LibraPlanner } from "@libra/evict";
+ * const p = new LibraPlanner({ swap: false });
+ * if (p.name !== "libra") throw new Error(p.name);
+ * ```
+ */
+export class LibraPlanner implements Planner {
+  readonly name: string = "libra";
+  readonly #swapCost: { swapCost(bytes: number): number };
+  readonly #swap: boolean;
+  readonly #prefetch: boolean;
+  readonly #maxReplays: number;
+  readonly #maxRounds: number;
+
+  constructor(options: LibraOptions = {}) {
+    this.#swapCost = options.swapCost ?? new SwapCost();
+    this.#swap = options.swap ?? true;
+    this.#prefetch = options.prefetch ?? true;
+    this.#maxReplays = options.maxReplays ?? 64;
+    this.#maxRounds = options.maxRounds ?? 6;
+  }
+
+  plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): LibraPlan {
+    if (!(budgetBytes > 0)) {
+      throw new RangeError(`libra: budget must be > 0 bytes, got ${budgetBytes}`);
+    }
+    const a = analyzeTrace(trace);
+    const n = a.calls.length;
+    // prefix[k] = compute of calls [0, k)
+    const prefix = new Float64Array(n + 1);
+    for (let k = 0; k < n; k++) prefix[k + 1] = prefix[k]! + a.calls[k]!.timeNs;
+    const choices = new Map<string, Choice>();
+    const considered = new Set<number>();
+    let replays = 0;
+    const replay = (budget: number) => {
+      replays++;
+      return ctx.replay(this.#toPlan(choices, budgetBytes), budget);
+    };
+    const windows = (v: ValueInfo): [number, number][] | undefined => {
+      let w: [number, number][] | undefined;
+      for (const c of byValue.get(v.id) ?? []) (w ??= []).push([c.prev + 1, c.restoreAt]);
+      return w;
+    };
+    const byValue = new Map<number, Choice[]>();
+    const base = memoryProfile(a);
+    let peakCall = 0;
+    for (let k = 1; k < n; k++) if (base[k]! > base[peakCall]!) peakCall = k;
+    const profiledPeak = n > 0 ? base[peakCall]! : 0;
+
+    const restoreFor = (c: Choice): number => {
+      if (c.action === "drop" || !this.#prefetch) return c.next;
+      const need = this.#swapCost.swapCost(c.v.bytes);
+      // Latest r with compute of [r, next) >= the copy time, not before minRestore.
+      let r = c.next;
+      while (r > c.minRestore && prefix[c.next]! - prefix[r]! < need) r--;
+      return Math.max(r, c.minRestore);
+    };
+
+    // Step 3: the memory-reduction estimate, against `target`.
+    const estimate = (target: number): number => {
+      for (let guard = 0; guard < 4 * n + 16; guard++) {
+        const mem = memoryProfile(a, windows);
+        let p = 0;
+        for (let k = 1; k < n; k++) if (mem[k]! > mem[p]!) p = k;
+        if (n === 0 || mem[p]! <= target) return n === 0 ? 0 : mem[p]!;
+        // A prefetch that brings a tensor back inside the peak is issued later instead.
+        let moved = false;
+        for (const c of choices.values()) {
+          if (c.action === "swap" && c.restoreAt <= p && p < c.next && p > c.prev) {
+            c.minRestore = p + 1;
+            c.restoreAt = restoreFor(c);
+            moved = true;
+          }
+        }
+        if (moved) continue;
+        const cands: { v: ValueInfo; prev: number; next: number }[] = [];
+        for (const v of a.values) {
+          if (!v.addressable || v.producer < 0 || v.backward || v.producer >= p) continue;
+          if (v.freeAt <= p || v.bytes === 0) continue;
+          const g = gapAround(v, p);
+          if (g.prev >= p || !Number.isFinite(g.next)) continue;
+          if (choices.has(`${v.id}:${g.prev}`)) continue;
+          cands.push({ v, prev: g.prev, next: g.next });
+        }
+        if (cands.length === 0) return mem[p]!;
+        cands.sort((x, y) => x.v.producer - y.v.producer || x.v.id - y.v.id);
+        let need = mem[p]! - target;
+        for (const c of cands) {
+          considered.add(c.v.id);
+          const ch: Choice = {
+            v: c.v,
+            prev: c.prev,
+            next: c.next,
+            action: this.#swap ? "swap" : "drop",
+            minRestore: p + 1,
+            restoreAt: c.next,
+          };
+          ch.restoreAt = restoreFor(ch);
+          choices.set(`${c.v.id}:${c.prev}`, ch);
+          let list = byValue.get(c.v.id);
+          if (!list) byValue.set(c.v.id, list = []);
+          list.push(ch);
+          need -= c.v.bytes;
+          if (need <= 0) break;
+        }
+      }
+      return Math.max(...memoryProfile(a, windows));
+    };
+
+    let target = budgetBytes;
+    let estimatedPeak = profiledPeak;
+    let planPeak = Infinity;
+    let converted = 0;
+    let rounds = 0;
+    while (rounds < this.#maxRounds && replays < this.#maxReplays) {
+      rounds++;
+      estimatedPeak = estimate(target);
+      planPeak = replay(Infinity).peakBytes;
+      // Step 4: greedy refinement, swaps -> recomputations, in groups.
+      const swaps = [...choices.values()].filter((c) => c.action === "swap");
+      swaps.sort((x, y) => x.v.producer - y.v.producer);
+      const tryGroup = (group: Choice[]): void => {
+        if (group.length === 0 || replays >= this.#maxReplays) return;
+        for (const c of group) {
+          c.action = "drop";
+          c.restoreAt = c.next;
+        }
+        const peak = replay(Infinity).peakBytes;
+        if (peak <= Math.max(planPeak, budgetBytes)) {
+          planPeak = peak;
+          converted += group.length;
+          return;
+        }
+        for (const c of group) {
+          c.action = "swap";
+          c.restoreAt = restoreFor(c);
+        }
+        if (group.length === 1) return;
+        const h = group.length >> 1;
+        tryGroup(group.slice(0, h));
+        tryGroup(group.slice(h));
+      };
+      tryGroup(swaps);
+      if (planPeak <= budgetBytes) break;
+      // Step 5: the replay saw memory the estimate did not; tighten and go again.
+      const next = target - (planPeak - budgetBytes);
+      if (!(next > 0) || next >= target) break;
+      target = next;
+    }
+
+    const plan = this.#toPlan(choices, budgetBytes);
+    replays++;
+    const final = ctx.replay(plan, budgetBytes);
+    let swapsN = 0, drops = 0, recompute = 0, exposed = 0;
+    for (const c of choices.values()) {
+      if (c.action === "drop") {
+        drops++;
+        recompute += a.calls[c.v.producer]!.timeNs;
+      } else {
+        swapsN++;
+        const t = this.#swapCost.swapCost(c.v.bytes);
+        // Swap-in: hidden by the compute between the restore and the use.
+        exposed += Math.max(0, t - (prefix[c.next]! - prefix[c.restoreAt]!));
+        // Swap-out: hidden by the compute while the tensor is out.
+        exposed += Math.max(0, t - (prefix[c.restoreAt]! - prefix[c.prev + 1]!));
+      }
+    }
+    const stats: LibraPlanStats = {
+      peakCall,
+      profiledPeakBytes: profiledPeak,
+      candidates: considered.size,
+      swaps: swapsN,
+      recomputes: drops,
+      converted,
+      replays,
+      rounds,
+      estimatedPeakBytes: estimatedPeak,
+      planPeakBytes: planPeak,
+      fitsWithoutFallback: planPeak <= budgetBytes,
+      replayOverhead: final.overhead,
+      replayFeasible: final.feasible,
+      estimatedOverhead: a.computeNs > 0 ? (a.computeNs + recompute + exposed) / a.computeNs : 1,
+    };
+    return { ...plan, stats };
+  }
+
+  #toPlan(choices: Map<string, Choice>, budgetBytes: number): Plan {
+    const steps: (PlanStep & { order: number })[] = [];
+    for (const c of choices.values()) {
+      steps.push({
+        kind: "evict",
+        call: c.prev,
+        tensor: c.v.name,
+        action: c.action,
+        order: c.v.producer,
+      });
+      steps.push({ kind: "restore", call: c.restoreAt, tensor: c.v.name, order: c.v.producer });
+    }
+    steps.sort((x, y) => x.call - y.call || x.order - y.order);
+    return {
+      planner: this.name,
+      budgetBytes,
+      steps: steps.map(({ order: _, ...s }) => s),
+    };
+  }
+}

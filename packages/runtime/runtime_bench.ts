@@ -1,0 +1,99 @@
+/**
+ * Benchmarks: bookkeeping per kernel call with 1k and 10k live storages (a
+ * no-op executor isolates the runtime's own work), and simulator throughput
+ * on the shared DTR traces (calls per second = calls per replay / time).
+ */
+
+import { AnalyticCostModel } from "@libra/cost";
+import { createPolicy } from "@libra/evict";
+import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
+import { Engine, type Executor } from "./engine.ts";
+import { parseTrace, type Trace } from "./trace.ts";
+import { replayTrace } from "./simulator.ts";
+
+const nullExecutor: Executor = {
+  allocate(_s: StorageNode) {},
+  release(_s: StorageNode) {},
+  execute(_c: CallNode) {
+    return undefined;
+  },
+  swapOut: () => undefined,
+  swapIn: () => undefined,
+};
+
+/**
+ * N live storages in a ring; each call reads the previous output and a pinned
+ * weight, replaces the oldest live storage (released, hence evicted eagerly)
+ * and every 64 calls restarts from a leaf, like the forward pass of a new
+ * step, so lineage stays bounded as in training.
+ */
+function bookkeeping(live: number, budgeted: boolean) {
+  const cost = new AnalyticCostModel();
+  const engine = new Engine({
+    budgetBytes: budgeted ? live * 1024 * 0.9 : Infinity,
+    policy: createPolicy("dtr-eq", { mode: "sqrt" }),
+    costModel: cost,
+    executor: nullExecutor,
+    timeline: false,
+  });
+  const w = engine.leaf(1024, "w", { pinned: true });
+  const x = engine.leaf(1024, "x", { pinned: true });
+  const ring: TensorNode[] = [];
+  let prev = x;
+  for (let i = 0; i < live; i++) {
+    prev = engine.compute("f", [], [i % 64 === 0 ? x : prev, w], [{ bytes: 1024 }], 1000)[0]!;
+    ring.push(prev);
+  }
+  let i = 0;
+  return () => {
+    const [t] = engine.compute("f", [], [i % 64 === 0 ? x : prev, w], [{ bytes: 1024 }], 1000);
+    const slot = i % live;
+    engine.release(ring[slot]!);
+    ring[slot] = prev = t!;
+    i++;
+  };
+}
+
+for (const n of [1_000, 10_000]) {
+  const step = bookkeeping(n, false);
+  Deno.bench({
+    name: `bookkeeping per call, ${n} live storages, no eviction`,
+    group: `book${n}`,
+    baseline: true,
+    fn: step,
+  });
+  const stepB = bookkeeping(n, true);
+  Deno.bench({
+    name: `bookkeeping per call, ${n} live storages, 90% budget (dtr-eq, sqrt sampling)`,
+    group: `book${n}`,
+    fn: stepB,
+  });
+}
+
+async function shared(name: string): Promise<Trace | null> {
+  try {
+    return parseTrace(
+      await Deno.readTextFile(new URL(`../../../shared/traces/${name}`, import.meta.url)),
+      name,
+    );
+  } catch {
+    console.warn(`runtime_bench: ../shared/traces/${name} is absent; skipping its simulator bench`);
+    return null;
+  }
+}
+
+for (const name of ["resnet32-56.log", "unet-6.log"]) {
+  const trace = await shared(name);
+  if (trace === null) continue;
+  const calls = trace.events.filter((e) => e.kind === "call" || e.kind === "mutate").length;
+  const peak = replayTrace(trace).stats.peakBytes;
+  for (const ratio of [1, 0.5]) {
+    Deno.bench({
+      name: `simulate ${name} dtr-eq ratio ${ratio} (${calls} calls per replay)`,
+      group: "simulator",
+      fn() {
+        replayTrace(trace, { budgetBytes: Math.floor(ratio * peak), policy: "dtr-eq" });
+      },
+    });
+  }
+}
