@@ -6,7 +6,9 @@ import { Dropout } from "./layers.ts";
 import { crossEntropyLoss, mseLoss } from "./loss.ts";
 import { MLP } from "./mlp.ts";
 import { AdamW, SGD } from "./optim.ts";
-import { train } from "./train.ts";
+import { train, trainStep } from "./train.ts";
+import { createData, createModel, MODEL_NAMES } from "./zoo.ts";
+import type { Backend } from "@libra/tensor";
 
 const backend = new ReferenceBackend();
 setDefaultBackend(backend);
@@ -84,4 +86,38 @@ Deno.test("losses reject mismatched shapes and dtypes with the shapes in the mes
       /\[2,3\] and \[3,2\] differ/,
     );
   });
+});
+
+Deno.test("trainStep() of every tiny model reads the device exactly once (the loss) and leaves only parameters and state", () => {
+  const inner = new ReferenceBackend();
+  let reads = 0, runs = 0;
+  const counting = new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "read") {
+        return (...args: Parameters<Backend["read"]>) => (reads++, target.read(...args));
+      }
+      if (prop === "run") {
+        return (...args: Parameters<Backend["run"]>) => (runs++, target.run(...args));
+      }
+      const v = Reflect.get(target, prop, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  }) as Backend;
+  for (const name of MODEL_NAMES) {
+    manualSeed(0);
+    const model = createModel(name, "tiny", { backend: counting });
+    const opt = new AdamW(model.parameters());
+    const batch = createData(name, "tiny", { batchSize: 2 }).next();
+    const before = inner.memory().usedBytes;
+    reads = runs = 0;
+    const loss = trainStep({ model, batch, optimizer: opt });
+    assert.ok(Number.isFinite(loss));
+    assert.equal(reads, 1, `${name}: device reads in one step`);
+    assert.ok(runs > 10, `${name}: ${runs} kernel calls`);
+    // AdamW's two moments per parameter are the only new allocations
+    assert.equal(inner.memory().usedBytes - before, 2 * 4 * model.numParameters(), name);
+    opt.dispose();
+    model.dispose();
+  }
+  assert.equal(inner.memory().usedBytes, 0);
 });
