@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { Backend, DeviceBuffer, DType } from "./backend.ts";
+import type { Backend, DeviceBuffer, DeviceKind, DType } from "./backend.ts";
 import {
   backward as runBackward,
   type GradNode,
@@ -297,6 +297,11 @@ export class Tensor {
   /** The backend holding the data. */
   get backend(): Backend {
     return this.storage.backend;
+  }
+
+  /** Kind of memory the data lives in (`"cpu"`, `"cuda"`, `"meta"`), from the backend. */
+  get device(): DeviceKind {
+    return this.storage.backend.device;
   }
 
   /** Rank (number of dimensions). */

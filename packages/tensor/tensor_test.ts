@@ -165,6 +165,7 @@ Deno.test("toTypedArray/toArray/item/toString", () => {
     assert.throws(() => t.item(), /item: tensor \[2,2\] has 4 elements, not 1/);
     assert.equal(t.toString(), "Tensor([2,2], f32, reference)");
     assert.equal(t.ndim, 2);
+    assert.equal(t.device, "cpu");
     assert.equal(t.size, 4);
   });
 });
