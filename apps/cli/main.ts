@@ -20,6 +20,8 @@ export interface Command {
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   version: () => import("./commands/version.ts"),
   simulate: () => import("./commands/simulate.ts"),
+  serve: () => import("./commands/serve.ts"),
+  worker: () => import("./commands/worker.ts"),
 };
 
 function usage(summaries: [string, string][]): string {
