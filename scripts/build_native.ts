@@ -175,6 +175,9 @@ function cpuTarget(out: string, sources: string[], headers: string[], blas: bool
       "-fvisibility=hidden",
       "-Wall",
       "-Wextra",
+      // Never unmapped by dlclose: OpenMP and OpenBLAS worker threads outlive the
+      // Deno.DynamicLibrary (a test worker closing it would pull code from under them).
+      "-Wl,-z,nodelete",
       "-Inative/include",
       ...(blas ? ["-DLIBRA_OPENBLAS"] : []),
       "-o",

@@ -166,7 +166,8 @@ export class NativeBackend implements Backend {
   readonly libraryPath: string;
 
   readonly #s: LibraSymbols;
-  readonly #ids = new Map<string, number>();
+  /** Per kernel: native id (-1 when the library lacks it) and mutated inputs, resolved once. */
+  readonly #kernels = new Map<string, { id: number; mutates: readonly number[] | undefined }>();
   readonly #capacity: number;
   #nextId = 1;
   #used = 0;
@@ -210,7 +211,10 @@ export class NativeBackend implements Backend {
     const enc = new TextEncoder();
     for (const k of KERNEL_NAMES) {
       const s = this.#s.libra_kernel_id(enc.encode(k + "\0"), this.#i32);
-      this.#ids.set(k, s === Status.OK ? this.#i32[0]! : -1);
+      this.#kernels.set(k, {
+        id: s === Status.OK ? this.#i32[0]! : -1,
+        mutates: kernelSpec(k).mutates,
+      });
     }
     const s = this.#s;
     this.#registry = new FinalizationRegistry<Held>((h) => {
@@ -227,7 +231,7 @@ export class NativeBackend implements Backend {
 
   /** Kernels of the table that the loaded library does not implement (empty for a complete build). */
   missingKernels(): KernelName[] {
-    return KERNEL_NAMES.filter((k) => this.#ids.get(k)! < 0);
+    return KERNEL_NAMES.filter((k) => this.#kernels.get(k)!.id < 0);
   }
 
   alloc(bytes: number): NativeBuffer {
@@ -330,7 +334,8 @@ export class NativeBackend implements Backend {
       }
     }
     checkKernelCall(kernel, inBytes, outBytes, params);
-    const mutates = kernelSpec(kernel).mutates;
+    const info = this.#kernels.get(kernel)!;
+    const mutates = info.mutates;
     if (mutates) {
       for (const m of mutates) {
         for (let j = 0; j < nIn; j++) {
@@ -343,7 +348,7 @@ export class NativeBackend implements Backend {
         }
       }
     }
-    const id = this.#ids.get(kernel)!;
+    const id = info.id;
     if (id < 0) {
       throw new KernelError(kernel, `not implemented by ${this.libraryPath} (${this.buildInfo})`, {
         cause: new UnknownKernelError("libra_kernel_id", `unknown kernel "${kernel}"`),
