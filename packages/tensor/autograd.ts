@@ -3,7 +3,7 @@
  *
  * Every differentiable op of {@link ./ops.ts} is one entry of the op table: a
  * forward function and, next to it, its gradient rule. When any input requires
- * a gradient, the forward records a {@link GradNode} `{op, parents, saved}` on
+ * a gradient, the forward records a {@link GradNode} `{op, inputs, saved}` on
  * its output. `backward()` walks the nodes in reverse topological order, calls
  * each rule once with the node's incoming gradient, releases the node's saved
  * tensors right after that call, and frees every intermediate gradient as soon
@@ -32,7 +32,7 @@ export interface GradRule {
   readonly name: string;
   /**
    * Computes input gradients. `gy` is borrowed (the engine frees it); the
-   * returned tensors are owned by the engine. `node.parents[i] === null` means
+   * returned tensors are owned by the engine. `node.inputs[i] === null` means
    * input `i` needs no gradient, and the rule may return null for it.
    */
   backward(gy: Tensor, node: GradNode): readonly (Tensor | null)[];
@@ -43,7 +43,7 @@ export interface GradNode {
   /** The rule of the op that produced the output. */
   readonly op: GradRule;
   /** Per input: its node, the leaf tensor itself (a leaf requiring grad), or null. */
-  readonly parents: readonly (GradNode | Tensor | null)[];
+  readonly inputs: readonly (GradNode | Tensor | null)[];
   /** Tensors saved for the gradient rule (internal handles, untracked by scopes). */
   saved: Tensor[];
   /** Op-specific non-tensor data (shapes, axes, params). */
@@ -93,7 +93,7 @@ export function releaseNode(node: GradNode): void {
     if (--n.refs > 0) continue;
     for (const t of n.saved) t.dispose();
     n.saved = [];
-    for (const p of n.parents) {
+    for (const p of n.inputs) {
       if (p !== null && !isTensor(p)) stack.push(p);
     }
   }
@@ -101,7 +101,7 @@ export function releaseNode(node: GradNode): void {
 
 /** Distinguishes a leaf parent (a Tensor) from a node parent. */
 export function isTensor(p: GradNode | Tensor): p is Tensor {
-  return !("op" in p && "parents" in p && "saved" in p);
+  return !("op" in p && "inputs" in p && "saved" in p);
 }
 
 /** Nodes reachable from `root`, in reverse topological order (consumers first). */
@@ -112,9 +112,9 @@ function topoOrder(root: GradNode): GradNode[] {
   while (stack.length > 0) {
     const top = stack[stack.length - 1]!;
     const [n, i] = top;
-    if (i < n.parents.length) {
+    if (i < n.inputs.length) {
       top[1] = i + 1;
-      const p = n.parents[i]!;
+      const p = n.inputs[i]!;
       if (p !== null && !isTensor(p) && !seen.has(p)) {
         seen.add(p);
         stack.push([p, 0]);
@@ -211,8 +211,8 @@ export function backward(root: Tensor, grad?: Tensor): void {
           n.saved = [];
           n.released = true;
         }
-        for (let i = 0; i < n.parents.length; i++) {
-          const p = n.parents[i]!;
+        for (let i = 0; i < n.inputs.length; i++) {
+          const p = n.inputs[i]!;
           const g = grads[i] ?? null;
           if (g === null) continue;
           if (p === null) {

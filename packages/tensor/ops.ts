@@ -97,7 +97,7 @@ function record(
   for (let i = 0; i < saved.length; i++) keep[i] = savedView(saved[i]!);
   out.node = {
     op: rule,
-    parents,
+    inputs: parents,
     saved: keep,
     attrs,
     shape: out.shape,
@@ -176,8 +176,8 @@ function binaryEntry(
       const { a, b } = attrsOf<BinAttrs>(node);
       const [ga, gb] = grads(gy, node);
       return [
-        ga && node.parents[0] ? sumTo(ga, a) : null,
-        gb && node.parents[1] ? sumTo(gb, b) : null,
+        ga && node.inputs[0] ? sumTo(ga, a) : null,
+        gb && node.inputs[1] ? sumTo(gb, b) : null,
       ];
     },
   };
@@ -408,16 +408,16 @@ interface NormAttrs {
  */
 const OPS = {
   add: binaryEntry("add", (gy) => [gy, gy]),
-  sub: binaryEntry("sub", (gy, n) => [gy, n.parents[1] ? neg(gy) : null]),
+  sub: binaryEntry("sub", (gy, n) => [gy, n.inputs[1] ? neg(gy) : null]),
   mul: binaryEntry("mul", (gy, n) => [
-    n.parents[0] ? mul(gy, n.saved[1]!) : null,
-    n.parents[1] ? mul(gy, n.saved[0]!) : null,
+    n.inputs[0] ? mul(gy, n.saved[1]!) : null,
+    n.inputs[1] ? mul(gy, n.saved[0]!) : null,
   ]),
   div: binaryEntry("div", (gy, n) => {
     const [a, b] = n.saved as [Tensor, Tensor];
     return [
-      n.parents[0] ? div(gy, b) : null,
-      n.parents[1] ? neg(div(mul(gy, a), mul(b, b))) : null,
+      n.inputs[0] ? div(gy, b) : null,
+      n.inputs[1] ? neg(div(mul(gy, a), mul(b, b))) : null,
     ];
   }),
   neg: unaryEntry("neg", null, (gy) => neg(gy)),
@@ -465,8 +465,8 @@ const OPS = {
       const zero = scalarTensor(gy, 0);
       return [
         null,
-        node.parents[1] ? sumTo(where(cond, gy, zero), a) : null,
-        node.parents[2] ? sumTo(where(cond, zero, gy), b) : null,
+        node.inputs[1] ? sumTo(where(cond, gy, zero), a) : null,
+        node.inputs[2] ? sumTo(where(cond, zero, gy), b) : null,
       ];
     },
   },
@@ -540,11 +540,11 @@ const OPS = {
       const { ta, tb } = attrsOf<{ ta: boolean; tb: boolean }>(node);
       const [a, b] = node.saved as [Tensor, Tensor];
       let ga: Tensor | null = null, gb: Tensor | null = null;
-      if (node.parents[0]) {
+      if (node.inputs[0]) {
         ga = ta ? mm("matmul", b, gy, tb, true) : mm("matmul", gy, b, false, !tb);
         ga = sumTo(ga, a.shape);
       }
-      if (node.parents[1]) {
+      if (node.inputs[1]) {
         gb = tb ? mm("matmul", gy, a, true, ta) : mm("matmul", a, gy, !ta, false);
         gb = sumTo(gb, b.shape);
       }
@@ -636,7 +636,7 @@ const OPS = {
       const out: (Tensor | null)[] = [];
       let at = 0;
       for (let j = 0; j < ds.length; j++) {
-        if (node.parents[j]) {
+        if (node.inputs[j]) {
           const g = empty(gy.backend, shapes[j]!, "f32");
           run("slice", [gy], [g], [3, outer, total, inner, 0, at, 0, outer, ds[j]!, inner]);
           out.push(g);
@@ -740,15 +740,15 @@ const OPS = {
       const p = params.slice(0, 13).concat(0);
       const [x, w] = node.saved as [Tensor, Tensor];
       let gx: Tensor | null = null, gw: Tensor | null = null, gb: Tensor | null = null;
-      if (node.parents[0]) {
+      if (node.inputs[0]) {
         gx = empty(gy.backend, x.shape, "f32");
         run("conv2d_backward_input", [gy, w], [gx], p);
       }
-      if (node.parents[1]) {
+      if (node.inputs[1]) {
         gw = empty(gy.backend, w.shape, "f32");
         run("conv2d_backward_weight", [x, gy], [gw], p);
       }
-      if (node.parents.length > 2 && node.parents[2]) {
+      if (node.inputs.length > 2 && node.inputs[2]) {
         const [N, K, OH, OW] = gy.shape as [number, number, number, number];
         gb = empty(gy.backend, [K], "f32");
         run("conv2d_backward_bias", [gy], [gb], [N, K, OH * OW]);
@@ -884,13 +884,13 @@ const OPS = {
       const g3 = view(gy, [N, C, HW]);
       const rstd = rsqrt(add(vr, eps));
       const scale = view(mul(gamma, rstd), [1, C, 1]);
-      const gx = node.parents[0] ? view(mul(g3, scale), x.shape) : null;
+      const gx = node.inputs[0] ? view(mul(g3, scale), x.shape) : null;
       let gg: Tensor | null = null;
-      if (node.parents[1]) {
+      if (node.inputs[1]) {
         const xhat = mul(sub(view(x, [N, C, HW]), view(mean, [1, C, 1])), view(rstd, [1, C, 1]));
         gg = sum(sum(mul(g3, xhat), 2), 0);
       }
-      const gb = node.parents[2] ? sum(sum(g3, 2), 0) : null;
+      const gb = node.inputs[2] ? sum(sum(g3, 2), 0) : null;
       return [gx, gg, gb];
     },
   },
@@ -1041,7 +1041,7 @@ const OPS = {
       const [a, b] = node.saved as [Tensor, Tensor];
       const ga = empty(gy.backend, a.shape, "f32");
       run("mse_backward", [a, b, gy], [ga], [a.size]);
-      return [view(ga, ga.shape), node.parents[1] ? neg(ga) : null];
+      return [view(ga, ga.shape), node.inputs[1] ? neg(ga) : null];
     },
   },
 
