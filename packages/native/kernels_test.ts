@@ -158,6 +158,8 @@ function checkCase(native: Backend, ref: Backend, c: KernelCase, seed: number): 
 interface Candidate {
   name: string;
   make: () => NativeBackend;
+  /** Kernels to check (default: all). */
+  only?: readonly KernelName[];
 }
 
 function available(make: () => NativeBackend): { backend: NativeBackend | null; why: string } {
@@ -174,6 +176,12 @@ function available(make: () => NativeBackend): { backend: NativeBackend | null; 
 const CANDIDATES: Candidate[] = [
   { name: "cpu", make: () => cpuBackend() },
   { name: "cuda", make: () => cudaBackend() },
+  // The portable build differs from the default one only in its sgemm.
+  {
+    name: "cpu(portable)",
+    make: () => cpuBackend({ variant: "portable" }),
+    only: ["matmul", "conv2d", "conv2d_backward_input", "conv2d_backward_weight"],
+  },
 ];
 
 const CASES = kernelCases();
@@ -198,6 +206,7 @@ for (const cand of CANDIDATES) {
   const ref = new ReferenceBackend();
   let seed = 1;
   for (const [kernel, cases] of CASES) {
+    if (cand.only && !cand.only.includes(kernel)) continue;
     const caseSeeds = cases.map(() => seed++);
     Deno.test(`${cand.name}: ${kernel} matches the reference backend`, () => {
       if (backend.missingKernels().includes(kernel)) {
