@@ -43,12 +43,25 @@ export async function runMicro(options: BenchOptions, engine: Engine): Promise<M
   return out;
 }
 
-/** The training-step comparison with PyTorch, through `benchmarks/vs_pytorch.ts` (written by the nn package). */
+/** One row of `vs_pytorch.ts --json`. */
+interface VsRow {
+  model: string;
+  preset: string;
+  batch: string;
+  oursMs: number;
+  torchMs: number;
+  ratio: number;
+}
+
+/**
+ * The training-step comparison with PyTorch: runs `benchmarks/vs_pytorch.ts`
+ * (written with the nn package; same model, batch, thread count and
+ * optimizer on both sides) for the suite's models and first preset, and turns
+ * its `--json` rows into micro-benchmark entries.
+ */
 export async function vsPytorch(options: BenchOptions): Promise<MicroJson[]> {
   const name = "training step vs PyTorch";
-  const skip = (
-    note: string,
-  ): MicroJson[] => [{
+  const skip = (note: string): MicroJson[] => [{
     name,
     subject: "libra",
     reference: "PyTorch",
@@ -59,14 +72,71 @@ export async function vsPytorch(options: BenchOptions): Promise<MicroJson[]> {
     note,
     skipped: true,
   }];
+  if (options.device !== "cpu") {
+    return skip(`compares cpu step times; this run uses ${options.device}`);
+  }
   const py = await findTorchPython();
   if (typeof py !== "string") return skip(py.reason);
-  const path = new URL("./vs_pytorch.ts", import.meta.url);
+  const script = new URL("./vs_pytorch.ts", import.meta.url);
   try {
-    Deno.statSync(path);
+    Deno.statSync(script);
   } catch {
-    return skip("benchmarks/vs_pytorch.ts is not there yet (the nn package provides it)");
+    return skip("benchmarks/vs_pytorch.ts is missing");
   }
-  void options;
-  return skip("benchmarks/vs_pytorch.ts has no interface the suite knows yet");
+  // --quick compares one model: each comparison starts a Python with PyTorch (seconds).
+  const all = options.models.length > 0 ? options.models : ["mlp"];
+  const models = options.quick ? all.slice(-1) : all;
+  const preset = options.presets[0] ?? "tiny";
+  const threads = navigator.hardwareConcurrency;
+  const json = await Deno.makeTempFile({ prefix: "libra_vs_pytorch_", suffix: ".json" });
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        script.pathname,
+        "--models",
+        models.join(","),
+        "--preset",
+        preset,
+        "--steps",
+        options.quick ? "3" : "5",
+        "--warmup",
+        options.quick ? "1" : "2",
+        "--threads",
+        String(threads),
+        "--python",
+        py,
+        "--json",
+        json,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    const skipped = text.match(/vs_pytorch: skipped: (.*)/);
+    if (skipped) return skip(skipped[1]!);
+    if (!out.success) {
+      const err = new TextDecoder().decode(out.stderr).trim().split("\n").slice(-3).join(" | ");
+      return skip(`vs_pytorch.ts failed (exit ${out.code}): ${err}`);
+    }
+    const r = JSON.parse(await Deno.readTextFile(json)) as {
+      torch: string;
+      threads: number;
+      rows: VsRow[];
+    };
+    return r.rows.map((row) => ({
+      name: `train step ${row.model}/${row.preset} (input ${row.batch})`,
+      subject: "libra cpu",
+      reference: `PyTorch ${r.torch}`,
+      unit: "ms/step",
+      subjectValue: row.oursMs,
+      referenceValue: row.torchMs,
+      ratio: row.ratio,
+      note: `median step, AdamW, ${r.threads} thread(s)`,
+      skipped: false,
+    }));
+  } finally {
+    await Deno.remove(json).catch(() => {});
+  }
 }

@@ -30,9 +30,9 @@ export type Part = typeof PARTS[number];
 /** Default budget ratios of the full suite: 1.0, 0.9, ..., 0.1. */
 export const DEFAULT_RATIOS: readonly number[] = [1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1];
 /** Ratios of `--quick`. */
-export const QUICK_RATIOS: readonly number[] = [1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
+export const QUICK_RATIOS: readonly number[] = [1, 0.9, 0.8, 0.6, 0.4, 0.2];
 /** Models of `--quick` (the smallest of the zoo). */
-export const QUICK_MODELS: readonly string[] = ["mlp", "gpt", "unet"];
+export const QUICK_MODELS: readonly string[] = ["mlp", "gpt"];
 /** Policies of `--quick`. */
 export const QUICK_POLICIES: readonly string[] = ["dtr-eq", "dtr-local", "lru"];
 

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { validateReport } from "./schema.ts";
+import { findTorchPython } from "./micro.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -50,6 +51,22 @@ Deno.test("deno task bench --quick runs end to end in under 3 minutes", async ()
     for (const r of report.results.filter((r) => r.ratio === 1)) {
       assert.ok(r.feasible, `${r.workload} ${r.policy} at ratio 1`);
     }
+    // The micro-benchmarks ran side by side, or said why not.
+    const micro = new Map(report.micro.map((m) => [m.name, m]));
+    for (const m of report.micro) {
+      if (m.skipped) assert.ok(m.note.length > 0, `${m.name} says why it was skipped`);
+      else {assert.ok(
+          m.ratio! > 0 && Math.abs(m.ratio! - m.subjectValue! / m.referenceValue!) < 1e-9,
+          m.name,
+        );}
+    }
+    const torch = await findTorchPython();
+    const steps = report.micro.filter((m) => m.unit === "ms/step");
+    if (typeof torch === "string" && nativeBuilt) {
+      assert.deepEqual(steps.map((m) => m.skipped), steps.map(() => false), JSON.stringify(steps));
+      assert.equal(steps.length, 1, "--quick compares one model with PyTorch");
+    } else assert.equal(steps[0]?.skipped, true);
+    assert.ok([...micro.keys()].some((k) => k.startsWith("runtime dispatch")));
     assert.match(stdout, /Smallest feasible ratio per workload and policy/);
     assert.match(stdout, /Micro-benchmarks/);
     assert.match(

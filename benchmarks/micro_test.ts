@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { cpuBackend } from "@libra/native";
+import { Runtime } from "@libra/runtime";
+import type { Backend } from "@libra/tensor";
+import { dispatchBench, sgemmBench, sideBySide } from "./micro.ts";
+import { vsPytorch } from "./micro_suite.ts";
+import { parseOptions } from "./options.ts";
+
+const native = (() => {
+  try {
+    return cpuBackend();
+  } catch {
+    return null;
+  }
+})();
+
+Deno.test("sideBySide() tells a slower loop from a faster one", () => {
+  let sink = 0;
+  const work = (n: number) => () => {
+    for (let i = 0; i < n; i++) sink += Math.sqrt(i);
+  };
+  const [slow, fast] = sideBySide(work(20000), work(1000), 20, 3);
+  assert.ok(
+    slow > 3 * fast,
+    `20x the work should take well over 3x the time: ${slow} vs ${fast} ns`,
+  );
+  assert.ok(sink > 0);
+});
+
+Deno.test("micro-benchmarks report the reason when a side is unavailable", () => {
+  const noBackend = { backend: () => "no backend here", unlimitedRuntime: () => "no runtime" };
+  for (const m of [dispatchBench(noBackend, true), sgemmBench(noBackend, true)]) {
+    assert.equal(m.skipped, true);
+    assert.equal(m.ratio, null);
+    assert.match(m.note, /no backend here|OpenBLAS not found/);
+  }
+});
+
+Deno.test({
+  name: "dispatchBench() and sgemmBench() measure the real binding and runtime",
+  ignore: native === null,
+  fn: () => {
+    const deps = {
+      backend: () => cpuBackend(),
+      unlimitedRuntime: (b: Backend) => new Runtime({ backend: b, timeline: false }),
+    };
+    const d = dispatchBench(deps, true);
+    assert.equal(d.skipped, false, d.note);
+    assert.ok(d.subjectValue! > 0 && d.referenceValue! > 0);
+    assert.equal(d.ratio, d.subjectValue! / d.referenceValue!);
+    const g = sgemmBench(deps, true);
+    if (g.skipped) {
+      assert.match(g.note, /OpenBLAS not found/);
+      return;
+    }
+    // Both sides computed the same 256x256 product (|diff| is in the note).
+    const diff = Number(g.note.match(/max \|diff\| ([^)]+)\)/)![1]);
+    assert.ok(diff < 1e-3, g.note);
+    assert.ok(g.subjectValue! > 0.1 && g.referenceValue! > 0.1, "GFLOP/s are plausible");
+  },
+});
+
+Deno.test("vsPytorch() says why it skips (the comparison itself runs in quick_test.ts)", async () => {
+  const cuda = await vsPytorch(parseOptions(["--device", "cuda"], () => []));
+  assert.equal(cuda[0]!.skipped, true);
+  assert.match(cuda[0]!.note, /compares cpu step times; this run uses cuda/);
+});
