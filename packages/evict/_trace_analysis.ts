@@ -28,8 +28,12 @@ export interface ValueInfo {
   readonly bytes: number;
   /** Producing call index; -1 for constants. */
   readonly producer: number;
-  /** True when produced by a backward call. */
-  readonly backward: boolean;
+  /**
+   * True when produced in the backward pass: at or after the first call
+   * flagged backward (traces recorded live flag only `*_backward` kernels, so
+   * the flag of a single call does not tell a gradient matmul from a forward one).
+   */
+  backward: boolean;
   /** Call indices reading the storage (through any handle or view), ascending, distinct. */
   readonly uses: number[];
   /** First call index at which the storage is no longer referenced (no handle left). */
@@ -164,9 +168,11 @@ export function analyzeTrace(trace: Trace): TraceAnalysis {
         break;
     }
   }
+  const fb = firstBackward < 0 ? calls.length : firstBackward;
   for (const v of values) {
     const u = [...useSet[v.id]!].sort((a, b) => a - b);
     v.uses.push(...u);
+    v.backward = v.producer >= fb;
   }
   return {
     calls,

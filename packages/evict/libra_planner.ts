@@ -31,13 +31,7 @@ import { SwapCost } from "@libra/cost";
 import type { Trace } from "@libra/lineage/trace";
 import type { Plan, Planner, PlannerContext, PlanStep } from "./planner.ts";
 import type { EvictAction } from "./policy.ts";
-import {
-  analyzeTrace,
-  gapAround,
-  memoryProfile,
-  type TraceAnalysis,
-  type ValueInfo,
-} from "./_trace_analysis.ts";
+import { analyzeTrace, gapAround, memoryProfile, type ValueInfo } from "./_trace_analysis.ts";
 
 /** Options of {@link LibraPlanner}. */
 export interface LibraOptions {

@@ -1,0 +1,188 @@
+import assert from "node:assert/strict";
+import { SwapCost } from "@libra/cost";
+import { plannerContext, readTrace, simulateTrace } from "@libra/runtime";
+import { plannerConformance } from "./_conformance.ts";
+import { chainTrace } from "./_planner_testing.ts";
+import { ChenSqrtPlanner } from "./chen_sqrt_planner.ts";
+import { LibraPlanner } from "./libra_planner.ts";
+
+const KiB = 1024;
+
+plannerConformance(
+  "libra (chain of 6, host memory)",
+  () => new LibraPlanner(),
+  chainTrace(6),
+  plannerContext(chainTrace(6), { hostLimitBytes: Infinity }),
+  [0.9, 0.75],
+);
+plannerConformance(
+  "libra without swaps (chain of 6, no host memory)",
+  () => new LibraPlanner({ swap: false }),
+  chainTrace(6),
+  plannerContext(chainTrace(6)),
+  [0.9, 0.75],
+);
+
+// chainTrace(4): x, h0..h3 forward (1 KiB each, 100 ns), backward reads h3..h0.
+// Budget-free peak: 6 KiB at call 4 (x, h0..h3, g3). Candidates there in
+// topological order: h0 (out between calls 1 and 7), h1 (2..6), h2 (3..5).
+Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recomputes it before its backward use", () => {
+  const t = chainTrace(4);
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity });
+  assert.equal(ctx.baselinePeakBytes, 6 * KiB);
+  const plan = new LibraPlanner().plan(t, 5 * KiB, ctx);
+  assert.deepEqual(plan.steps, [
+    { kind: "evict", call: 1, tensor: "h0", action: "drop" },
+    { kind: "restore", call: 7, tensor: "h0" },
+  ]);
+  assert.equal(plan.stats.peakCall, 4);
+  assert.equal(plan.stats.candidates, 1);
+  assert.equal(plan.stats.converted, 1, "the swap became a recomputation: the peak did not move");
+  assert.equal(plan.stats.planPeakBytes, 5 * KiB);
+  assert.ok(plan.stats.fitsWithoutFallback);
+  // one recomputation of h0 (100 ns) over 800 ns of compute
+  assert.equal(plan.stats.replayOverhead, 900 / 800);
+});
+
+Deno.test("LibraPlanner.plan() at 4 KiB keeps the swap whose recomputation would raise the peak", () => {
+  const t = chainTrace(4);
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity });
+  const plan = new LibraPlanner().plan(t, 4 * KiB, ctx);
+  // h0 and h1 are chosen; recomputing h1 before call 6 would need h0 back
+  // too (5 KiB), so h1 stays swapped; h0 alone recomputes within 4 KiB.
+  assert.deepEqual(plan.steps, [
+    { kind: "evict", call: 1, tensor: "h0", action: "drop" },
+    { kind: "evict", call: 2, tensor: "h1", action: "swap" },
+    { kind: "restore", call: 6, tensor: "h1" },
+    { kind: "restore", call: 7, tensor: "h0" },
+  ]);
+  assert.equal(plan.stats.swaps, 1);
+  assert.equal(plan.stats.recomputes, 1);
+  assert.equal(plan.stats.planPeakBytes, 4 * KiB);
+  // 1 replay of the estimate, 3 of the refinement ({h0,h1} rejected, {h0} kept, {h1} rejected), 1 final
+  assert.equal(plan.stats.replays, 5);
+  const swap = new SwapCost().swapCost(KiB);
+  assert.ok(
+    Math.abs(plan.stats.replayOverhead - (800 + 100 + 2 * swap) / 800) < 1e-12,
+    `swap out and in are charged with the swap cost model: ${plan.stats.replayOverhead}`,
+  );
+  const r = ctx.replay(plan, 4 * KiB);
+  assert.ok(r.feasible && r.peakBytes <= 4 * KiB);
+});
+
+Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain's minimum", () => {
+  const t = chainTrace(4);
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity });
+  // call 5 reads h2 and g3 and writes g2 while x is pinned: 4 KiB at least.
+  const plan = new LibraPlanner().plan(t, 3 * KiB, ctx);
+  assert.equal(plan.stats.fitsWithoutFallback, false);
+  assert.equal(plan.stats.replayFeasible, false);
+  assert.ok(plan.stats.planPeakBytes >= 4 * KiB);
+});
+
+Deno.test("LibraPlanner.plan() without host memory falls back to recomputation", () => {
+  const t = chainTrace(4);
+  const ctx = plannerContext(t); // hostLimitBytes 0: planned swaps cannot happen
+  const plan = new LibraPlanner().plan(t, 5 * KiB, ctx);
+  assert.ok(plan.steps.every((s) => s.kind === "restore" || s.action === "drop"));
+  assert.ok(plan.stats.fitsWithoutFallback);
+  assert.throws(() => new LibraPlanner().plan(t, 0, ctx), /budget must be > 0/);
+});
+
+Deno.test("LibraPlanner.plan() prefetches swap-ins so the copy overlaps compute", () => {
+  // chainTrace(12) with 1 us calls; a copy takes 2.5 us. At 60% of the peak
+  // h5 (backward use at call 18) stays swapped: its swap-in is issued
+  // ceil(2.5 / 1) = 3 calls early, before call 15; without prefetch, before 18.
+  const t = chainTrace(12, 1000);
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity });
+  const budget = Math.floor(ctx.baselinePeakBytes * 0.6);
+  const swapCost = { swapCost: () => 2500 };
+  const restoreOf = (prefetch: boolean) => {
+    const p = new LibraPlanner({ swapCost, prefetch }).plan(t, budget, ctx);
+    assert.ok(p.stats.fitsWithoutFallback);
+    assert.deepEqual(p.steps.find((s) => s.kind === "evict" && s.tensor === "h5"), {
+      kind: "evict",
+      call: 6,
+      tensor: "h5",
+      action: "swap",
+    });
+    return p.steps.find((s) => s.kind === "restore" && s.tensor === "h5")!.call;
+  };
+  assert.equal(restoreOf(true), 15);
+  assert.equal(restoreOf(false), 18);
+});
+
+const RESNET = "../shared/traces/resnet32-56.log";
+let resnet: Awaited<ReturnType<typeof readTrace>> | undefined;
+try {
+  resnet = await readTrace(RESNET);
+} catch {
+  resnet = undefined;
+}
+
+Deno.test({
+  name: "libra and chen-sqrt vs dtr-eq on resnet32-56 at ratios 0.8..0.3",
+  ignore: resnet === undefined,
+  fn() {
+    const t = resnet!;
+    const ctx = plannerContext(t, { hostLimitBytes: Infinity });
+    const noHost = plannerContext(t);
+    assert.equal(ctx.baselinePeakBytes, 10061179152);
+    const ratios = [0.8, 0.7, 0.6, 0.5, 0.4, 0.3];
+    const dtr = simulateTrace(t, { policy: "dtr-eq", ratios });
+    const swapCost = new SwapCost();
+    const rows: string[] = [
+      "ratio  dtr-eq   | libra: fits  overhead(replay)  est.(prefetch)  swaps  recomp  replays | chen-sqrt: overhead  plan peak",
+    ];
+    for (const [i, ratio] of ratios.entries()) {
+      const budget = Math.floor(ratio * ctx.baselinePeakBytes);
+      const lp = new LibraPlanner({ swapCost }).plan(t, budget, ctx);
+      const s = lp.stats;
+      const lr = ctx.replay(lp, budget);
+      assert.ok(
+        !lr.feasible || lr.peakBytes <= budget,
+        "a feasible replay stays within the budget",
+      );
+      if (s.fitsWithoutFallback) assert.ok(s.planPeakBytes <= budget);
+      assert.ok(s.replayOverhead >= 1 && s.estimatedOverhead >= 1);
+      assert.ok(s.replays <= 64 + 1);
+      // swaps are charged: each swapped tensor is copied out and in at least once
+      let swapNs = 0;
+      for (const st of lp.steps) {
+        if (st.kind === "evict" && st.action === "swap") {
+          swapNs += 2 * swapCost.swapCost(bytesOf(t, st.tensor));
+        }
+      }
+      assert.ok((s.replayOverhead - 1) * 291905487 >= swapNs * (1 - 1e-9));
+      const cp = new ChenSqrtPlanner().plan(t, budget);
+      const cr = noHost.replay(cp, budget);
+      const cInf = noHost.replay(cp, Infinity);
+      assert.ok(!cr.feasible || cr.peakBytes <= budget);
+      assert.ok(cInf.overhead > 1 && cInf.overhead < 1.5, "about one extra forward pass");
+      rows.push(
+        `${ratio.toFixed(2)}   ${dtr.results[i]!.overhead?.toFixed(3) ?? "inf"}    |        ${
+          s.fitsWithoutFallback ? "yes" : "no "
+        }   ${s.replayOverhead.toFixed(3)}             ${
+          s.estimatedOverhead.toFixed(3)
+        }           ${String(s.swaps).padStart(3)}  ${String(s.recomputes).padStart(6)}  ${
+          String(s.replays).padStart(7)
+        } |  ${cr.feasible ? cr.overhead.toFixed(3) : "infeasible"}           ${
+          (cInf.peakBytes / ctx.baselinePeakBytes).toFixed(3)
+        }`,
+      );
+    }
+    console.log(rows.join("\n"));
+  },
+});
+
+function bytesOf(
+  t: { events: readonly import("@libra/lineage/trace").TraceEvent[] },
+  name: string,
+): number {
+  for (const e of t.events) {
+    if (e.kind === "call") { for (const r of e.results) if (r.name === name) return r.bytes; }
+  }
+  throw new Error(`no ${name}`);
+}
+
+if (resnet === undefined) console.log(`skipping the resnet32-56 comparison: ${RESNET} is absent`);
