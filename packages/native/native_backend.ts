@@ -132,10 +132,37 @@ class NativeHostBuffer implements HostBuffer {
 
 const DONE: Transfer = { done: true, wait() {} };
 
+/** Memory counters of one backend, shared with the finalizers (which must not hold the backend). */
+class Accounting {
+  used = 0;
+  peak = 0;
+  live = 0;
+  finalized = 0;
+  hostBytes = 0;
+}
+
 interface Held {
   ptr: Deno.PointerObject;
   bytes: number;
+  acct: Accounting;
+  s: LibraSymbols;
 }
+
+/*
+ * Module-level registries: they live as long as the process, so a backend that
+ * is dropped together with its unfreed buffers still releases their memory (a
+ * registry owned by the backend would be collected with it, callbacks unrun).
+ */
+const deviceRegistry = new FinalizationRegistry<Held>((h) => {
+  h.s.libra_free(h.ptr);
+  h.acct.used -= h.bytes;
+  h.acct.live--;
+  h.acct.finalized++;
+});
+const hostRegistry = new FinalizationRegistry<Held>((h) => {
+  h.s.libra_host_free(h.ptr);
+  h.acct.hostBytes -= h.bytes;
+});
 
 /** Counters of a native backend beyond {@link MemoryInfo}. */
 export interface NativeBackendStats {
@@ -170,14 +197,8 @@ export class NativeBackend implements Backend {
   readonly #kernels = new Map<string, { id: number; mutates: readonly number[] | undefined }>();
   readonly #capacity: number;
   #nextId = 1;
-  #used = 0;
-  #peak = 0;
-  #live = 0;
-  #finalized = 0;
-  #hostBytes = 0;
+  readonly #acct = new Accounting();
   #calls = 0;
-  readonly #registry: FinalizationRegistry<Held>;
-  readonly #hostRegistry: FinalizationRegistry<Held>;
   // scratch memory reused by every call
   readonly #ptrOut = new BigUint64Array(1);
   readonly #u64a = new BigUint64Array(1);
@@ -216,17 +237,6 @@ export class NativeBackend implements Backend {
         mutates: kernelSpec(k).mutates,
       });
     }
-    const s = this.#s;
-    this.#registry = new FinalizationRegistry<Held>((h) => {
-      s.libra_free(h.ptr);
-      this.#used -= h.bytes;
-      this.#live--;
-      this.#finalized++;
-    });
-    this.#hostRegistry = new FinalizationRegistry<Held>((h) => {
-      s.libra_host_free(h.ptr);
-      this.#hostBytes -= h.bytes;
-    });
   }
 
   /** Kernels of the table that the loaded library does not implement (empty for a complete build). */
@@ -240,9 +250,9 @@ export class NativeBackend implements Backend {
         `${this.name}.alloc: bytes must be a non-negative integer, got ${bytes}`,
       );
     }
-    if (this.#used + bytes > this.#capacity) {
+    if (this.#acct.used + bytes > this.#capacity) {
       throw new OutOfMemoryError(
-        `${this.name}.alloc: ${bytes} bytes requested, ${this.#used} of ${this.#capacity} in use ` +
+        `${this.name}.alloc: ${bytes} bytes requested, ${this.#acct.used} of ${this.#capacity} in use ` +
           `(capacityBytes); free buffers or raise the capacity`,
         bytes,
       );
@@ -253,10 +263,10 @@ export class NativeBackend implements Backend {
     const ptr = Deno.UnsafePointer.create(addr);
     if (ptr === null) throw this.#error("libra_alloc", Status.INTERNAL, bytes);
     const buf = new NativeBuffer(CREATE, this, this.#nextId++, bytes, addr, ptr);
-    this.#registry.register(buf, { ptr, bytes }, buf);
-    this.#used += bytes;
-    this.#live++;
-    if (this.#used > this.#peak) this.#peak = this.#used;
+    deviceRegistry.register(buf, { ptr, bytes, acct: this.#acct, s: this.#s }, buf);
+    this.#acct.used += bytes;
+    this.#acct.live++;
+    if (this.#acct.used > this.#acct.peak) this.#acct.peak = this.#acct.used;
     return buf;
   }
 
@@ -264,9 +274,9 @@ export class NativeBackend implements Backend {
     const b = this.#own(buf, "free");
     this.#settle(b);
     markFreed(b);
-    this.#registry.unregister(b);
-    this.#used -= b.bytes;
-    this.#live--;
+    deviceRegistry.unregister(b);
+    this.#acct.used -= b.bytes;
+    this.#acct.live--;
     this.#check("libra_free", this.#s.libra_free(bufferPtr(b)));
   }
 
@@ -382,11 +392,11 @@ export class NativeBackend implements Backend {
   }
 
   memory(): MemoryInfo {
-    return { usedBytes: this.#used, peakBytes: this.#peak, totalBytes: this.#capacity };
+    return { usedBytes: this.#acct.used, peakBytes: this.#acct.peak, totalBytes: this.#capacity };
   }
 
   resetPeak(): void {
-    this.#peak = this.#used;
+    this.#acct.peak = this.#acct.used;
   }
 
   sync(): void {
@@ -397,9 +407,9 @@ export class NativeBackend implements Backend {
   /** Counters for tests and diagnostics. */
   stats(): NativeBackendStats {
     return {
-      liveBuffers: this.#live,
-      finalizedBuffers: this.#finalized,
-      hostBytes: this.#hostBytes,
+      liveBuffers: this.#acct.live,
+      finalizedBuffers: this.#acct.finalized,
+      hostBytes: this.#acct.hostBytes,
       kernelCalls: this.#calls,
     };
   }
@@ -442,8 +452,8 @@ export class NativeBackend implements Backend {
       : new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(ptr, bytes));
     const h = new NativeHostBuffer(bytes, data, ptr);
     // Registered on the ArrayBuffer: once nothing can reach the bytes, they can be freed.
-    this.#hostRegistry.register(data.buffer, { ptr, bytes }, h);
-    this.#hostBytes += bytes;
+    hostRegistry.register(data.buffer, { ptr, bytes, acct: this.#acct, s: this.#s }, h);
+    this.#acct.hostBytes += bytes;
     return h;
   }
 
@@ -454,12 +464,12 @@ export class NativeBackend implements Backend {
     if (buf.freed) throw new Error(`${this.name}.freeHost: host buffer was already freed`);
     for (const t of this.#transfers) if (t.host === buf) t.wait();
     buf.freed = true;
-    this.#hostRegistry.unregister(buf);
+    hostRegistry.unregister(buf);
     // Detach the view so the freed memory cannot be read or written through it.
     const ab = buf.data.buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
     if (buf.bytes > 0 && typeof ab.transfer === "function") ab.transfer(0);
     buf.data = new Uint8Array(0);
-    this.#hostBytes -= buf.bytes;
+    this.#acct.hostBytes -= buf.bytes;
     this.#check("libra_host_free", this.#s.libra_host_free(buf.ptr));
   }
 
