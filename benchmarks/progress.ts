@@ -82,8 +82,10 @@ export class Progress {
 
   /** A message that should not be overwritten (a skipped part, a warning). */
   note(text: string): void {
-    this.#sink.write(this.#sink.isTerminal ? `\r\x1b[2K${text}\n` : `${text}\n`);
-    this.#render(false);
+    if (this.#sink.isTerminal) {
+      this.#sink.write(`\r\x1b[2K${text}\n`);
+      this.#render(false);
+    } else this.#sink.write(`${text}\n`);
   }
 
   /** Ends the display (clears the redrawn line on a terminal). */
