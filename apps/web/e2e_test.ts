@@ -14,6 +14,25 @@ const CHROMIUM = Deno.env.get("LIBRA_CHROMIUM") ?? "/usr/bin/chromium";
 const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
 const TOKEN = "e2e-write-token";
 
+/** A chain x -> a -> b -> c -> y of 100-byte tensors (used when the shared traces are absent). */
+function chainTrace(): string {
+  const lines = [
+    `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x"}`,
+  ];
+  let prev = "x";
+  for (const n of ["a", "b", "c", "y"]) {
+    lines.push(
+      `{"ARGS":["${prev}"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["${n}"],"TIME":"10"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"${n}"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"${n}"}`,
+    );
+    if (prev !== "x") lines.push(`{"INSTRUCTION":"RELEASE","NAME":"${prev}"}`);
+    prev = n;
+  }
+  return lines.join("\n");
+}
+
 Deno.test({
   name: haveChromium
     ? "dashboard e2e: form -> run -> memory chart -> compare, in headless Chromium"
@@ -132,7 +151,12 @@ Deno.test({
       await page.waitForSelector("[data-chart=memory] .plot[data-drawn] svg");
       await page.waitForSelector("[data-chart=loss] .plot[data-drawn] svg");
       const caption = await page.textContent("[data-chart=memory] figcaption") ?? "";
-      assert.match(caption, /budget [\d.]+ MiB/);
+      const api = await (await fetch(`${server.url}/api/runs/${runId}`)).json();
+      const [unit, scale] = api.budgetBytes >= 2 ** 20 ? ["MiB", 2 ** 20] : ["KiB", 1024];
+      assert.ok(
+        caption.includes(`budget ${(api.budgetBytes / scale).toFixed(2)} ${unit}`),
+        `caption names the run's budget ${api.budgetBytes}: ${caption}`,
+      );
       const ratio = await page.textContent("[data-stat='budget ratio'] td");
       assert.equal(ratio, "0.900");
       const overhead = Number(await page.textContent("[data-stat=overhead] td"));
@@ -161,6 +185,30 @@ Deno.test({
       );
       assert.deepEqual(smallest, { "dtr": "0.30", "dtr-eq": "0.90", "lru": "0.50" });
       await page.screenshot({ path: `${shots}/4-compare.png`, fullPage: true });
+
+      // traces: upload a DTR-format trace through the form; its simulation shows curves
+      const shared = new URL("../../../shared/traces/resnet32-56.log", import.meta.url).pathname;
+      const tracePath = await Deno.stat(shared).then(() => shared, async () => {
+        const p = `${dir}/chain.log`;
+        await Deno.writeTextFile(p, chainTrace());
+        return p;
+      });
+      await page.goto(`${server.url}/traces`);
+      await page.setInputFiles("input[name=trace]", tracePath);
+      await page.fill("input[name=policies]", "dtr-eq,lru");
+      await page.fill("input[name=ratios]", "1,0.8,0.6,0.4,0.2,0.1");
+      await page.click("form.upload button.primary");
+      await page.waitForURL(/\/runs\/run_/);
+      await page.waitForSelector("h1 .status-succeeded, h1 .status-failed", { timeout: 120_000 });
+      assert.equal(await page.textContent("h1 .badge"), "succeeded");
+      await page.waitForSelector("[data-chart=overhead] .plot[data-drawn] svg");
+      const policies = await page.$$eval(
+        "table.smallest tbody tr",
+        (rows) => rows.map((r) => r.getAttribute("data-policy")),
+      );
+      assert.deepEqual(policies, ["dtr-eq", "lru"]);
+      lap("trace simulated");
+      await page.screenshot({ path: `${shots}/5-trace-simulation.png`, fullPage: true });
 
       // without JavaScript the pages still render on the server
       const html = await (await fetch(`${server.url}/runs/${runId}`)).text();

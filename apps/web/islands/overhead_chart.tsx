@@ -30,6 +30,8 @@ function OverheadChartView(p: OverheadChartProps): VNode {
             overhead: x.overhead!,
           }))
         );
+        // a policy that thrashes (overhead 10x and more) would flatten the others: use a log scale
+        const log = ok.length > 0 && Math.max(...ok.map((d) => d.overhead)) > 3;
         const bad = p.policies.flatMap((c) =>
           c.points.filter((x) => !x.feasible).map((x) => ({ policy: c.policy, ratio: x.ratio }))
         );
@@ -38,7 +40,9 @@ function OverheadChartView(p: OverheadChartProps): VNode {
           height: 340,
           marginLeft: 60,
           x: { label: "budget ratio (budget / budget-free peak)", reverse: true, domain: [0, 1] },
-          y: { label: "overhead (time / time without budget)", grid: true },
+          y: log
+            ? { label: "overhead (time / time without budget, log scale)", grid: true, type: "log" }
+            : { label: "overhead (time / time without budget)", grid: true },
           color: { legend: true },
           symbol: { legend: false },
           marks: [
