@@ -49,13 +49,27 @@ static int is_pointwise(const convp* q) {
   return q->R == 1 && q->S == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
 }
 
-/* col[(ch*R + r)*S + s][oh*OW + ow] = x[ch, oh*sh - ph + r*dh, ow*sw - pw + s*dw] (0 outside) */
-static void im2col(const convp* q, const float* x, float* col) {
+/* Images are processed in groups of G so that each sgemm has at least ~GROUP_COLS
+ * columns: late CNN layers have few output pixels per image, and a GEMM with a
+ * 49-column right-hand side runs far below peak. Group g's column matrix is
+ * [CRS, G*L] with image i in columns [i*L, (i+1)*L). The grouping depends only
+ * on the shapes, never on threads, so results stay deterministic. */
+#define GROUP_COLS 1024
+
+static int64_t group_size(const convp* q) {
+  const int64_t L = q->OH * q->OW;
+  int64_t g = L >= GROUP_COLS ? 1 : (GROUP_COLS + L - 1) / L;
+  return g < q->N ? g : (q->N > 0 ? q->N : 1);
+}
+
+/* col[row * ld + oh*OW + ow] = x[ch, oh*sh - ph + r*dh, ow*sw - pw + s*dw] (0 outside),
+ * row = (ch*R + r)*S + s */
+static void im2col(const convp* q, const float* x, float* col, int64_t ld) {
   const int64_t rows = q->C * q->R * q->S, L = q->OH * q->OW;
-PAR_FOR(rows * L > PAR_MIN,
+  PAR_FOR(rows * L > PAR_MIN,
   for (int64_t row = 0; row < rows; row++) {
     const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, s = row % q->S;
-    float* dst = col + row * L;
+    float* dst = col + row * ld;
     const float* plane = x + ch * q->H * q->W;
     for (int64_t oh = 0; oh < q->OH; oh++) {
       const int64_t h = oh * q->sh - q->ph + r * q->dh;
@@ -74,15 +88,15 @@ PAR_FOR(rows * L > PAR_MIN,
 }
 
 /* x[ch] = sum of the col entries that came from it; one channel per thread. */
-static void col2im(const convp* q, const float* col, float* x) {
+static void col2im(const convp* q, const float* col, int64_t ld, float* x) {
   const int64_t L = q->OH * q->OW, HW = q->H * q->W;
-PAR_FOR(q->C * q->R * q->S * L > PAR_MIN,
+  PAR_FOR(q->C * q->R * q->S * L > PAR_MIN,
   for (int64_t ch = 0; ch < q->C; ch++) {
     float* plane = x + ch * HW;
     memset(plane, 0, sizeof(float) * (size_t)HW);
     for (int64_t r = 0; r < q->R; r++) {
       for (int64_t s = 0; s < q->S; s++) {
-        const float* src = col + ((ch * q->R + r) * q->S + s) * L;
+        const float* src = col + ((ch * q->R + r) * q->S + s) * ld;
         for (int64_t oh = 0; oh < q->OH; oh++) {
           const int64_t h = oh * q->sh - q->ph + r * q->dh;
           if (h < 0 || h >= q->H) continue;
@@ -98,14 +112,24 @@ PAR_FOR(q->C * q->R * q->S * L > PAR_MIN,
   });
 }
 
-static float* alloc_col(const kcall* c, const convp* q, int32_t* status) {
-  const int64_t n = q->C * q->R * q->S * q->OH * q->OW;
-  float* col = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-  if (!col) {
-    *status = set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate %lld bytes of im2col scratch",
-                        c->name, (long long)(n * 4));
+/* dst[k, i*L + l] = src[i, k, l] for i < g ([g, K, L] -> [K, g*L]) */
+static void gather_kl(const float* src, float* dst, int64_t g, int64_t K, int64_t L) {
+  PAR_FOR(g * K * L > PAR_MIN,
+  for (int64_t k = 0; k < K; k++) {
+    for (int64_t i = 0; i < g; i++) {
+      memcpy(dst + k * g * L + i * L, src + (i * K + k) * L, sizeof(float) * (size_t)L);
+    }
+  });
+}
+
+static float* scratch(const kcall* c, int64_t floats, int32_t* status) {
+  float* p = malloc(sizeof(float) * (size_t)(floats > 0 ? floats : 1));
+  if (!p) {
+    *status = set_error(LIBRA_ERR_OUT_OF_MEMORY,
+                        "libra_run(%s): could not allocate %lld bytes of im2col scratch", c->name,
+                        (long long)(floats * 4));
   }
-  return col;
+  return p;
 }
 
 int32_t k_conv2d(const kcall* c) {
@@ -118,28 +142,37 @@ int32_t k_conv2d(const kcall* c) {
   }
   const float *X = IN_F(0), *Wt = IN_F(1), *B = q.has_bias ? IN_F(2) : NULL;
   float* Y = OUT_F(0);
-  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW;
-  const int pw = is_pointwise(&q) && q.dh == 1 && q.dw == 1;
-  float* col = NULL;
-  if (!pw && q.N > 0) {
-    col = alloc_col(c, &q, &st);
-    if (!col) return st;
+  if (q.N == 0) return LIBRA_OK;
+  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW, G = group_size(&q);
+  const int64_t CHW = q.C * q.H * q.W;
+  const int direct = G == 1 && is_pointwise(&q); /* x_n is already the column matrix */
+  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
+  float* tmp = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  if ((!direct && !col) || (G > 1 && !tmp)) {
+    free(col);
+    free(tmp);
+    return st;
   }
-  for (int64_t n = 0; n < q.N; n++) {
-    const float* xn = X + n * q.C * q.H * q.W;
-    if (!pw) im2col(&q, xn, col);
-    float* yn = Y + n * q.K * L;
-    libra_sgemm(0, 0, q.K, L, CRS, 1.0f, Wt, CRS > 0 ? CRS : 1, pw ? xn : col, L, 0.0f, yn, L);
-    if (B) {
-PAR_FOR(q.K * L > PAR_MIN,
-      for (int64_t k = 0; k < q.K; k++) {
-        float* row = yn + k * L;
+  for (int64_t n0 = 0; n0 < q.N; n0 += G) {
+    const int64_t g = q.N - n0 < G ? q.N - n0 : G, ld = g * L;
+    for (int64_t i = 0; i < g && !direct; i++) im2col(&q, X + (n0 + i) * CHW, col + i * L, ld);
+    float* out = G > 1 ? tmp : Y + n0 * q.K * L;
+    libra_sgemm(0, 0, q.K, ld, CRS, 1.0f, Wt, CRS > 0 ? CRS : 1, direct ? X + n0 * CHW : col, ld,
+                0.0f, out, ld);
+    const int64_t rows = g * q.K;
+    PAR_FOR(rows * L > PAR_MIN,
+    for (int64_t t = 0; t < rows; t++) {
+      const int64_t i = t / q.K, k = t % q.K;
+      float* yrow = Y + ((n0 + i) * q.K + k) * L;
+      if (G > 1) memcpy(yrow, tmp + k * ld + i * L, sizeof(float) * (size_t)L);
+      if (B) {
         const float b = B[k];
-        for (int64_t l = 0; l < L; l++) row[l] += b;
-      });
-    }
+        for (int64_t l = 0; l < L; l++) yrow[l] += b;
+      }
+    });
   }
   free(col);
+  free(tmp);
   return LIBRA_OK;
 }
 
@@ -149,20 +182,30 @@ int32_t k_conv2d_backward_input(const kcall* c) {
   if (st) return st;
   const float *GY = IN_F(0), *Wt = IN_F(1);
   float* GX = OUT_F(0);
-  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW;
-  const int pw = is_pointwise(&q);
-  float* col = NULL;
-  if (!pw && q.N > 0) {
-    col = alloc_col(c, &q, &st);
-    if (!col) return st;
+  if (q.N == 0) return LIBRA_OK;
+  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW, G = group_size(&q);
+  const int64_t CHW = q.C * q.H * q.W;
+  const int direct = G == 1 && is_pointwise(&q); /* the column matrix is gx_n itself */
+  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
+  float* gyg = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  if ((!direct && !col) || (G > 1 && !gyg)) {
+    free(col);
+    free(gyg);
+    return st;
   }
-  for (int64_t n = 0; n < q.N; n++) {
-    float* gxn = GX + n * q.C * q.H * q.W;
-    const float* gyn = GY + n * q.K * L;
-    libra_sgemm(1, 0, CRS, L, q.K, 1.0f, Wt, CRS > 0 ? CRS : 1, gyn, L, 0.0f, pw ? gxn : col, L);
-    if (!pw) col2im(&q, col, gxn);
+  for (int64_t n0 = 0; n0 < q.N; n0 += G) {
+    const int64_t g = q.N - n0 < G ? q.N - n0 : G, ld = g * L;
+    const float* rhs = GY + n0 * q.K * L;
+    if (G > 1) {
+      gather_kl(rhs, gyg, g, q.K, L);
+      rhs = gyg;
+    }
+    libra_sgemm(1, 0, CRS, ld, q.K, 1.0f, Wt, CRS > 0 ? CRS : 1, rhs, ld, 0.0f,
+                direct ? GX + n0 * CHW : col, ld);
+    for (int64_t i = 0; i < g && !direct; i++) col2im(&q, col + i * L, ld, GX + (n0 + i) * CHW);
   }
   free(col);
+  free(gyg);
   return LIBRA_OK;
 }
 
@@ -172,24 +215,33 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
   if (st) return st;
   const float *X = IN_F(0), *GY = IN_F(1);
   float* GW = OUT_F(0);
-  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW;
-  const int pw = is_pointwise(&q) && q.dh == 1 && q.dw == 1;
+  const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW, G = group_size(&q);
+  const int64_t CHW = q.C * q.H * q.W;
   if (q.N == 0) {
     if (q.K * CRS > 0) memset(GW, 0, sizeof(float) * (size_t)(q.K * CRS));
     return LIBRA_OK;
   }
-  float* col = NULL;
-  if (!pw) {
-    col = alloc_col(c, &q, &st);
-    if (!col) return st;
+  const int direct = G == 1 && is_pointwise(&q);
+  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
+  float* gyg = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  if ((!direct && !col) || (G > 1 && !gyg)) {
+    free(col);
+    free(gyg);
+    return st;
   }
-  for (int64_t n = 0; n < q.N; n++) {
-    const float* xn = X + n * q.C * q.H * q.W;
-    if (!pw) im2col(&q, xn, col);
-    libra_sgemm(0, 1, q.K, CRS, L, 1.0f, GY + n * q.K * L, L, pw ? xn : col, L, n == 0 ? 0.0f : 1.0f,
-                GW, CRS > 0 ? CRS : 1);
+  for (int64_t n0 = 0; n0 < q.N; n0 += G) {
+    const int64_t g = q.N - n0 < G ? q.N - n0 : G, ld = g * L;
+    for (int64_t i = 0; i < g && !direct; i++) im2col(&q, X + (n0 + i) * CHW, col + i * L, ld);
+    const float* lhs = GY + n0 * q.K * L;
+    if (G > 1) {
+      gather_kl(lhs, gyg, g, q.K, L);
+      lhs = gyg;
+    }
+    libra_sgemm(0, 1, q.K, CRS, ld, 1.0f, lhs, ld, direct ? X + n0 * CHW : col, ld,
+                n0 == 0 ? 0.0f : 1.0f, GW, CRS > 0 ? CRS : 1);
   }
   free(col);
+  free(gyg);
   return LIBRA_OK;
 }
 

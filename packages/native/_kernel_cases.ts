@@ -317,6 +317,8 @@ function convCases(): KernelCase[] {
     ["pointwise", [2, 8, 5, 5, 6, 1, 1, 1, 1, 0, 0, 1, 1, 1]],
     ["asymmetric", [1, 3, 6, 7, 2, 2, 3, 2, 1, 1, 0, 1, 2, 0]],
     ["batch 0", [0, 3, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["batch 5 in image groups of 4 and 1", [5, 3, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["pointwise, small images grouped", [6, 8, 4, 4, 5, 1, 1, 1, 1, 0, 0, 1, 1, 0]],
     ["resnet-ish", [2, 16, 16, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
   ];
   for (const [label, p] of convs) {
