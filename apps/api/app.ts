@@ -50,6 +50,8 @@ export interface ApiOptions {
   limits?: Partial<BodyLimits>;
   /** Interval at which the event stream polls a run, ms (default 250). */
   eventPollMs?: number;
+  /** Ends open event streams when aborted (server shutdown). */
+  signal?: AbortSignal;
 }
 
 /** Cookie that carries a token for browsers (set by the dashboard's login page). */
@@ -375,7 +377,7 @@ export function createApi(opts: ApiOptions): Hono {
       stream.onAbort(() => {
         closed = true;
       });
-      while (!closed) {
+      while (!closed && !opts.signal?.aborted) {
         const run = await store.getRun(id);
         if (!run) break;
         const state = JSON.stringify([run.status, run.progress]);

@@ -49,7 +49,9 @@ export interface Lab {
   executor: RunExecutor;
   /** The in-process worker, if any. */
   worker: RunWorker | null;
-  /** Stops the worker (failing its run, if any) and closes the store. */
+  /** Ends open event streams (call before stopping the HTTP server). */
+  beginShutdown(): void;
+  /** Ends event streams, stops the worker (failing its run, if any) and closes the store. */
   close(): Promise<void>;
 }
 
@@ -71,9 +73,11 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
     const worker = opts.worker === false
       ? null
       : new RunWorker({ store, executor, log, ...opts.workerOptions });
+    const shutdown = new AbortController();
     const api = createApi({
       store,
       auth,
+      signal: shutdown.signal,
       onQueued: () => worker?.poke(),
       ...(opts.limits ? { limits: opts.limits } : {}),
     });
@@ -84,7 +88,11 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       api,
       executor,
       worker,
+      beginShutdown() {
+        shutdown.abort();
+      },
       async close() {
+        shutdown.abort();
         await worker?.stop("the server shut down");
         owned?.close();
         await store.close();

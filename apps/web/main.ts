@@ -139,6 +139,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerHandl
     lab,
     token: lab.auth.writeToken,
     async close() {
+      lab.beginShutdown();
       ac.abort();
       await server.finished;
       await lab.close();

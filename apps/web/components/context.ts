@@ -31,3 +31,10 @@ export function level(c: Context, ctx: WebContext): "write" | "read" | "none" {
 export function page(c: Context, vnode: VNode, status: 200 | 400 | 404 | 409 = 200): Response {
   return c.html("<!DOCTYPE html>" + renderToString(vnode), status);
 }
+
+/** A write from the dashboard: the cookie must hold the write token, and the origin must match. */
+export function writeAllowed(c: Context, ctx: WebContext): boolean {
+  const origin = c.req.header("origin");
+  if (origin && origin !== new URL(c.req.url).origin) return false;
+  return level(c, ctx) === "write";
+}

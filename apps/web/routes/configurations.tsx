@@ -2,7 +2,7 @@
 
 import type { Configuration } from "@libra/api";
 import type { Context, Hono } from "hono";
-import { level, page, type WebContext } from "../components/context.ts";
+import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
 import {
   type ConfigFormValues,
   EMPTY_FORM,
@@ -11,13 +11,6 @@ import {
 import { formatBytes, formatNumber, formatTime } from "../components/format.ts";
 import { Layout } from "../components/layout.tsx";
 import { ConfigForm } from "../islands/config_form.tsx";
-
-/** A write from the dashboard: the cookie must hold the write token, and the origin must match. */
-export function writeAllowed(c: Context, ctx: WebContext): boolean {
-  const origin = c.req.header("origin");
-  if (origin && origin !== new URL(c.req.url).origin) return false;
-  return level(c, ctx) === "write";
-}
 
 /** Registers the page. */
 export function register(app: Hono, ctx: WebContext): void {

@@ -3,7 +3,7 @@
 import { type Run, RUN_STATUSES, RunFilter, type RunResults } from "@libra/api";
 import type { Hono } from "hono";
 import type { VNode } from "preact";
-import { level, page, type WebContext } from "../components/context.ts";
+import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
 import { formatBytes, formatDuration, formatNumber, formatTime } from "../components/format.ts";
 import { Layout, StatusBadge } from "../components/layout.tsx";
 import { LiveProgress } from "../islands/live_progress.tsx";
@@ -181,6 +181,13 @@ export function register(app: Hono, ctx: WebContext): void {
     );
   });
 
+  app.post("/runs/:id/cancel", async (c) => {
+    const id = c.req.param("id");
+    if (!writeAllowed(c, ctx)) return c.redirect(`/login?next=/runs/${id}`, 303);
+    await store.cancelRun(id);
+    return c.redirect(`/runs/${id}`, 303);
+  });
+
   app.get("/runs/:id", async (c) => {
     const id = c.req.param("id");
     const run = await store.getRun(id);
@@ -226,6 +233,11 @@ export function register(app: Hono, ctx: WebContext): void {
           )}
         </p>
         {live && <LiveProgress runId={run.id} status={run.status} progress={run.progress} />}
+        {live && write && (
+          <form method="post" action={`/runs/${run.id}/cancel`} class="cancel">
+            <button type="submit" class="small">Cancel this run</button>
+          </form>
+        )}
         {run.error && (
           <div class="error-box" role="alert">
             <strong>{run.status === "canceled" ? "Canceled" : "Failed"}:</strong> {run.error}

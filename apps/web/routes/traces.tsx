@@ -3,10 +3,9 @@
 import { checkTraceText, DEFAULT_RATIOS, DEFAULT_SIM_POLICIES, TraceUploadQuery } from "@libra/api";
 import { fieldErrors } from "@libra/api/schemas";
 import type { Context, Hono } from "hono";
-import { level, page, type WebContext } from "../components/context.ts";
+import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
 import { formatTime } from "../components/format.ts";
 import { Layout, StatusBadge } from "../components/layout.tsx";
-import { writeAllowed } from "./configurations.tsx";
 
 /** Registers the page. */
 export function register(app: Hono, ctx: WebContext): void {

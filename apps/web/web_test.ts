@@ -1,0 +1,230 @@
+/** The dashboard's pages and forms through `app.request`, without JavaScript. */
+import assert from "node:assert/strict";
+import { openLab } from "@libra/api";
+import { fakeExecutor } from "../api/_fake_executor.ts";
+import { createWebApp } from "./main.ts";
+
+const TOKEN = "web-token";
+const COOKIE = { Cookie: `libra_token=${TOKEN}` };
+
+async function setup(readToken: string | null = null) {
+  const dir = await Deno.makeTempDir({ prefix: "libra-web-test-" });
+  const lab = await openLab({
+    dataDir: dir,
+    token: TOKEN,
+    readToken,
+    executor: fakeExecutor(),
+    worker: false,
+    log: () => {},
+  });
+  return { lab, app: createWebApp(lab) };
+}
+
+function form(fields: Record<string, string>, headers: Record<string, string> = COOKIE) {
+  return { method: "POST", headers, body: new URLSearchParams(fields) };
+}
+
+const VALID = {
+  name: "form config",
+  model: "gpt",
+  preset: "tiny",
+  device: "cpu",
+  budgetRatio: "0.5",
+  budgetBytes: "",
+  policy: "dtr",
+  costModel: "measured",
+  steps: "2",
+  seed: "0",
+};
+
+Deno.test("login sets an HttpOnly SameSite=Strict cookie only for a valid token", async () => {
+  const { lab, app } = await setup();
+  try {
+    const bad = await app.request("/login", form({ token: "nope", next: "/traces" }, {}));
+    assert.equal(bad.status, 400);
+    assert.match(await bad.text(), /not valid/);
+    const ok = await app.request("/login", form({ token: TOKEN, next: "/traces" }, {}));
+    assert.equal(ok.status, 303);
+    assert.equal(ok.headers.get("location"), "/traces");
+    const cookie = ok.headers.get("set-cookie")!;
+    assert.match(cookie, new RegExp(`libra_token=${TOKEN}`));
+    assert.match(cookie, /HttpOnly/);
+    assert.match(cookie, /SameSite=Strict/);
+    const offsite = await app.request("/login", form({ token: TOKEN, next: "//evil.example" }, {}));
+    assert.equal(offsite.headers.get("location"), "/runs", "no open redirect");
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("the configuration form validates on the server and launches a run", async () => {
+  const { lab, app } = await setup();
+  try {
+    const anon = await app.request("/configurations", form(VALID, {}));
+    assert.equal(anon.status, 303);
+    assert.match(anon.headers.get("location")!, /^\/login/);
+
+    const invalid = await app.request(
+      "/configurations",
+      form({ ...VALID, name: "", budgetRatio: "2", steps: "x" }),
+    );
+    assert.equal(invalid.status, 400);
+    const html = await invalid.text();
+    for (
+      const [field, reason] of [["name", "must not be empty"], ["budgetRatio", "must be &lt;= 1"]]
+    ) {
+      assert.match(
+        html,
+        new RegExp(`data-field="${field}"[^]*?<span class="error" role="alert">${reason}</span>`),
+      );
+    }
+    assert.match(html, /value="2"/, "the form keeps what was typed");
+    assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
+
+    const evil = await app.request(
+      "/configurations",
+      form(VALID, { ...COOKIE, Origin: "http://evil.example" }),
+    );
+    assert.equal(evil.status, 303, "a cross-site post is refused");
+    assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
+
+    const ok = await app.request("/configurations", form({ ...VALID, launch: "1" }));
+    assert.equal(ok.status, 303);
+    const runId = ok.headers.get("location")!.split("/").pop()!;
+    const run = (await lab.store.getRun(runId))!;
+    assert.equal(run.status, "queued");
+    assert.deepEqual([run.model, run.policy, run.budgetRatio], ["gpt", "dtr", 0.5]);
+    const page = await (await app.request("/configurations", { headers: COOKIE })).text();
+    assert.match(page, /data-config="form config"/);
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("run pages render results on the server, with island props for the charts", async () => {
+  const { lab, app } = await setup();
+  try {
+    const cfg = await lab.store.createConfiguration({
+      name: "c",
+      model: "gpt",
+      preset: "tiny",
+      config: null,
+      device: "cpu",
+      budgetRatio: 0.5,
+      budgetBytes: null,
+      policy: "lru",
+      costModel: "measured",
+      steps: 2,
+      seed: 0,
+    });
+    const a = (await lab.store.createRunFromConfiguration(cfg.id))!;
+    const b = (await lab.store.createRunFromConfiguration(cfg.id))!;
+    await lab.store.claimNextRun("w");
+    const result = await fakeExecutor().execute(a.spec as never, {
+      signal: new AbortController().signal,
+      progress: () => {},
+    });
+    await lab.store.completeRun(a.id, "w", result);
+    await lab.store.failRun(b.id, "no GPU here");
+
+    const list = await (await app.request("/runs")).text();
+    assert.ok(list.indexOf(b.id) < list.indexOf(a.id), "newest first");
+    const failed = await (await app.request("/runs?status=failed")).text();
+    assert.ok(failed.includes(b.id) && !failed.includes(`data-run="${a.id}"`));
+
+    const detail = await (await app.request(`/runs/${a.id}`)).text();
+    assert.match(detail, /data-stat="overhead"[^]*?1\.500/);
+    assert.match(detail, /data-island="MemoryChart"/);
+    assert.match(detail, /data-island="LossChart"/);
+    const props = detail.match(/data-island="MemoryChart" data-props="([^"]*)"/)![1]!;
+    const parsed = JSON.parse(props.replaceAll("&quot;", '"'));
+    assert.equal(parsed.budgetBytes, 500000);
+    assert.match(detail, /script type="module" src="\/static\/build\/islands.js"/);
+
+    const bad = await (await app.request(`/runs/${b.id}`)).text();
+    assert.match(bad, /class="error-box"[^]*no GPU here/);
+    assert.equal((await app.request("/runs/run_missing")).status, 404);
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("traces upload through the form queues a simulation; a bad file is explained", async () => {
+  const { lab, app } = await setup();
+  try {
+    const body = new FormData();
+    body.append("trace", new File(['{"INSTRUCTION":"CONSTANT","NAME":"x"}\n{oops'], "t.log"));
+    const bad = await app.request("/traces", { method: "POST", headers: COOKIE, body });
+    assert.equal(bad.status, 400);
+    assert.match(await bad.text(), /t\.log: line 2: not JSON/);
+    const good = new FormData();
+    good.append("trace", new File(['{"INSTRUCTION":"CONSTANT","NAME":"x"}'], "My Trace.log"));
+    good.append("policies", "lru,dtr");
+    good.append("ratios", "1,0.5");
+    const res = await app.request("/traces", { method: "POST", headers: COOKIE, body: good });
+    assert.equal(res.status, 303);
+    const run = (await lab.store.getRun(res.headers.get("location")!.split("/").pop()!))!;
+    assert.equal(run.model, "my-trace");
+    assert.deepEqual(run.spec, {
+      kind: "simulate",
+      name: "my-trace",
+      policies: ["lru", "dtr"],
+      ratios: [1, 0.5],
+    });
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("with a read token, pages need a login; static files stay served and confined", async () => {
+  const { lab, app } = await setup("reader");
+  try {
+    const r = await app.request("/runs");
+    assert.equal(r.status, 303);
+    assert.equal(r.headers.get("location"), "/login?next=%2Fruns");
+    assert.equal(
+      (await app.request("/runs", { headers: { Cookie: "libra_token=reader" } })).status,
+      200,
+    );
+    const css = await app.request("/static/style.css");
+    assert.equal(css.status, 200);
+    assert.match(css.headers.get("content-type")!, /text\/css/);
+    assert.equal((await app.request("/static/..%2Fmain.ts")).status, 404);
+    const dots = await app.request("/static/../main.ts"); // the URL normalizes to /main.ts
+    assert.notEqual(dots.status, 200);
+    assert.doesNotMatch(await dots.text(), /startServer/);
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("the compare page lists the smallest feasible ratio per policy", async () => {
+  const { lab, app } = await setup();
+  try {
+    const point = (policy: string, ratio: number, overhead: number | null) => ({
+      kind: "live" as const,
+      model: "resnet",
+      preset: "tiny",
+      policy,
+      ratio,
+      feasible: overhead !== null,
+      overhead,
+    });
+    await lab.store.ingestBench({
+      suite: "t",
+      machine: {},
+      results: [
+        point("dtr", 0.6, 1.1),
+        point("dtr", 0.4, 1.3),
+        point("lru", 0.6, 1.5),
+        point("lru", 0.4, null),
+      ],
+    });
+    const html = await (await app.request("/compare?model=resnet/tiny")).text();
+    assert.match(html, /data-policy="dtr"><td>dtr<\/td><td class="num">0\.40<\/td>/);
+    assert.match(html, /data-policy="lru"><td>lru<\/td><td class="num">0\.60<\/td>/);
+    assert.match(html, /data-island="OverheadChart"/);
+  } finally {
+    await lab.close();
+  }
+});
