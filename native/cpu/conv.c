@@ -251,7 +251,7 @@ int32_t k_conv2d_backward_bias(const kcall* c) {
   PINT(L, 2, 0, "L");
   const float* GY = IN_F(0);
   float* GB = OUT_F(0);
-PAR_FOR(N * K * L > PAR_MIN,
+  PAR_FOR(N * K * L > PAR_MIN,
   for (int64_t k = 0; k < K; k++) {
     double s = 0.0;
     for (int64_t n = 0; n < N; n++) {
@@ -317,7 +317,7 @@ int32_t k_max_pool2d(const kcall* c) {
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
   const int64_t planes = q.N * q.C;
-PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
+  PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const float* plane = X + pl * q.H * q.W;
     float* y = Y + pl * q.OH * q.OW;
@@ -338,7 +338,7 @@ int32_t k_max_pool2d_backward(const kcall* c) {
   const float *X = IN_F(0), *GY = IN_F(1);
   float* GX = OUT_F(0);
   const int64_t planes = q.N * q.C;
-PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
+  PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const float* plane = X + pl * q.H * q.W;
     const float* gy = GY + pl * q.OH * q.OW;
@@ -362,7 +362,7 @@ int32_t k_avg_pool2d(const kcall* c) {
   float* Y = OUT_F(0);
   const int64_t planes = q.N * q.C;
   const double inv = 1.0 / (double)(q.kh * q.kw);
-PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
+  PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const float* plane = X + pl * q.H * q.W;
     float* y = Y + pl * q.OH * q.OW;
@@ -392,7 +392,7 @@ int32_t k_avg_pool2d_backward(const kcall* c) {
   float* GX = OUT_F(0);
   const int64_t planes = q.N * q.C;
   const float inv = (float)(1.0 / (double)(q.kh * q.kw));
-PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
+  PAR_FOR(planes * q.OH * q.OW * q.kh * q.kw > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const float* gy = GY + pl * q.OH * q.OW;
     float* gx = GX + pl * q.H * q.W;
@@ -419,7 +419,7 @@ int32_t k_global_avg_pool(const kcall* c) {
   PINT(hw, 1, 0, "hw");
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
-PAR_FOR(rows * hw > PAR_MIN,
+  PAR_FOR(rows * hw > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     double s = 0.0;
     for (int64_t j = 0; j < hw; j++) s += X[r * hw + j];
@@ -433,7 +433,7 @@ int32_t k_global_avg_pool_backward(const kcall* c) {
   PINT(hw, 1, 0, "hw");
   const float* GY = IN_F(0);
   float* GX = OUT_F(0);
-PAR_FOR(rows * hw > PAR_MIN,
+  PAR_FOR(rows * hw > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float g = (float)((double)GY[r] / (double)hw);
     for (int64_t j = 0; j < hw; j++) GX[r * hw + j] = g;
@@ -448,7 +448,7 @@ int32_t k_upsample_nearest2x(const kcall* c) {
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
   const int64_t rows = planes * H;
-PAR_FOR(rows * W * 4 > PAR_MIN,
+  PAR_FOR(rows * W * 4 > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * W;
     float* y0 = Y + 2 * r * 2 * W;
@@ -467,7 +467,7 @@ int32_t k_upsample_nearest2x_backward(const kcall* c) {
   const float* GY = IN_F(0);
   float* GX = OUT_F(0);
   const int64_t rows = planes * H;
-PAR_FOR(rows * W * 4 > PAR_MIN,
+  PAR_FOR(rows * W * 4 > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* g0 = GY + 2 * r * 2 * W;
     const float* g1 = g0 + 2 * W;

@@ -157,7 +157,7 @@ int32_t k_where(const kcall* c) {
   float* Y = OUT_F(0);
   const int64_t inner = v.shape[v.nd - 1], rows = v.n / inner;
   const int64_t sc = v.st[1][v.nd - 1], sa = v.st[2][v.nd - 1], sb = v.st[3][v.nd - 1];
-PAR_FOR(v.n > PAR_MIN,
+  PAR_FOR(v.n > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     int64_t off[MAXOPS];
     bview_row(&v, r, off);
@@ -175,7 +175,7 @@ int32_t k_expand(const kcall* c) {
   const uint32_t* X = (const uint32_t*)c->in[0];
   uint32_t* Y = (uint32_t*)c->out[0];
   const int64_t inner = v.shape[v.nd - 1], rows = v.n / inner, sx = v.st[1][v.nd - 1];
-PAR_FOR(v.n > PAR_MIN,
+  PAR_FOR(v.n > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     int64_t off[MAXOPS];
     bview_row(&v, r, off);
@@ -240,7 +240,7 @@ int32_t k_sum_to(const kcall* c) {
     memset(Y, 0, (size_t)ny * 4);
     return LIBRA_OK;
   }
-PAR_FOR(nx > PAR_MIN,
+  PAR_FOR(nx > PAR_MIN,
   for (int64_t o = 0; o < ny; o++) {
     int64_t base = 0, r = o;
     for (int d = nk - 1; d >= 0; d--) {
@@ -326,7 +326,7 @@ int32_t k_cast_f32_i32(const kcall* c) {
   if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float* X = IN_F(0);
   int32_t* Y = OUT_I(0);
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) Y[i] = f32_to_i32(X[i]););
   return LIBRA_OK;
 }
@@ -336,7 +336,7 @@ int32_t k_cast_i32_f32(const kcall* c) {
   if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
   const int32_t* X = IN_I(0);
   float* Y = OUT_F(0);
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) Y[i] = (float)X[i];);
   return LIBRA_OK;
 }
@@ -410,7 +410,7 @@ int32_t k_fill(const kcall* c) {
   if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float v = (float)c->p[1];
   float* Y = OUT_F(0);
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) Y[i] = v;);
   return LIBRA_OK;
 }
@@ -424,7 +424,7 @@ int32_t k_fill_i32(const kcall* c) {
   }
   const int32_t v = (int32_t)d;
   int32_t* Y = OUT_I(0);
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) Y[i] = v;);
   return LIBRA_OK;
 }
@@ -434,7 +434,7 @@ int32_t k_add_inplace(const kcall* c) {
   if (read_n(c, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
   float* A = (float*)c->in[0];
   const float* X = IN_F(1);
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) A[i] += X[i];);
   return LIBRA_OK;
 }

@@ -34,7 +34,7 @@ static void strided_copy(int nd, const int64_t* shape_in, const int64_t* dst_in,
     return;
   }
   const int64_t inner = shape[k - 1], rows = n / inner, di = ds[k - 1], si = ss[k - 1];
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     int64_t od = 0, os = 0, q = r;
     for (int d = k - 2; d >= 0; d--) {
@@ -151,7 +151,7 @@ int32_t k_concat(const kcall* c) {
   }
   uint32_t* Y = (uint32_t*)c->out[0];
   const int64_t tasks = outer * nin;
-PAR_FOR(outer * total * inner > PAR_MIN,
+  PAR_FOR(outer * total * inner > PAR_MIN,
   for (int64_t t = 0; t < tasks; t++) {
     const int64_t o = t / nin, j = t % nin;
     int64_t before = 0;
@@ -188,7 +188,7 @@ int32_t k_index_select(const kcall* c) {
   uint32_t* Y = (uint32_t*)c->out[0];
   const int64_t tasks = outer * nidx;
   if (inner == 0) return LIBRA_OK;
-PAR_FOR(tasks * inner > PAR_MIN,
+  PAR_FOR(tasks * inner > PAR_MIN,
   for (int64_t t = 0; t < tasks; t++) {
     const int64_t o = t / nidx, j = t % nidx;
     memcpy(Y + t * inner, X + (o * dim + idx[j]) * inner, (size_t)inner * 4);
@@ -210,7 +210,7 @@ int32_t k_index_select_backward(const kcall* c) {
   float* GX = OUT_F(0);
   if (outer * dim * inner > 0) memset(GX, 0, (size_t)(outer * dim * inner) * 4);
   const int64_t chunks = (inner + ICHUNK - 1) / ICHUNK, tasks = outer * chunks;
-PAR_FOR(outer * nidx * inner > PAR_MIN,
+  PAR_FOR(outer * nidx * inner > PAR_MIN,
   for (int64_t t = 0; t < tasks; t++) {
     const int64_t o = t / chunks, i0 = (t % chunks) * ICHUNK;
     const int64_t len = inner - i0 < ICHUNK ? inner - i0 : ICHUNK;
@@ -233,7 +233,7 @@ int32_t k_embedding(const kcall* c) {
   const uint32_t* W = (const uint32_t*)c->in[0];
   uint32_t* Y = (uint32_t*)c->out[0];
   if (dim == 0) return LIBRA_OK;
-PAR_FOR(nids * dim > PAR_MIN,
+  PAR_FOR(nids * dim > PAR_MIN,
   for (int64_t j = 0; j < nids; j++) memcpy(Y + j * dim, W + (int64_t)ids[j] * dim, (size_t)dim * 4););
   return LIBRA_OK;
 }
@@ -251,7 +251,7 @@ int32_t k_embedding_backward(const kcall* c) {
   if (dim == 0) return LIBRA_OK;
   /* Row ids[j] belongs to part ids[j] % parts; each part adds its rows in increasing j. */
   const int64_t parts = nids * dim > PAR_MIN ? libra_threads() : 1;
-PAR_FOR(parts > 1,
+  PAR_FOR(parts > 1,
   for (int64_t part = 0; part < parts; part++) {
     for (int64_t j = 0; j < nids; j++) {
       if (ids[j] % parts != part) continue;

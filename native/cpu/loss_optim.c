@@ -39,7 +39,7 @@ int32_t k_cross_entropy(const kcall* c) {
   if (st) return st;
   double* per = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
   if (!per) return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(cross_entropy): out of memory");
-PAR_FOR(rows * classes > PAR_MIN,
+  PAR_FOR(rows * classes > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * classes;
     per[r] = row_lse(x, classes) - x[T[r]];
@@ -60,7 +60,7 @@ int32_t k_cross_entropy_backward(const kcall* c) {
   if (st) return st;
   const double g = (double)IN_F(2)[0] / (double)rows;
   float* GX = OUT_F(0);
-PAR_FOR(rows * classes > PAR_MIN,
+  PAR_FOR(rows * classes > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * classes;
     float* gx = GX + r * classes;
@@ -79,7 +79,7 @@ int32_t k_mse(const kcall* c) {
   const int64_t blocks = (n + BLOCK - 1) / BLOCK;
   double* part = malloc(sizeof(double) * (size_t)(blocks > 0 ? blocks : 1));
   if (!part) return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(mse): out of memory");
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t b = 0; b < blocks; b++) {
     const int64_t i0 = b * BLOCK, i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
     double s = 0.0;
@@ -101,7 +101,7 @@ int32_t k_mse_backward(const kcall* c) {
   const float *A = IN_F(0), *B = IN_F(1);
   const double g = 2.0 * (double)IN_F(2)[0] / (double)n;
   float* GA = OUT_F(0);
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) GA[i] = (float)(((double)A[i] - B[i]) * g););
   return LIBRA_OK;
 }
@@ -121,7 +121,7 @@ int32_t k_sgd_update(const kcall* c) {
   float* P = (float*)c->in[0];
   const float* G = IN_F(1);
   float* BUF = (float*)c->in[2];
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) {
     double g = (double)G[i] + wd * P[i];
     if (momentum != 0.0) {
@@ -148,7 +148,7 @@ int32_t k_adamw_update(const kcall* c) {
   float* Vb = (float*)c->in[3];
   const double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
   const double decay = 1.0 - lr * wd;
-PAR_FOR(n > PAR_MIN,
+  PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) {
     const double g = G[i];
     const double p = (double)P[i] * decay;

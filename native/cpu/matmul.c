@@ -79,7 +79,7 @@ static void portable_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, floa
     for (int64_t pc = 0; pc < k; pc += KC) {
       const int64_t kc = k - pc < KC ? k - pc : KC;
       const int first = pc == 0;
-PAR_FOR(par,
+      PAR_FOR(par,
       for (int64_t p = 0; p < kc; p++) {
         float* dst = bp + p * nc;
         if (!tb) {

@@ -30,7 +30,7 @@ int32_t k_batch_norm_stats(const kcall* c) {
   const float* X = IN_F(0);
   float *MEAN = OUT_F(0), *VAR = OUT_F(1);
   const double M = (double)(N * HW);
-PAR_FOR(N * C * HW > PAR_MIN,
+  PAR_FOR(N * C * HW > PAR_MIN,
   for (int64_t ch = 0; ch < C; ch++) {
     double s = 0.0;
     for (int64_t n = 0; n < N; n++) {
@@ -59,7 +59,7 @@ int32_t k_batch_norm_apply(const kcall* c) {
   const float *X = IN_F(0), *MEAN = IN_F(1), *VAR = IN_F(2), *G = IN_F(3), *B = IN_F(4);
   float* Y = OUT_F(0);
   const int64_t planes = N * C;
-PAR_FOR(planes * HW > PAR_MIN,
+  PAR_FOR(planes * HW > PAR_MIN,
   for (int64_t pl = 0; pl < planes; pl++) {
     const int64_t ch = pl % C;
     const float rstd = (float)(1.0 / sqrt((double)VAR[ch] + eps));
@@ -92,7 +92,7 @@ int32_t k_batch_norm_backward(const kcall* c) {
   const float *X = IN_F(0), *GY = IN_F(1), *MEAN = IN_F(2), *VAR = IN_F(3), *G = IN_F(4);
   float *GX = OUT_F(0), *GG = OUT_F(1), *GB = OUT_F(2);
   const double M = (double)(N * HW);
-PAR_FOR(N * C * HW > PAR_MIN,
+  PAR_FOR(N * C * HW > PAR_MIN,
   for (int64_t ch = 0; ch < C; ch++) {
     const double mean = MEAN[ch], rstd = 1.0 / sqrt((double)VAR[ch] + eps);
     double sg = 0.0, sgx = 0.0;
@@ -131,7 +131,7 @@ int32_t k_layer_norm(const kcall* c) {
   if (read_rc(c, &rows, &cols) || read_eps(c, 2, &eps)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float *X = IN_F(0), *G = IN_F(1), *B = IN_F(2);
   float *Y = OUT_F(0), *MEAN = OUT_F(1), *RSTD = OUT_F(2);
-PAR_FOR(rows * cols > PAR_MIN,
+  PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     float* y = Y + r * cols;
@@ -157,7 +157,7 @@ int32_t k_layer_norm_backward(const kcall* c) {
   if (read_rc(c, &rows, &cols)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float *X = IN_F(0), *GY = IN_F(1), *MEAN = IN_F(2), *RSTD = IN_F(3), *G = IN_F(4);
   float *GX = OUT_F(0), *GG = OUT_F(1), *GB = OUT_F(2);
-PAR_FOR(rows * cols > PAR_MIN,
+  PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     const float* gy = GY + r * cols;
@@ -177,7 +177,7 @@ PAR_FOR(rows * cols > PAR_MIN,
     }
   });
   const int64_t chunks = (cols + COLCHUNK - 1) / COLCHUNK;
-PAR_FOR(rows * cols > PAR_MIN,
+  PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t t = 0; t < chunks; t++) {
     const int64_t j0 = t * COLCHUNK, len = cols - j0 < COLCHUNK ? cols - j0 : COLCHUNK;
     double sg[COLCHUNK], sb[COLCHUNK];
@@ -205,7 +205,7 @@ int32_t k_rms_norm(const kcall* c) {
   if (read_rc(c, &rows, &cols) || read_eps(c, 2, &eps)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float *X = IN_F(0), *G = IN_F(1);
   float *Y = OUT_F(0), *RSTD = OUT_F(1);
-PAR_FOR(rows * cols > PAR_MIN,
+  PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     float* y = Y + r * cols;
@@ -223,7 +223,7 @@ int32_t k_rms_norm_backward(const kcall* c) {
   if (read_rc(c, &rows, &cols)) return LIBRA_ERR_INVALID_ARGUMENT;
   const float *X = IN_F(0), *GY = IN_F(1), *RSTD = IN_F(2), *G = IN_F(3);
   float *GX = OUT_F(0), *GG = OUT_F(1);
-PAR_FOR(rows * cols > PAR_MIN,
+  PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     const float* gy = GY + r * cols;
@@ -235,7 +235,7 @@ PAR_FOR(rows * cols > PAR_MIN,
     for (int64_t j = 0; j < cols; j++) gx[j] = (float)(rstd * G[j] * gy[j] - x[j] * k);
   });
   const int64_t chunks = (cols + COLCHUNK - 1) / COLCHUNK;
-PAR_FOR(rows * cols > PAR_MIN,
+  PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t t = 0; t < chunks; t++) {
     const int64_t j0 = t * COLCHUNK, len = cols - j0 < COLCHUNK ? cols - j0 : COLCHUNK;
     double sg[COLCHUNK];

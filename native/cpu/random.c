@@ -57,7 +57,7 @@ static int32_t dropout_like(const kcall* c) {
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
   const double keep_scale = 1.0 - p;
-PAR_FOR(n > PAR_MIN / 8,
+  PAR_FOR(n > PAR_MIN / 8,
   for (int64_t i = 0; i < n; i++) {
     uint32_t w0, w1;
     philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);
@@ -76,7 +76,7 @@ int32_t k_rand_uniform(const kcall* c) {
   PREAL(low, 3, "low");
   PREAL(high, 4, "high");
   float* Y = OUT_F(0);
-PAR_FOR(n > PAR_MIN / 8,
+  PAR_FOR(n > PAR_MIN / 8,
   for (int64_t i = 0; i < n; i++) {
     uint32_t w0, w1;
     philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);
@@ -93,7 +93,7 @@ int32_t k_rand_normal(const kcall* c) {
   PREAL(std, 4, "std");
   float* Y = OUT_F(0);
   const double two_pi = 6.283185307179586;
-PAR_FOR(n > PAR_MIN / 8,
+  PAR_FOR(n > PAR_MIN / 8,
   for (int64_t i = 0; i < n; i++) {
     uint32_t w0, w1;
     philox_element((uint64_t)seed, (uint64_t)offset, i, &w0, &w1);

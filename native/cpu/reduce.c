@@ -25,7 +25,7 @@ static int32_t sum_like(const kcall* c, int mode) {
   float* Y = OUT_F(0);
   const int64_t chunks = (inner + CHUNK - 1) / CHUNK, tasks = outer * chunks;
   const double scale = mode == 1 ? 1.0 / (double)dim : 1.0; /* dim = 0 gives inf * 0 = NaN */
-PAR_FOR(outer * dim * inner > PAR_MIN,
+  PAR_FOR(outer * dim * inner > PAR_MIN,
   for (int64_t t = 0; t < tasks; t++) {
     const int64_t o = t / chunks, i0 = (t % chunks) * CHUNK;
     const int64_t len = inner - i0 < CHUNK ? inner - i0 : CHUNK;
@@ -70,7 +70,7 @@ static int32_t max_like(const kcall* c, int mode) {
   }
   const float* X = IN_F(0);
   const int64_t n = outer * inner;
-PAR_FOR(n * dim > PAR_MIN,
+  PAR_FOR(n * dim > PAR_MIN,
   for (int64_t t = 0; t < n; t++) {
     const int64_t o = t / inner, i = t % inner;
     const float* x = X + o * dim * inner + i;
@@ -103,7 +103,7 @@ static int32_t softmax_like(const kcall* c, int logmode) {
   if (cols == 0) return LIBRA_OK;
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
-PAR_FOR(rows * cols > PAR_MIN,
+  PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     float* y = Y + r * cols;
@@ -137,7 +137,7 @@ static int32_t softmax_bw_like(const kcall* c, int logmode) {
   const float* Yv = IN_F(0);
   const float* G = IN_F(1);
   float* GX = OUT_F(0);
-PAR_FOR(rows * cols > PAR_MIN,
+  PAR_FOR(rows * cols > PAR_MIN,
   for (int64_t r = 0; r < rows; r++) {
     const float* y = Yv + r * cols;
     const float* g = G + r * cols;
