@@ -82,6 +82,9 @@ export function testEngine(o: TestEngineOptions = {}): Engine & { calls: string[
     policies: () => Object.keys(MIN_RATIO),
     models: () => ["mlp", "gpt", "broken"],
     liveUnavailable: () => o.liveUnavailable ?? null,
+    liveUnsupported: (
+      p,
+    ) => (p === "largest" ? "largest is simulated only in the test engine" : null),
     simulateUnavailable: () => null,
     device: (s) => ({ kind: s.device, name: "test device" }),
     microDeps: (): MicroDeps => ({

@@ -97,6 +97,8 @@ export interface Engine {
   models(): readonly string[];
   /** Null when live runs are available, otherwise why not (one line). */
   liveUnavailable(settings: RunSettings): string | null;
+  /** Null when live runs can use `policy`, otherwise why not (one line). */
+  liveUnsupported(policy: string): string | null;
   /** Null when the simulator is available, otherwise why not. */
   simulateUnavailable(): string | null;
   /** Device of the live runs. */

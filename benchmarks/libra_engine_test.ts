@@ -11,6 +11,7 @@ import { createLibraEngine } from "./_libra_engine.ts";
 
 const CHAIN = new URL("./testdata/chain.log", import.meta.url).pathname;
 const SHARED = "../shared/traces";
+const DYNAMIC = "dtr,dtr-eq,dtr-local,msps,lru,largest,random";
 
 async function suite(args: string[]): Promise<SuiteResult> {
   const o = parseOptions(["--skip", "micro,plots", ...args], () => []);
@@ -54,6 +55,8 @@ Deno.test("simulated: the chain trace's peak, compute and feasibility match the 
     "none",
     "--traces",
     CHAIN,
+    "--policies",
+    DYNAMIC,
     "--ratios",
     "1,0.84,0.67,0.6",
     "--repeat",
@@ -189,4 +192,31 @@ Deno.test({
       );
     assert.deepEqual(pick(a), pick(b));
   },
+});
+
+Deno.test("simulated: static planners plan per budget, within the budget, at no cost when nothing must go", async () => {
+  const s = await suite([
+    "--models",
+    "none",
+    "--traces",
+    CHAIN,
+    "--policies",
+    "libra,chen-sqrt",
+    "--ratios",
+    "1,0.84",
+    "--repeat",
+    "2",
+  ]);
+  const libra1 = s.results.find((r) => r.policy === "libra" && r.ratio === 1)!;
+  assert.equal(libra1.overhead!.median, 1, "libra evicts nothing when the budget is the peak");
+  assert.equal(libra1.evictions.max, 0);
+  for (const r of s.results) {
+    assert.ok(r.feasible, `${r.policy}@${r.ratio}`);
+    assert.ok(r.peakBytes.max <= r.budgetBytes);
+    // A plan is made once and reused: both repeats replay the same decisions.
+    assert.equal(r.evictions.min, r.evictions.max);
+  }
+  // chen-sqrt checkpoints whatever the budget, so it recomputes even at ratio 1.
+  const chen1 = s.results.find((r) => r.policy === "chen-sqrt" && r.ratio === 1)!;
+  assert.ok(chen1.remats.median > 0 && chen1.overhead!.median > 1);
 });

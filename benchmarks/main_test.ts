@@ -120,6 +120,8 @@ Deno.test("main() drops default names the engine lacks and reports them as skipp
       "policy dtr-local",
       "policy msps",
       "policy random",
+      "policy libra",
+      "policy chen-sqrt",
     ]);
   } finally {
     Deno.removeSync(r.dir, { recursive: true });

@@ -8,7 +8,11 @@
 
 import { parseArgs } from "node:util";
 
-/** Eviction policies the suite knows by default (DESIGN.md, "Dynamic policies"). */
+/**
+ * Policies of the full suite: the dynamic policies and the static planners of
+ * DESIGN.md (planners run on the simulated path; each dynamic policy also has
+ * a swap-aware `NAME+swap` variant that can be asked for).
+ */
 export const DEFAULT_POLICIES: readonly string[] = [
   "dtr",
   "dtr-eq",
@@ -17,6 +21,8 @@ export const DEFAULT_POLICIES: readonly string[] = [
   "lru",
   "largest",
   "random",
+  "libra",
+  "chen-sqrt",
 ];
 
 /** Model families of the zoo (issue 3). */
@@ -34,7 +40,7 @@ export const QUICK_RATIOS: readonly number[] = [1, 0.9, 0.8, 0.6, 0.4, 0.2];
 /** Models of `--quick` (the smallest of the zoo). */
 export const QUICK_MODELS: readonly string[] = ["mlp", "gpt"];
 /** Policies of `--quick`. */
-export const QUICK_POLICIES: readonly string[] = ["dtr-eq", "dtr-local", "lru"];
+export const QUICK_POLICIES: readonly string[] = ["dtr-eq", "dtr-local", "lru", "libra"];
 
 /** Where the shared DTR traces live, relative to the repository root. */
 export const SHARED_TRACES_DIR = "../shared/traces";
@@ -103,7 +109,7 @@ const DOCS: readonly OptionDoc[] = [
   {
     name: "policies",
     arg: "LIST",
-    doc: "eviction policies of @libra/evict",
+    doc: "eviction policies and planners of @libra/evict (NAME+swap: swap-aware variant)",
     def: `${DEFAULT_POLICIES.join(",")} (quick: ${QUICK_POLICIES.join(",")})`,
   },
   {
@@ -324,7 +330,7 @@ export function parseOptions(
     ? [...(quick ? QUICK_POLICIES : DEFAULT_POLICIES)]
     : list("policies", v.policies);
   for (const p of policies) {
-    if (!/^[a-z][a-z0-9-]*$/.test(p)) {
+    if (!/^[a-z][a-z0-9-]*(\+swap)?$/.test(p)) {
       throw new UsageError(
         `--policies: "${p}" is not a policy name (known: ${DEFAULT_POLICIES.join(", ")})`,
       );

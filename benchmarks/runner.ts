@@ -257,7 +257,18 @@ export async function runSuite(
   });
   for (const s of skipped) progress.note(`bench: skipping ${s.what}: ${s.reason}`);
 
-  const experiments = expandPlan(plan, options.policies, options.ratios);
+  const unsupported = new Set<string>();
+  for (const p of options.policies) {
+    const why = plan.some((w) => w.kind === "live") ? engine.liveUnsupported(p) : null;
+    if (why) {
+      unsupported.add(p);
+      skipped.push({ what: `live runs of ${p}`, reason: why });
+      progress.note(`bench: skipping live runs of ${p}: ${why}`);
+    }
+  }
+  const experiments = expandPlan(plan, options.policies, options.ratios).filter((e) =>
+    !(e.workload.kind === "live" && unsupported.has(e.policy))
+  );
   const liveCount = plan.filter((w) => w.kind === "live").length;
   progress.grow(experiments.length * options.repeat + plan.length + liveCount * options.repeat);
 
@@ -267,7 +278,7 @@ export async function runSuite(
 
   for (const w of plan) {
     const units = 1 + (w.kind === "live" ? options.repeat : 0) +
-      options.policies.length * options.ratios.length * options.repeat;
+      experiments.filter((e) => e.workload === w).length * options.repeat;
     const before = progress.done;
     progress.start(`${w.id}: preparing`);
     let p: Prepared;

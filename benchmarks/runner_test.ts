@@ -220,3 +220,32 @@ Deno.test("chooseTimelines() honours explicit choices that exist", () => {
     [{ workload: "w", policy: "lru", ratio: 0.5 }],
   );
 });
+
+Deno.test("runSuite() runs a policy the live path does not support on simulated workloads only", async () => {
+  const o = parseOptions([
+    "--models",
+    "mlp",
+    "--policies",
+    "lru,largest",
+    "--ratios",
+    "1",
+    "--repeat",
+    "1",
+    "--traces",
+    "none",
+    "--skip",
+    "plots",
+  ], () => []);
+  const progress = new Progress(0, quietProgress().sink);
+  const s = await runSuite(o, testEngine(), progress);
+  assert.deepEqual(s.results.map((r) => `${r.workload} ${r.policy}`), [
+    "live:mlp/tiny lru",
+    "sim:mlp/tiny lru",
+    "sim:mlp/tiny largest",
+  ]);
+  assert.deepEqual(s.skipped, [{
+    what: "live runs of largest",
+    reason: "largest is simulated only in the test engine",
+  }]);
+  assert.equal(progress.done, progress.total);
+});
