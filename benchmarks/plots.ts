@@ -168,10 +168,11 @@ export function overheadPlot(workload: string, summaries: readonly PolicySummary
         ariaDescription: "infeasible point",
       }),
       ...legend(policies.map((p) => ({ label: p, color: color(p) }))),
-      Plot.text(["\u00d7 = infeasible at that ratio"], {
-        frameAnchor: "top-left",
-        dx: 6,
-        dy: 8,
+      // Below the legend, in the right margin, where no data point can hide it.
+      Plot.text(["\u00d7 infeasible"], {
+        frameAnchor: "top-right",
+        dx: 12,
+        dy: 4 + 16 * policies.length + 8,
         text: (d: string) => d,
         textAnchor: "start",
         fill: "#555",
