@@ -22,6 +22,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   simulate: () => import("./commands/simulate.ts"),
   serve: () => import("./commands/serve.ts"),
   worker: () => import("./commands/worker.ts"),
+  start: () => import("./commands/start.ts"),
 };
 
 function usage(summaries: [string, string][]): string {
