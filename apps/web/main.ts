@@ -17,8 +17,10 @@
 
 import { type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
 import { Hono } from "hono";
+import { parseHTML } from "linkedom";
 import { ensureBundle } from "./build.ts";
 import { type Catalog, level, type WebContext } from "./components/context.ts";
+import { setServerDocument } from "./components/plot_figure.tsx";
 import * as compare from "./routes/compare.tsx";
 import * as configurations from "./routes/configurations.tsx";
 import * as login from "./routes/login.tsx";
@@ -58,6 +60,9 @@ const TYPES: Record<string, string> = {
 /** The whole app: the API under `/api` and the dashboard pages. */
 export function createWebApp(lab: Lab, catalog: Catalog = DEFAULT_CATALOG): Hono {
   const ctx: WebContext = { lab, catalog };
+  setServerDocument(() =>
+    parseHTML("<!DOCTYPE html><html><body></body></html>").document as unknown as Document
+  );
   const app = new Hono();
   app.route("/api", lab.api);
   app.get("/static/*", async (c) => {

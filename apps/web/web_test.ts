@@ -136,6 +136,12 @@ Deno.test("run pages render results on the server, with island props for the cha
     assert.match(detail, /data-stat="overhead"[^]*?1\.500/);
     assert.match(detail, /data-island="MemoryChart"/);
     assert.match(detail, /data-island="LossChart"/);
+    // charts are drawn on the server too (readable without JavaScript): the budget rule is there
+    const memoryFigure = detail.slice(detail.indexOf('data-chart="memory"'));
+    const svg = memoryFigure.slice(0, memoryFigure.indexOf("</figcaption>"));
+    assert.match(svg, /<svg/);
+    const rule = svg.match(/<g [^>]*aria-label="rule"[^>]*>/)?.[0] ?? "";
+    assert.match(rule, /stroke="#d62728"/, "the budget line is drawn");
     const props = detail.match(/data-island="MemoryChart" data-props="([^"]*)"/)![1]!;
     const parsed = JSON.parse(props.replaceAll("&quot;", '"'));
     assert.equal(parsed.budgetBytes, 500000);

@@ -1,7 +1,7 @@
 /**
- * A chart drawn by @observablehq/plot in the browser: the server renders an empty
- * figure with a caption (and a note for readers without JavaScript); the island's
- * effect draws the SVG into it.
+ * A chart drawn by @observablehq/plot. The server draws it too, into a DOM from
+ * linkedom (see {@linkcode setServerDocument}), so pages show their charts without
+ * JavaScript; in the browser the island's effect redraws it at the page's width.
  *
  * @module
  */
@@ -9,10 +9,17 @@
 import type { VNode } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 
+let serverDocument: (() => Document) | null = null;
+
+/** Lets the server draw charts: `make` returns a fresh DOM document (linkedom's). */
+export function setServerDocument(make: (() => Document) | null): void {
+  serverDocument = make;
+}
+
 /** Figure props. */
 export interface PlotFigureProps {
-  /** Builds the SVG (called in the browser only). */
-  draw: (width: number) => Element;
+  /** Builds the chart; `document` is given on the server. */
+  draw: (width: number, document?: Document) => Element;
   /** Caption under the chart. */
   caption: string;
   /** Redraw when any of these change. */
@@ -31,11 +38,23 @@ export function PlotFigure(p: PlotFigureProps): VNode {
     el.replaceChildren(p.draw(width));
     el.dataset.drawn = "true";
   }, p.deps);
+  let html: string | null = null;
+  if (typeof document === "undefined" && serverDocument) {
+    try {
+      html = p.draw(900, serverDocument()).outerHTML;
+    } catch {
+      html = null; // the browser will draw it
+    }
+  }
   return (
     <figure class="chart" data-chart={p.id}>
-      <div ref={ref} class="plot">
-        <p class="nojs">The chart is drawn in the browser; turn on JavaScript to see it.</p>
-      </div>
+      {html !== null
+        ? <div ref={ref} class="plot" dangerouslySetInnerHTML={{ __html: html }} />
+        : (
+          <div ref={ref} class="plot">
+            <p class="nojs">The chart is drawn in the browser; turn on JavaScript to see it.</p>
+          </div>
+        )}
       <figcaption>{p.caption}</figcaption>
     </figure>
   );

@@ -20,7 +20,7 @@ function LossChartView(p: LossChartProps): VNode {
       caption={same
         ? "Training loss per step: bitwise the same as without a budget (re-materialization is exact), so the two lines coincide"
         : "Training loss per step (under the budget; dashed: without a budget)"}
-      draw={(width) => {
+      draw={(width, document) => {
         const rows = [
           ...p.loss.map((l) => ({ step: l.step, loss: l.loss, run: "under budget" })),
           ...p.loss.filter((l) => l.baseline !== null).map((l) => ({
@@ -30,10 +30,13 @@ function LossChartView(p: LossChartProps): VNode {
           })),
         ];
         return Plot.plot({
+          ...(document ? { document } : {}),
           width,
           height: 240,
           marginLeft: 60,
-          x: { label: "step", ticks: Math.min(p.loss.length, 10), tickFormat: "d" },
+          x: p.loss.length <= 12
+            ? { label: "step", ticks: p.loss.map((l) => l.step), tickFormat: "d" }
+            : { label: "step", tickFormat: "d" },
           y: { label: "loss", grid: true },
           color: {
             legend: true,

@@ -36,7 +36,7 @@ function MemoryChartView(p: MemoryChartProps): VNode {
       caption={`Memory in use (${unit}) per ${p.unit}; red line: budget ${
         (p.budgetBytes / scale).toFixed(2)
       } ${unit}; dots: ${evictions} evictions (orange), ${remats} re-materializations (blue)`}
-      draw={(width) => {
+      draw={(width, document) => {
         const data = p.samples.map(([t, b]) => ({ t, v: b / scale }));
         const marks = p.markers.map((m) => ({
           t: m.t,
@@ -44,6 +44,7 @@ function MemoryChartView(p: MemoryChartProps): VNode {
           kind: m.kind === "remat" || m.kind === "swap-in" ? "re-materialize" : "evict",
         }));
         return Plot.plot({
+          ...(document ? { document } : {}),
           width,
           height: 320,
           marginLeft: 60,

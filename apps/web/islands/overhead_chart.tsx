@@ -22,7 +22,7 @@ function OverheadChartView(p: OverheadChartProps): VNode {
       id="overhead"
       deps={[p.policies]}
       caption={p.caption}
-      draw={(width) => {
+      draw={(width, document) => {
         const ok = p.policies.flatMap((c) =>
           c.points.filter((x) => x.feasible && x.overhead !== null).map((x) => ({
             policy: c.policy,
@@ -36,6 +36,7 @@ function OverheadChartView(p: OverheadChartProps): VNode {
           c.points.filter((x) => !x.feasible).map((x) => ({ policy: c.policy, ratio: x.ratio }))
         );
         return Plot.plot({
+          ...(document ? { document } : {}),
           width,
           height: 340,
           marginLeft: 60,
