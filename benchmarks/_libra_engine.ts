@@ -127,37 +127,47 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
   void options;
 
   /**
-   * Trains `steps` steps from a fresh, seeded model on `b` (also the default
-   * backend meanwhile, for tensors a model makes in its forward pass). Returns
-   * the summed step times and the fastest step time (ms). Overheads compare
-   * fastest steps: on a shared machine noise only ever adds time, so the
-   * minimum is the estimate a stalled step (OS, GC, a neighbour) moves least.
+   * A fresh, seeded model with its data and optimizer on `b`; `step()` trains
+   * one step and returns its wall time (ms). `b` is also the default backend
+   * meanwhile, for tensors a model makes in its forward pass.
    */
+  const trainer = (m: ModelHandle, b: Backend, s: RunSettings, onStep?: () => void) => {
+    const { model, data, optimizer } = withBackend(b, () => {
+      manualSeed(s.seed);
+      const model = createModel(m.name, m.preset, { backend: b });
+      const data = createData(m.name, m.preset, { seed: s.seed });
+      return { model, data, optimizer: new SGD(model.parameters(), { lr: 0.01, momentum: 0.9 }) };
+    });
+    return {
+      step: (): number =>
+        withBackend(
+          b,
+          () =>
+            train({ model, data, optimizer, steps: 1, backend: b, ...(onStep ? { onStep } : {}) })
+              .times[0]!,
+        ),
+      dispose(): void {
+        optimizer.dispose();
+        model.dispose();
+      },
+    };
+  };
+  /** Trains `settings.steps` steps; returns the summed and the fastest step time (ms). */
   const runSteps = (
     m: ModelHandle,
     b: Backend,
     s: RunSettings,
-    onStep?: () => void,
-  ): { totalMs: number; fastestMs: number } =>
-    withBackend(b, () => {
-      manualSeed(s.seed);
-      const model = createModel(m.name, m.preset, { backend: b });
-      const data = createData(m.name, m.preset, { seed: s.seed });
-      const optimizer = new SGD(model.parameters(), { lr: 0.01, momentum: 0.9 });
-      const r = train({
-        model,
-        data,
-        optimizer,
-        steps: s.steps,
-        backend: b,
-        ...(onStep ? { onStep } : {}),
-      });
-      return { totalMs: r.times.reduce((a, x) => a + x, 0), fastestMs: spread(r.times).min };
-    });
+  ): { totalMs: number; fastestMs: number } => {
+    const t = trainer(m, b, s);
+    try {
+      const times = Array.from({ length: s.steps }, () => t.step());
+      return { totalMs: times.reduce((x, y) => x + y, 0), fastestMs: spread(times).min };
+    } finally {
+      t.dispose();
+    }
+  };
   const costModel = (s: RunSettings) =>
     s.costModel === "analytic" ? { costModel: new AnalyticCostModel() } : {};
-  // Live pairs alternate which run goes first, so warm caches favour neither side.
-  let pairs = 0;
   const modelName = (name: string): ModelName => {
     if (!(MODEL_NAMES as readonly string[]).includes(name)) {
       throw new RangeError(`unknown model "${name}" (available: ${MODEL_NAMES.join(", ")})`);
@@ -254,10 +264,11 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       return Promise.resolve(runSteps(h, h.backend, s).totalMs);
     },
     live(m, policy, budgetBytes, s) {
+      // The budgeted run and a budget-free run of the same steps train in
+      // lockstep, one step each in turn (order alternating), so load from other
+      // processes hits both alike. Overhead compares their fastest steps: noise
+      // only ever adds time, so the minimum is what a stalled step moves least.
       const h = m.handle as ModelHandle;
-      const first = pairs++ % 2 === 0;
-      const base = () => runSteps(h, h.backend, s);
-      let baseline = first ? base() : undefined;
       const rt = new Runtime({
         ...costModel(s),
         backend: h.backend,
@@ -266,15 +277,33 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
         search: { seed: s.seed },
         timeline: s.timeline,
       });
-      let timed: { totalMs: number; fastestMs: number } | null = null;
+      const base = trainer(h, h.backend, s);
+      const under = trainer(h, rt, s, () => rt.endStep());
+      const tb: number[] = [], tr: number[] = [];
       let error: string | null = null;
       try {
-        timed = runSteps(h, rt, s, () => rt.endStep());
-      } catch (e) {
-        if (!(e instanceof OutOfBudgetError)) throw e;
-        error = firstLine(e);
+        for (let i = 0; i < s.steps && error === null; i++) {
+          if (i % 2 === 1) tb.push(base.step());
+          try {
+            tr.push(under.step());
+          } catch (e) {
+            if (!(e instanceof OutOfBudgetError)) throw e;
+            error = firstLine(e);
+          }
+          if (i % 2 === 0) tb.push(base.step());
+        }
+      } finally {
+        base.dispose();
+        try {
+          under.dispose();
+        } catch {
+          // After an out-of-budget error some tensors may be half-made; the runtime is dropped anyway.
+        }
       }
-      baseline ??= base();
+      const timed = error === null
+        ? { totalMs: tr.reduce((x, y) => x + y, 0), fastestMs: spread(tr).min }
+        : null;
+      const baseline = { totalMs: tb.reduce((x, y) => x + y, 0), fastestMs: spread(tb).min };
       const st = rt.stats;
       return Promise.resolve({
         feasible: timed !== null,
