@@ -58,6 +58,8 @@ export interface Executor {
   swapOut(s: StorageNode): number | undefined;
   /** Brings `s` back from host into new device memory; returns the stall in ns, if measured. */
   swapIn(s: StorageNode): number | undefined;
+  /** Copies the bytes of resident `src` into resident `dst` (copy-on-write); returns ns, if measured. */
+  copy(src: StorageNode, dst: StorageNode): number | undefined;
 }
 
 /** Options of {@link Engine}. */
@@ -153,6 +155,11 @@ export class Engine {
   hostUsed = 0;
   /** Model calls run so far (the index plan hooks see). */
   callIndex = 0;
+  /**
+   * Output tensors of the latest model call (empty after an in-place call):
+   * lets a plan's `afterCall` hook learn the live tensors of a planned call.
+   */
+  lastOutputs: readonly TensorNode[] = [];
   /** Eviction decisions in order (`drop:name`, `swap:name`), for comparing runs. */
   readonly decisions: string[] = [];
   /** Record {@link decisions}. Default false. */
@@ -258,6 +265,7 @@ export class Engine {
   /** Frees memory until `bytes` more fit in the budget, or throws {@link OutOfBudgetError}. */
   reserve(bytes: number): void {
     if (this.used + bytes <= this.#budget) return;
+    let collected = false;
     while (this.used + bytes > this.#budget) {
       let victims: Victim[] = [];
       if (this.#pool.size > 0) {
@@ -267,6 +275,11 @@ export class Engine {
         const dt = (now() - t0) * 1e6;
         this.stats.policyNs += dt;
         this.stats.bookkeepingNs += dt;
+      }
+      if (victims.length === 0 && this.#gc && !collected) {
+        // Unreferenced leaves nothing needs may still hold memory: collect, retry.
+        collected = true;
+        if (this.collect() > 0) continue;
       }
       if (victims.length === 0) {
         const err = new OutOfBudgetError({
@@ -459,6 +472,7 @@ export class Engine {
       throw e;
     }
     for (const t of tensors) t.storage.lastAccess = this.clock;
+    this.lastOutputs = tensors;
     this.stats.calls++;
     this.timeline.point(this.callIndex, this.used);
     if (this.#onEvent) {
@@ -506,6 +520,7 @@ export class Engine {
     );
     this.clock += cost;
     this.stats.computeNs += cost;
+    this.lastOutputs = [];
     if (measuredNs !== undefined) this.stats.kernelNs += measuredNs;
     this.stats.calls++;
     this.timeline.point(this.callIndex, this.used);
@@ -550,11 +565,40 @@ export class Engine {
         return;
       }
     }
+    this.#reapAncestors(s);
     if (
       this.#gc && ++this.#deadCandidates > 4096 &&
       this.#deadCandidates > this.lineage.storages.size / 2
     ) {
       this.collect();
+    }
+  }
+
+  /**
+   * After `s` lost its last reference: unreferenced leaves among its nearby
+   * ancestors (through evicted, unreferenced storages; at most 64 visited)
+   * may have been kept only for `s`'s sake; free those nothing needs now.
+   */
+  #reapAncestors(s: StorageNode): void {
+    const stamp = this.lineage.nextStamp();
+    s.stamp = stamp;
+    const stack: StorageNode[] = [s];
+    let budget = 64;
+    while (stack.length > 0 && budget-- > 0) {
+      const cur = stack.pop()!;
+      for (const t of cur.tensors) {
+        const p = t.producer;
+        if (p === null) continue;
+        for (const inp of p.inputs) {
+          const n = inp.storage;
+          if (n.stamp === stamp || n.extRefs > 0 || n.pinned || n.locks > 0) continue;
+          n.stamp = stamp;
+          if (n.residency === "evicted") stack.push(n);
+          else if (n.residency === "resident" && !n.droppable && !this.isNeeded(n)) {
+            this.freeStorage(n);
+          }
+        }
+      }
     }
   }
 
@@ -684,6 +728,54 @@ export class Engine {
     } finally {
       for (const n of held) this.#unlock(n);
     }
+  }
+
+  /** True when a replayable call read the current value of `s` and one of its outputs still exists. */
+  hasDependents(s: StorageNode): boolean {
+    for (const t of s.tensors) {
+      for (const c of t.consumers) {
+        if (!c.replayable) continue;
+        for (const o of c.outputs) {
+          const r = o.storage.residency;
+          if (r !== "freed" && r !== "empty") return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Copy-on-write before an in-place update of resident `s`: its current
+   * tensors move to a new storage holding a copy of the bytes (kept while
+   * anything may need them, droppable when they have a producer), so every
+   * recorded call stays replayable. `s` is left without tensors (to adopt the
+   * new value); returns the external references the old tensors held.
+   */
+  preserve(s: StorageNode): number {
+    if (s.residency !== "resident") {
+      throw new Error(`preserve ${s.name}: storage is ${s.residency}`);
+    }
+    this.reserve(s.bytes);
+    const copy = this.lineage.addStorage(s.bytes);
+    this.#exec.allocate(copy);
+    const ns = this.#exec.copy(s, copy);
+    this.stats.kernelNs += ns ?? 0;
+    copy.residency = "resident";
+    this.#addUsed(s.bytes);
+    let ext = 0;
+    for (const t of s.tensors) {
+      ext += t.extRefs;
+      t.extRefs = 0;
+      t.storage = copy;
+      copy.tensors.push(t);
+    }
+    copy.compute = s.compute;
+    copy.lastAccess = s.lastAccess;
+    s.tensors = [];
+    s.extRefs -= ext;
+    s.compute = 0;
+    this.#refreshPool(copy);
+    return ext;
   }
 
   /**

@@ -133,6 +133,13 @@ class LiveExecutor implements Executor {
     s.host = host;
     return dt;
   }
+  copy(src: StorageNode, dst: StorageNode): number {
+    const t0 = performance.now();
+    this.backend.run("copy", [src.data as DeviceBuffer], [dst.data as DeviceBuffer], [
+      src.bytes / 4,
+    ]);
+    return (performance.now() - t0) * 1e6;
+  }
   swapIn(s: StorageNode): number {
     const dev = this.backend.alloc(s.bytes);
     const t0 = performance.now();
@@ -414,30 +421,35 @@ export class Runtime implements Backend {
     mutates: readonly number[],
     params: number[],
   ): void {
+    const stores = tensors.map((t) => t.storage);
     const mutated: StorageNode[] = [];
     for (const m of mutates) {
-      const s = tensors[m]!.storage;
+      const s = stores[m]!;
       if (!mutated.includes(s)) mutated.push(s);
     }
-    // Anything evicted whose recomputation reads an old value is brought back
-    // (or its producer marked non-replayable) before the value changes.
-    for (const s of mutated) this.engine.invalidate(s);
+    const names = tensors.map((t) => t.name);
+    const oldNames = mutated.map((s) => s.tensors[0]!.name);
     let ns = 0;
+    const ext: number[] = [];
     this.engine.withInputs(tensors, () => {
-      const bufs = tensors.map((t) => {
-        this.#exec.wait(t.storage);
-        return t.storage.data as DeviceBuffer;
+      // Copy-on-write: a value that recorded calls read keeps its bytes in a
+      // new storage, so everything computed from it stays recomputable.
+      for (const s of mutated) {
+        if (this.engine.hasDependents(s) && s.bytes % 4 === 0) ext.push(this.engine.preserve(s));
+        else {
+          this.engine.invalidate(s);
+          ext.push(this.engine.retire(s, true));
+        }
+      }
+      const bufs = stores.map((s) => {
+        this.#exec.wait(s);
+        return s.data as DeviceBuffer;
       });
       const t0 = performance.now();
       this.#backend.run(kernel, bufs, [], params);
       ns = (performance.now() - t0) * 1e6;
     });
-    const names = tensors.map((t) => t.name);
-    for (const s of mutated) {
-      const name = s.tensors[0]!.name;
-      const ext = this.engine.retire(s, true);
-      this.engine.adoptLeaf(s, ext, name);
-    }
+    mutated.forEach((s, i) => this.engine.adoptLeaf(s, ext[i]!, oldNames[i]!));
     const cost = this.engine.noteInPlace(
       kernel,
       params,

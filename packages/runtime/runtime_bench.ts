@@ -19,6 +19,7 @@ const nullExecutor: Executor = {
   },
   swapOut: () => undefined,
   swapIn: () => undefined,
+  copy: () => undefined,
 };
 
 /**

@@ -53,6 +53,9 @@ export class MetaExecutor implements Executor {
     this.allocate(s);
     return undefined;
   }
+  copy(): undefined {
+    return undefined;
+  }
 }
 
 /** Options of {@link replayTrace}. */
