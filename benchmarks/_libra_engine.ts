@@ -18,7 +18,15 @@ import {
   POLICY_NAMES,
 } from "@libra/evict";
 import { cpuBackend, cudaBackend } from "@libra/native";
-import { createData, createModel, MODEL_NAMES, type ModelName, SGD, train } from "@libra/nn";
+import {
+  createData,
+  createModel,
+  MODEL_NAMES,
+  type ModelName,
+  PRESETS,
+  SGD,
+  train,
+} from "@libra/nn";
 import {
   OutOfBudgetError,
   plannerContext,
@@ -182,6 +190,10 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
         ? `${policy} is a static planner; the suite runs planners on the simulated path only`
         : null,
     models: () => MODEL_NAMES,
+    presets: (model) =>
+      (MODEL_NAMES as readonly string[]).includes(model)
+        ? Object.keys(PRESETS[model as ModelName])
+        : [],
     liveUnavailable(s) {
       const b = getBackend(s.device);
       return typeof b === "string" ? b : null;

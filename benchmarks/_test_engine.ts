@@ -81,6 +81,7 @@ export function testEngine(o: TestEngineOptions = {}): Engine & { calls: string[
     calls,
     policies: () => Object.keys(MIN_RATIO),
     models: () => ["mlp", "gpt", "broken"],
+    presets: () => ["tiny", "small"],
     liveUnavailable: () => o.liveUnavailable ?? null,
     liveUnsupported: (
       p,

@@ -95,6 +95,8 @@ export interface Engine {
   policies(): readonly string[];
   /** Models the engine can train live (empty when live runs are unavailable). */
   models(): readonly string[];
+  /** Presets of a model (empty when unknown). */
+  presets(model: string): readonly string[];
   /** Null when live runs are available, otherwise why not (one line). */
   liveUnavailable(settings: RunSettings): string | null;
   /** Null when live runs can use `policy`, otherwise why not (one line). */

@@ -72,6 +72,17 @@ export function resolveNames(
   };
   const policies = pick("policies", options.policies, engine.policies());
   const models = pick("models", options.models, engine.models());
+  if (!options.skip.includes("live") || !options.skip.includes("simulated")) {
+    for (const m of models) {
+      const known = engine.presets(m);
+      const bad = options.presets.find((p) => known.length > 0 && !known.includes(p));
+      if (bad !== undefined) {
+        throw new UsageError(
+          `--presets: model "${m}" has no preset "${bad}" (presets: ${known.join(", ")})`,
+        );
+      }
+    }
+  }
   return { options: { ...options, policies, models }, skipped };
 }
 

@@ -62,6 +62,10 @@ Deno.test("main() exits 2 with one line for bad options and unknown names", asyn
         ["--policies", "nope"],
         /^bench: --policies: unknown policy "nope" \(available: dtr-eq, lru, largest\)\n$/,
       ],
+      [
+        ["--models", "mlp", "--presets", "huge", "--policies", "lru"],
+        /^bench: --presets: model "mlp" has no preset "huge" \(presets: tiny, small\)\n$/,
+      ],
       [["--models", "vgg", "--policies", "lru"], /^bench: --models: unknown model "vgg"/],
     ] as const
   ) {
