@@ -112,14 +112,20 @@ async function build(t: Target): Promise<boolean> {
     }
   }
   const t0 = performance.now();
-  const r = await run(t.compiler, t.args);
+  // Compile to a temporary name and rename it into place: processes that have the
+  // old library mapped keep the old inode instead of seeing it rewritten under them.
+  const tmp = `${t.out}.tmp-${Deno.pid}`;
+  const args = t.args.map((a) => (a === t.out ? tmp : a));
+  const r = await run(t.compiler, args);
   if (!r.ok) {
+    await Deno.remove(`${ROOT}/${tmp}`).catch(() => {});
     await Deno.remove(stamp).catch(() => {});
     throw new BuildError(
-      `build:native: compiling ${t.out} failed:\n${t.compiler} ${t.args.join(" ")}\n${r.output}`,
+      `build:native: compiling ${t.out} failed:\n${t.compiler} ${args.join(" ")}\n${r.output}`,
     );
   }
   if (r.output.trim()) console.log(r.output.trim());
+  await Deno.rename(`${ROOT}/${tmp}`, `${ROOT}/${t.out}`);
   await Deno.writeTextFile(stamp, hash + "\n");
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
   console.log(`build:native: built ${t.out} (${t.label}) in ${secs} s`);
@@ -214,7 +220,10 @@ async function main(): Promise<void> {
   }
   const cpuTargets = [cpuTarget("native/build/libra_cpu.so", sources, headers, blas)];
   cpuTargets.push(cpuTarget("native/build/libra_cpu_portable.so", sources, headers, false));
-  await Promise.all(cpuTargets.map(build));
+  // Both compiles run to completion (no orphaned compiler), then the first failure is reported.
+  const settled = await Promise.allSettled(cpuTargets.map(build));
+  const failed = settled.find((x): x is PromiseRejectedResult => x.status === "rejected");
+  if (failed) throw failed.reason;
 
   const cuSources = await listFiles("native/cuda", [".cu"]);
   const cuHeaders = await listFiles("native/cuda", [".h", ".cuh"]);
