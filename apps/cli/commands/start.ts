@@ -170,7 +170,10 @@ self.onmessage = (e) => {
     }
     const s = /^step (\\d+)\\/(\\d+)/.exec(message);
     const done = s ? Number(s[1]) + (phase === "budget" ? spec.steps : 0) : phase === "budget" ? spec.steps : 0;
-    self.postMessage({ type: "progress", event: { phase, done, total, message } });
+    const text = s
+      ? \`\${phase === "budget" ? "under the budget" : "without a budget"}: \${message}\`
+      : message;
+    self.postMessage({ type: "progress", event: { phase, done, total, message: text } });
   };
   try {
     const r = runTraining({
@@ -586,7 +589,8 @@ export function stderrProgress(tty: boolean = Deno.stderr.isTerminal()): DemoPro
   let status = false;
   const width = () => {
     try {
-      return Deno.consoleSize().columns;
+      const c = Deno.consoleSize().columns;
+      return c >= 40 ? c : 100;
     } catch {
       return 100;
     }
@@ -600,6 +604,7 @@ export function stderrProgress(tty: boolean = Deno.stderr.isTerminal()): DemoPro
       const eta = s.etaMs === null ? "ETA ?" : `ETA ${secs(s.etaMs)}`;
       const cur = s.current ? `${s.current.label}: ${s.current.message}` : "waiting for the worker";
       if (tty) {
+        if (s.done === s.total) return;
         const line = `[${s.done}/${s.total}] ${secs(s.elapsedMs)} elapsed, ${eta} | ${cur}`;
         write(`\r\x1b[K${line.slice(0, Math.max(20, width() - 1))}`);
         status = true;

@@ -71,7 +71,6 @@ function checkRun(run: Run, res: RunResults, steps: number): void {
 Deno.test({
   name: `libra start --no-serve runs the demo into the lab; start then serves it${skip}`,
   ignore: !probe.ok,
-  sanitizeResources: false,
   async fn(t) {
     const dir = await Deno.makeTempDir({ prefix: "libra-start-" });
     try {
