@@ -174,7 +174,8 @@ Deno.test("configuration CRUD and pagination, newest first", async () => {
     const names: string[] = [];
     let offset: number | null = 0;
     while (offset !== null) {
-      const page = await (await l.api.request(`/configurations?limit=3&offset=${offset}`)).json();
+      const page: { total: number; items: { name: string }[]; nextOffset: number | null } =
+        await (await l.api.request(`/configurations?limit=3&offset=${offset}`)).json();
       assert.equal(page.total, 7);
       assert.ok(page.items.length <= 3);
       names.push(...page.items.map((c: { name: string }) => c.name));
