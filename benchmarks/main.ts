@@ -8,7 +8,13 @@
  * @module
  */
 
-import { type BenchOptions, helpText, parseOptions, UsageError } from "./options.ts";
+import {
+  type BenchOptions,
+  helpText,
+  parseOptions,
+  SHARED_TRACES_DIR,
+  UsageError,
+} from "./options.ts";
 import type { Engine, RunSettings } from "./engine.ts";
 import { Progress, type ProgressSink, stderrSink } from "./progress.ts";
 import { runSuite } from "./runner.ts";
@@ -105,6 +111,14 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
     const resolved = resolveNames(options, engine);
     options = resolved.options;
     nameSkips = resolved.skipped;
+    if (
+      !options.given.traces && options.traces.length === 0 && !options.skip.includes("simulated")
+    ) {
+      nameSkips.push({
+        what: "imported traces",
+        reason: `no ${SHARED_TRACES_DIR}/*.log found (give trace files with --traces)`,
+      });
+    }
   } catch (e) {
     if (e instanceof UsageError) {
       stderr(`bench: ${e.message}`);

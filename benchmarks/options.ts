@@ -88,7 +88,11 @@ export interface BenchOptions {
   readonly timelines: readonly TimelineChoice[];
   readonly help: boolean;
   /** Which lists were given on the command line (defaults may be trimmed to what the packages offer). */
-  readonly given: { readonly models: boolean; readonly policies: boolean };
+  readonly given: {
+    readonly models: boolean;
+    readonly policies: boolean;
+    readonly traces: boolean;
+  };
 }
 
 interface OptionDoc {
@@ -411,6 +415,10 @@ export function parseOptions(
     skip,
     timelines,
     help: v.help ?? false,
-    given: { models: v.models !== undefined, policies: v.policies !== undefined },
+    given: {
+      models: v.models !== undefined,
+      policies: v.policies !== undefined,
+      traces: v.traces !== undefined,
+    },
   };
 }
