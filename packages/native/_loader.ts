@@ -40,8 +40,26 @@ export function libraryDir(): { dir: string | null; fromEnv: boolean } {
   return { dir: buildDir(), fromEnv: false };
 }
 
+/**
+ * OpenMP workers that spin after a parallel region steal the cores OpenBLAS's
+ * own threads need for the sgemm that follows (conv2d: im2col, then sgemm),
+ * which made conv2d 4x slower on a shared 2-core machine. libgomp reads its
+ * wait policy once, when it is loaded, so set it before the first dlopen unless
+ * the user chose one.
+ */
+function preferPassiveOpenMP(): void {
+  try {
+    if (!Deno.env.get("OMP_WAIT_POLICY") && !Deno.env.get("GOMP_SPINCOUNT")) {
+      Deno.env.set("OMP_WAIT_POLICY", "passive");
+    }
+  } catch {
+    // no env permission: keep libgomp's default
+  }
+}
+
 /** Opens a library without the cache (tests use this to see loader errors). */
 export function openLibrary(kind: LibraryKind): LoadedLibrary {
+  if (kind !== "cuda") preferPassiveOpenMP();
   const { dir, fromEnv } = libraryDir();
   const hint = "build it with `deno task build:native` from the repository root" +
     (fromEnv ? " or point LIBRA_NATIVE_DIR at a folder holding it" : "");
