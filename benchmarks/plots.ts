@@ -38,6 +38,9 @@ interface SerializableElement {
   setAttribute(name: string, value: string): void;
 }
 
+/** Colours of timeline markers (drop, remat, swap-in, swap-out, ...). */
+const EVENT_COLORS = ["#59a14f", "#af7aa1", "#9c755f", "#f28e2c", "#76b7b2", "#edc949"];
+
 function newDocument(): PlotDocument {
   const { document } = parseHTML("<!doctype html><html><body></body></html>") as unknown as {
     document: PlotDocument;
@@ -189,7 +192,8 @@ export function memoryPlot(t: TimelineJson, baselinePeakBytes?: number): string 
   }
   const maxBytes = Math.max(t.budgetBytes, baselinePeakBytes ?? 0, ...t.points.map((p) => p.bytes));
   const kinds = [...new Set(t.events.map((e) => e.kind))].sort();
-  const eventColor = (k: string) => COLORS[(4 + 2 * kinds.indexOf(k)) % COLORS.length]!;
+  // Marker colours avoid the memory line's blue and the budget's red.
+  const eventColor = (k: string) => EVENT_COLORS[kinds.indexOf(k) % EVENT_COLORS.length]!;
   const marks: Plot.Markish[] = [
     title(`Memory over time: ${t.workload}, ${t.policy} at ratio ${t.ratio}`),
     Plot.areaY(t.points, {
