@@ -65,7 +65,13 @@ export function analyzeTrace(trace: Trace): TraceAnalysis {
   const refs: number[] = [];
   const rootName = new Map<string, number>();
   const useSet: Set<number>[] = [];
-  const addValue = (name: string, bytes: number, producer: number, backward: boolean) => {
+  const addValue = (
+    name: string,
+    bytes: number,
+    producer: number,
+    backward: boolean,
+    allocAt = producer >= 0 ? producer : calls.length,
+  ) => {
     const id = values.length;
     values.push({
       id,
@@ -75,7 +81,7 @@ export function analyzeTrace(trace: Trace): TraceAnalysis {
       backward,
       uses: [],
       freeAt: Infinity,
-      allocAt: producer >= 0 ? producer : calls.length,
+      allocAt,
       addressable: producer >= 0,
     });
     refs.push(0);
@@ -135,7 +141,8 @@ export function analyzeTrace(trace: Trace): TraceAnalysis {
             rebind(name);
             if (old === undefined) continue;
             values[old]!.addressable = false;
-            const v = addValue(name, values[old]!.bytes, k, e.backward);
+            // In place: the new version reuses the old one's memory (from the next call on).
+            const v = addValue(name, values[old]!.bytes, k, e.backward, k + 1);
             values[v]!.addressable = false;
             produces.push(v);
             ref(name, v);

@@ -1,0 +1,249 @@
+/**
+ * {@link runTraining}: trains a model of `@libra/nn` under a memory budget
+ * with the re-materialization `Runtime` and compares it with a budget-free
+ * run of the same steps in the same process. The core of `libra run`, also
+ * for the lab API and the benchmark suite.
+ *
+ * @module
+ */
+
+import {
+  createPlanner,
+  createPolicy,
+  isPlannerName,
+  type LibraPlan,
+  type Plan,
+  PLANNER_NAMES,
+  POLICY_NAMES,
+} from "@libra/evict";
+import { cpuBackend, cudaBackend } from "@libra/native";
+import { createData, createModel, MODEL_NAMES, type ModelName, SGD, trainStep } from "@libra/nn";
+import { plannerContext, Runtime, type RuntimeStats } from "@libra/runtime";
+import { type Backend, manualSeed, withBackend } from "@libra/tensor";
+import { LivePlan, stepTrace } from "./live_plan.ts";
+
+/** Options of {@link runTraining}. */
+export interface RunTrainingOptions {
+  /** Model family (`mlp`, `resnet`, `gpt`, `unet`, `lstm`). */
+  model: string;
+  /** Preset. Default `"tiny"`. */
+  preset?: string;
+  /** A dynamic policy (`dtr-eq`, ..., optionally `+swap`) or a planner (`libra`, `chen-sqrt`). */
+  policy: string;
+  /** Budget as a fraction of the budget-free peak, in (0, 1]. */
+  budgetRatio: number;
+  /** Training steps (>= 1). */
+  steps: number;
+  /** Device. Default `"cpu"`. */
+  device?: "cpu" | "cuda";
+  /** Seed of the model, data and policies. Default 0. */
+  seed?: number;
+  /** Backend to use instead of `device` (tests). */
+  backend?: Backend;
+  /** Learning rate of SGD (momentum 0.9). Default 0.01. */
+  lr?: number;
+  /** Progress messages (one line each). */
+  onProgress?: (message: string) => void;
+}
+
+/** What {@link runTraining} returns. */
+export interface RunTrainingResult {
+  /** Peak of the budget-free run under the Runtime, bytes. */
+  baselinePeakBytes: number;
+  /** floor(budgetRatio * baselinePeakBytes). */
+  budgetBytes: number;
+  /** Peak of the budgeted run, bytes (never above budgetBytes). */
+  peakBytes: number;
+  /** Wall time of the budgeted steps / wall time of the budget-free steps. */
+  overhead: number;
+  /** Losses of the budgeted run. */
+  losses: number[];
+  /** Losses of the budget-free run (bitwise equal on the cpu backend). */
+  baselineLosses: number[];
+  /** Runtime statistics of the budgeted run. */
+  stats: RuntimeStats;
+  /** Summed step times, ms. */
+  timeMs: number;
+  /** Summed budget-free step times, ms. */
+  baselineTimeMs: number;
+  /** For planners: the plan's size and statistics, and how it applied live. */
+  plan?: {
+    planner: string;
+    steps: number;
+    stats?: unknown;
+    applied: number;
+    skipped: number;
+    mismatchedSteps: number;
+  };
+}
+
+function checkOptions(o: RunTrainingOptions): void {
+  if (!(MODEL_NAMES as readonly string[]).includes(o.model)) {
+    throw new RangeError(`unknown model "${o.model}" (models: ${MODEL_NAMES.join(", ")})`);
+  }
+  if (!isPlannerName(o.policy)) {
+    const base = o.policy.endsWith("+swap") ? o.policy.slice(0, -5) : o.policy;
+    if (!POLICY_NAMES.includes(base)) {
+      throw new RangeError(
+        `unknown policy "${o.policy}" (policies: ${
+          POLICY_NAMES.join(", ")
+        }, each also with +swap; planners: ${PLANNER_NAMES.join(", ")})`,
+      );
+    }
+  }
+  if (!(o.budgetRatio > 0 && o.budgetRatio <= 1)) {
+    throw new RangeError(`budget ratio must be in (0, 1], got ${o.budgetRatio}`);
+  }
+  if (!Number.isInteger(o.steps) || o.steps < 1) {
+    throw new RangeError(`steps must be an integer >= 1, got ${o.steps}`);
+  }
+  if (o.device !== undefined && o.device !== "cpu" && o.device !== "cuda") {
+    throw new RangeError(`device must be cpu or cuda, got ${o.device}`);
+  }
+  const seed = o.seed ?? 0;
+  if (!Number.isInteger(seed) || seed < 0) {
+    throw new RangeError(`seed must be a non-negative integer, got ${seed}`);
+  }
+}
+
+function openBackend(device: "cpu" | "cuda"): Backend {
+  try {
+    return device === "cuda" ? cudaBackend() : cpuBackend();
+  } catch (e) {
+    const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+    throw new Error(
+      `the ${device} backend is unavailable: ${msg}${
+        device === "cpu" ? " (run deno task build:native)" : " (use --device cpu)"
+      }`,
+    );
+  }
+}
+
+/**
+ * Trains `options.steps` steps of a fresh, seeded model on `rt`: model, data and
+ * optimizer are created under `rt` (so every run starts from the same state).
+ * `before(i)` runs before step i. Returns the losses and step times (ms).
+ */
+function trainOn(
+  rt: Runtime,
+  o: RunTrainingOptions,
+  steps: number,
+  hooks: { before?: (i: number) => void; after?: (i: number) => void } = {},
+): { losses: number[]; times: number[] } {
+  return withBackend(rt, () => {
+    const seed = o.seed ?? 0;
+    manualSeed(seed);
+    const name = o.model as ModelName;
+    const preset = o.preset ?? "tiny";
+    const model = createModel(name, preset, { backend: rt });
+    const data = createData(name, preset, { seed });
+    const optimizer = new SGD(model.parameters(), { lr: o.lr ?? 0.01, momentum: 0.9 });
+    model.train();
+    const losses: number[] = [], times: number[] = [];
+    for (let i = 0; i < steps; i++) {
+      const batch = data.next();
+      hooks.before?.(i);
+      const t0 = performance.now();
+      losses.push(trainStep({ model, batch, optimizer, backend: rt }));
+      times.push(performance.now() - t0);
+      rt.endStep();
+      hooks.after?.(i);
+      o.onProgress?.(`step ${i + 1}/${steps}: loss ${losses[i]!.toFixed(6)}`);
+    }
+    return { losses, times };
+  });
+}
+
+/**
+ * Trains under a budget and against a budget-free baseline (see the module doc):
+ * 1. two budget-free warm-up steps (JIT, allocator); for a planner they are
+ *    recorded and the second (steady-state) step is cut out of the trace;
+ * 2. the budget-free run of `steps` steps under the Runtime: its peak sets the budget;
+ * 3. for a planner, the plan for that budget (validated by replay);
+ * 4. the budgeted run of the same steps, the plan applied to every step.
+ *
+ * Throws `OutOfBudgetError` when the budget is infeasible, `RangeError` for bad options.
+ *
+ * @example
+ * ```ts ignore
+ * import { runTraining } from "./run_training.ts";
+ * const r = runTraining({ model: "mlp", policy: "libra", budgetRatio: 0.6, steps: 2 });
+ * console.log(r.overhead, r.peakBytes <= r.budgetBytes);
+ * ```
+ */
+export function runTraining(options: RunTrainingOptions): RunTrainingResult {
+  checkOptions(options);
+  const o = options;
+  const backend = o.backend ?? openBackend(o.device ?? "cpu");
+  const planner = isPlannerName(o.policy);
+  const say = (m: string) => o.onProgress?.(m);
+
+  // Two warm-up steps (JIT, allocator); for a planner they are recorded and the
+  // second one, a steady-state step (optimizer state exists), is planned.
+  say(planner ? "recording two budget-free steps for the planner" : "warm-up steps");
+  const rec = new Runtime({ backend, record: planner, timeline: false });
+  let from = 0, to = 0;
+  trainOn(rec, { ...o, onProgress: () => {} }, 2, {
+    before: (i) => {
+      if (planner && i === 1) from = rec.trace().events.length;
+    },
+    after: (i) => {
+      if (planner && i === 1) to = rec.trace().events.length;
+    },
+  });
+
+  say("budget-free run");
+  const base = new Runtime({ backend, timeline: false });
+  const baseline = trainOn(base, o, o.steps);
+  const baselinePeakBytes = base.stats.peakBytes;
+  const budgetBytes = Math.max(1, Math.floor(o.budgetRatio * baselinePeakBytes));
+
+  let live: LivePlan | undefined;
+  let planStats: unknown;
+  if (planner) {
+    const trace = stepTrace(rec.trace(), from, to);
+    const ctx = plannerContext(trace, { hostLimitBytes: o.policy === "libra" ? Infinity : 0 });
+    say(`planning ${o.policy} for ${budgetBytes} bytes`);
+    const plan: Plan = createPlanner(o.policy).plan(trace, budgetBytes, ctx);
+    planStats = (plan as Partial<LibraPlan>).stats;
+    live = new LivePlan(plan, trace, createPolicy("dtr-eq", { seed: o.seed ?? 0 }));
+  }
+
+  say(`budgeted run (${budgetBytes} bytes, ratio ${o.budgetRatio}, ${o.policy})`);
+  const rt = new Runtime({
+    backend,
+    budget: budgetBytes,
+    policy: live ? live.policy : o.policy,
+    search: { seed: o.seed ?? 0 },
+    timeline: false,
+    // libra's plans swap, so it gets host memory (its fallback may then swap
+    // leaves too, like a `+swap` policy); chen-sqrt only drops, like dtr-eq.
+    ...(o.policy === "libra" ? { hostLimitBytes: Infinity } : {}),
+  });
+  if (live) live.attach(rt.engine);
+  const run = trainOn(rt, o, o.steps, { before: () => live?.beginStep() });
+  const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0);
+  const timeMs = sum(run.times), baselineTimeMs = sum(baseline.times);
+  const result: RunTrainingResult = {
+    baselinePeakBytes,
+    budgetBytes,
+    peakBytes: rt.stats.peakBytes,
+    overhead: baselineTimeMs > 0 ? timeMs / baselineTimeMs : 1,
+    losses: run.losses,
+    baselineLosses: baseline.losses,
+    stats: rt.stats,
+    timeMs,
+    baselineTimeMs,
+  };
+  if (live) {
+    result.plan = {
+      planner: live.plan.planner,
+      steps: live.plan.steps.length,
+      ...(planStats !== undefined ? { stats: planStats } : {}),
+      applied: live.applied,
+      skipped: live.skipped,
+      mismatchedSteps: live.mismatches,
+    };
+  }
+  return result;
+}
