@@ -149,3 +149,36 @@ Deno.test("Runtime throws OutOfBudgetError with its facts and stays usable", () 
   rt.run("relu", [a], [b], [1024]);
   assert.deepEqual(Array.from(new Float32Array(rt.read(b).buffer)).slice(0, 2), [0, 0]);
 });
+
+Deno.test("Runtime swaps leaves to a bounded host pool and back, bit for bit", () => {
+  const rt = new Runtime({
+    backend: new ReferenceBackend(),
+    budget: 10 * 1024,
+    policy: "lru+swap",
+    hostLimitBytes: 8 * 1024,
+  });
+  const data = [1, 2, 3].map((k) => Float32Array.from({ length: 1024 }, (_, i) => Math.sin(i * k)));
+  const bufs = data.map((d) => {
+    const b = rt.alloc(4096);
+    rt.write(b, d);
+    return b;
+  });
+  assert.equal(rt.stats.swapOuts, 1, "the third leaf pushed the first to host");
+  for (const [i, b] of bufs.entries()) {
+    assert.deepEqual(new Float32Array(rt.read(b).buffer), data[i], `leaf ${i}`);
+  }
+  assert.ok(rt.stats.swapIns >= 1);
+  assert.ok(rt.engine.hostUsed <= 8 * 1024);
+  assert.ok(rt.stats.peakBytes <= 10 * 1024);
+  const extra = [rt.alloc(4096), rt.alloc(4096)];
+  assert.throws(
+    () => {
+      for (const b of extra) rt.write(b, new Float32Array(1024));
+    },
+    OutOfBudgetError,
+    "host pool full and leaves cannot be dropped",
+  );
+  rt.free(bufs[0]!);
+  rt.write(extra[1]!, new Float32Array(1024).fill(5));
+  assert.equal(new Float32Array(rt.read(extra[1]!).buffer)[7], 5);
+});

@@ -42,7 +42,8 @@ function steps(name: (typeof MODEL_NAMES)[number], backend: Backend, n = 2) {
 
 for (const name of MODEL_NAMES) {
   Deno.test({
-    name: `tiny ${name}: steps under dtr-eq/dtr/lru at two budgets are bitwise exact (native cpu)`,
+    name:
+      `tiny ${name}: steps under dtr-eq/dtr-local/lru at two budgets are bitwise exact (native cpu)`,
     ignore: native === null,
     fn() {
       const ref = steps(name, native!());
@@ -59,8 +60,8 @@ for (const name of MODEL_NAMES) {
         bytes.push(probe.memory().usedBytes);
       }
       const peak = probe.stats.peakBytes, floor = bytes[1]!;
-      for (const policy of ["dtr-eq", "dtr", "lru"]) {
-        for (const ratio of [0.7, 0.4]) {
+      for (const policy of ["dtr-eq", "dtr-local", "lru"]) {
+        for (const ratio of [0.7, 0.5]) {
           const budget = Math.floor(floor + ratio * (peak - floor));
           const rt = new Runtime({ backend: native!(), budget, policy });
           let r;
