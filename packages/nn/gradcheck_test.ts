@@ -8,7 +8,16 @@
  */
 
 import assert from "node:assert/strict";
-import { fromTypedArray, manualSeed, noGrad, type Tensor, tidy, withBackend } from "@libra/tensor";
+import {
+  fromTypedArray,
+  manualSeed,
+  noGrad,
+  randomState,
+  setRandomState,
+  type Tensor,
+  tidy,
+  withBackend,
+} from "@libra/tensor";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { Rng } from "./_rng.ts";
 import { GPTBlock } from "./gpt.ts";
@@ -16,7 +25,9 @@ import {
   BatchNorm2d,
   CausalSelfAttention,
   Conv2d,
+  Dropout,
   Embedding,
+  GELU,
   type Layer,
   LayerNorm,
   Linear,
@@ -44,6 +55,10 @@ const CASES: Case[] = [
     shape: [2, 2, 5, 6],
   },
   { name: "BatchNorm2d (training)", build: () => new BatchNorm2d(3), shape: [3, 3, 2, 2] },
+  { name: "GELU (tanh)", build: () => new GELU("tanh"), shape: [2, 5] },
+  { name: "GELU (erf)", build: () => new GELU(), shape: [2, 5] },
+  // every forward replays the same generator state, so the mask is fixed
+  { name: "Dropout (p = 0.3)", build: () => new Dropout(0.3), shape: [4, 5] },
   { name: "LayerNorm", build: () => new LayerNorm(5), shape: [3, 5] },
   { name: "RMSNorm", build: () => new RMSNorm(5), shape: [3, 5] },
   { name: "Embedding", build: () => new Embedding(6, 3), shape: [2, 4], ids: 6 },
@@ -93,11 +108,16 @@ for (const c of CASES) {
           requiresGrad: true,
         });
       const outShape = noGrad(() => tidy(() => [...layer.forward(x).shape]));
+      manualSeed(8);
       const r = fromTypedArray(
         Float32Array.from({ length: outShape.reduce((a, b) => a * b, 1) }, () => rng.normal()),
         outShape,
       );
-      const lossOf = (): Tensor => layer.forward(x).mul(r).sum();
+      const rngState = randomState();
+      const lossOf = (): Tensor => {
+        setRandomState(rngState);
+        return layer.forward(x).mul(r).sum();
+      };
       tidy(() => lossOf().backward());
       const targets: [string, Tensor][] = [...layer.namedParameters()];
       if (!c.ids) targets.push(["input", x]);

@@ -1,7 +1,8 @@
 /**
  * Agreement with PyTorch 1.13: fixtures from scripts/make_torch_fixtures.py
  * (weights, inputs, outputs, loss, gradients, BatchNorm running statistics,
- * optimizer trajectories). Computed here on the f32 ReferenceBackend.
+ * optimizer trajectories). Layers, losses and optimizers run on the f32
+ * ReferenceBackend; whole models on it and on the native cpu backend.
  *
  * Tolerances (|ours - torch| <= atol + rtol |torch|):
  * - single layers, losses and optimizers: atol 1e-5, rtol 1e-4;
@@ -9,9 +10,22 @@
  */
 
 import assert from "node:assert/strict";
-import { fromTypedArray, setDefaultBackend, type Tensor, tidy } from "@libra/tensor";
+import {
+  type Backend,
+  fromTypedArray,
+  setDefaultBackend,
+  type Tensor,
+  tidy,
+  withBackend,
+} from "@libra/tensor";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
-import { assertClose, type Fixture, loadFixture } from "./_testing.ts";
+import {
+  assertClose,
+  type Fixture,
+  loadFixture,
+  nativeBackend,
+  nativeSkipReason,
+} from "./_testing.ts";
 import {
   BatchNorm2d,
   CausalSelfAttention,
@@ -198,34 +212,45 @@ const MODEL_CASES: [string, ModelName][] = [
   ["lstm", "lstm"],
 ];
 
-for (const [fixture, family] of MODEL_CASES) {
-  Deno.test(`createModel("${family}") loads the PyTorch state dict of ${fixture} and matches output, loss, every gradient and running stats`, async () => {
-    const f = await loadFixture(fixture);
-    // deno-lint-ignore no-explicit-any
-    const model = createModel(family, f.config as any);
-    // strict: the PyTorch names and shapes must match ours exactly
-    model.loadStateDict(f.withPrefix("param."));
-    model.train();
-    tidy(() => {
-      const out = model.forward(up(f.get("input.x")));
-      assert.deepEqual(out.shape, f.get("expected.output").shape);
-      assertClose(
-        `${fixture} output`,
-        out.toTypedArray(),
-        f.get("expected.output").data,
-        MODEL_TOL,
-      );
-      const loss = crossEntropyLoss(out, up(f.get("input.targets")));
-      assertClose(`${fixture} loss`, [loss.item()], f.get("expected.loss").data, MODEL_TOL);
-      loss.backward();
+const reference = new ReferenceBackend();
+const native = await nativeBackend();
+const BACKENDS: [string, Backend | null][] = [["reference f32", reference], ["native cpu", native]];
+
+for (const [label, be] of BACKENDS) {
+  for (const [fixture, family] of MODEL_CASES) {
+    Deno.test({
+      name:
+        `createModel("${family}") on ${label} loads the PyTorch state dict of ${fixture} and matches output, loss, every gradient and running stats`,
+      ignore: be === null,
+      async fn() {
+        const f = await loadFixture(fixture);
+        withBackend(be!, () => checkModel(fixture, family, f));
+      },
     });
-    const grads = f.withPrefix("grad.");
-    const named = model.namedParameters();
-    assert.equal(named.length, [...grads.keys()].filter((k) => !k.startsWith("input.")).length);
-    for (const [k, p] of named) {
-      assertClose(`${fixture} grad ${k}`, p.grad!.toTypedArray(), grads.get(k)!.data, MODEL_TOL);
-    }
-    checkBuffers(fixture, model, f, MODEL_TOL);
-    model.dispose();
+  }
+}
+if (native === null) console.log(`torch_fixtures_test: native runs skipped: ${nativeSkipReason()}`);
+
+function checkModel(fixture: string, family: ModelName, f: Fixture): void {
+  // deno-lint-ignore no-explicit-any
+  const model = createModel(family, f.config as any);
+  // strict: the PyTorch names and shapes must match ours exactly
+  model.loadStateDict(f.withPrefix("param."));
+  model.train();
+  tidy(() => {
+    const out = model.forward(up(f.get("input.x")));
+    assert.deepEqual(out.shape, f.get("expected.output").shape);
+    assertClose(`${fixture} output`, out.toTypedArray(), f.get("expected.output").data, MODEL_TOL);
+    const loss = crossEntropyLoss(out, up(f.get("input.targets")));
+    assertClose(`${fixture} loss`, [loss.item()], f.get("expected.loss").data, MODEL_TOL);
+    loss.backward();
   });
+  const grads = f.withPrefix("grad.");
+  const named = model.namedParameters();
+  assert.equal(named.length, [...grads.keys()].filter((k) => !k.startsWith("input.")).length);
+  for (const [k, p] of named) {
+    assertClose(`${fixture} grad ${k}`, p.grad!.toTypedArray(), grads.get(k)!.data, MODEL_TOL);
+  }
+  checkBuffers(fixture, model, f, MODEL_TOL);
+  model.dispose();
 }
