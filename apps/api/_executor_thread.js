@@ -1,9 +1,14 @@
 // Worker-thread entry of the real executor (JavaScript, so that the worker does
 // not type-check its graph again under `deno test`; executor.ts is checked with
 // the rest of the package). Receives one run, posts progress, then the result or the error.
-import { executeInThisThread } from "./executor.ts";
+import { executeInThisThread, warmUp } from "./executor.ts";
 
 self.onmessage = async (e) => {
+  if (e.data.warm) {
+    // loading errors surface on the first run, with the run's context
+    await warmUp().catch(() => {});
+    return;
+  }
   const { spec, trace } = e.data;
   try {
     const result = await executeInThisThread(spec, {

@@ -339,8 +339,15 @@ export function executeInThisThread(spec: RunSpec, ctx: ExecuteContext): Promise
 
 /** Options of {@link realExecutor}. */
 export interface RealExecutorOptions {
-  /** Run each execution in its own Worker thread (default true). */
+  /** Run executions in worker threads (default true). */
   thread?: boolean;
+  /** Start one thread now and load the packages in it, so the first run starts at once. */
+  prewarm?: boolean;
+}
+
+/** Loads every package a run needs (a thread does this ahead of its first run). */
+export async function warmUp(): Promise<void> {
+  await Promise.all([loadRuntime(), loadNn(), loadTensor(), loadNative(), loadEvict(), loadCost()]);
 }
 
 /** The real executor, with {@link RealExecutor.close} to end its idle threads. */
@@ -363,6 +370,13 @@ export function realExecutor(opts: RealExecutorOptions = {}): RealExecutor {
   if (opts.thread === false) return { name: "real", execute: executeInThisThread, close() {} };
   const idle: Worker[] = [];
   let closed = false;
+  const spawn = () =>
+    new Worker(new URL("./_executor_thread.js", import.meta.url), { type: "module" });
+  if (opts.prewarm) {
+    const w = spawn();
+    w.postMessage({ warm: true });
+    idle.push(w);
+  }
   return {
     name: "real (thread)",
     close() {
@@ -371,8 +385,7 @@ export function realExecutor(opts: RealExecutorOptions = {}): RealExecutor {
     },
     execute(spec, ctx) {
       return new Promise<RunResult>((resolve, reject) => {
-        const w = idle.pop() ??
-          new Worker(new URL("./_executor_thread.js", import.meta.url), { type: "module" });
+        const w = idle.pop() ?? spawn();
         const done = (keep: boolean) => {
           ctx.signal.removeEventListener("abort", onAbort);
           w.onmessage = null;

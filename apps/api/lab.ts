@@ -68,7 +68,7 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       readToken: opts.readToken,
       announce: log,
     });
-    const owned = opts.executor ? null : realExecutor();
+    const owned = opts.executor ? null : realExecutor({ prewarm: opts.worker !== false });
     const executor = opts.executor ?? owned!;
     const worker = opts.worker === false
       ? null
