@@ -13,7 +13,7 @@
  * @module
  */
 
-import { arangeIds, type Tensor } from "./_ops.ts";
+import { arangeIds, causalMask, type Tensor } from "./_ops.ts";
 import type { HostTensor } from "./safetensors.ts";
 import {
   CausalSelfAttention,
@@ -72,8 +72,9 @@ export class GPTBlock extends Module implements Layer {
     this.ln_2 = this.child("ln_2", new LayerNorm(nEmbd));
     this.mlp = this.child("mlp", new GPTMLP(nEmbd));
   }
-  forward(x: Tensor): Tensor {
-    const h = x.add(this.attn.forward(this.ln_1.forward(x)));
+  /** `mask`: the causal mask shared by all blocks (see {@link CausalSelfAttention.forward}). */
+  forward(x: Tensor, mask?: Tensor): Tensor {
+    const h = x.add(this.attn.forward(this.ln_1.forward(x), mask));
     return h.add(this.mlp.forward(this.ln_2.forward(h)));
   }
 }
@@ -120,7 +121,8 @@ export class GPT extends Module implements Layer {
     let x = this.drop.forward(
       this.wte.forward(ids).add(this.wpe.forward(arangeIds(T, ids.backend))),
     );
-    for (const blk of this.h) x = blk.forward(x);
+    const mask = causalMask(T, ids.backend);
+    for (const blk of this.h) x = blk.forward(x, mask);
     x = this.ln_f.forward(x);
     return this.lm_head ? this.lm_head.forward(x) : x.matmul(this.wte.weight, { transB: true });
   }

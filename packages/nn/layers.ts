@@ -356,7 +356,11 @@ export class CausalSelfAttention extends Module implements Layer {
     this.attnDropout = this.child("attn_dropout", new Dropout(options.dropout ?? 0));
     this.residDropout = this.child("resid_dropout", new Dropout(options.dropout ?? 0));
   }
-  forward(x: Tensor): Tensor {
+  /**
+   * `mask` is the additive `[T, T]` causal mask; models with several attention
+   * layers build it once per forward pass and pass it down (default: built here).
+   */
+  forward(x: Tensor, mask?: Tensor): Tensor {
     const [B, T, C] = x.shape as [number, number, number];
     if (x.ndim !== 3 || C !== this.nEmbd) {
       throw new RangeError(
@@ -369,8 +373,8 @@ export class CausalSelfAttention extends Module implements Layer {
     const q = qkv.narrow(0, 0, 1).reshape([B, nh, T, hd]);
     const k = qkv.narrow(0, 1, 1).reshape([B, nh, T, hd]);
     const v = qkv.narrow(0, 2, 1).reshape([B, nh, T, hd]);
-    const mask = causalMask(T, x.backend);
-    const scores = q.matmul(k, { transB: true }).mul(1 / Math.sqrt(hd)).add(mask);
+    const m = mask ?? causalMask(T, x.backend);
+    const scores = q.matmul(k, { transB: true }).mul(1 / Math.sqrt(hd)).add(m);
     const att = this.attnDropout.forward(scores.softmax());
     const y = att.matmul(v).permute([0, 2, 1, 3]).reshape([B, T, C]);
     return this.residDropout.forward(this.c_proj.forward(y));

@@ -52,10 +52,12 @@ export class LSTM extends Module implements Layer {
       const outs: Tensor[] = [];
       for (let t = 0; t < T; t++) {
         const g = xw.narrow(1, t, 1).reshape([B, 4 * H]).add(linear(h, w.hh, w.bhh));
-        const i = g.narrow(1, 0, H).sigmoid();
-        const f = g.narrow(1, H, H).sigmoid();
+        // one sigmoid over all four gates (the g slice of it is unused): fewer, larger kernels
+        const sg = g.sigmoid();
+        const i = sg.narrow(1, 0, H);
+        const f = sg.narrow(1, H, H);
         const gg = g.narrow(1, 2 * H, H).tanh();
-        const o = g.narrow(1, 3 * H, H).sigmoid();
+        const o = sg.narrow(1, 3 * H, H);
         c = f.mul(c).add(i.mul(gg));
         h = o.mul(c.tanh());
         outs.push(h.reshape([B, 1, H]));
