@@ -94,18 +94,28 @@ function gemm(size: number): Gemm {
   };
 }
 
-/** Best-of-rounds seconds per call, the two functions interleaved so load affects both alike. */
+/**
+ * Best-of-rounds seconds per call of two functions, measured in alternating
+ * order (f first on even rounds, g first on odd ones) so that load from other
+ * processes and cache warmth affect both alike.
+ */
 function timePair(f: () => void, g: () => void, reps: number, rounds: number): [number, number] {
   let bf = Infinity, bg = Infinity;
+  const once = (fn: () => void) => {
+    const t = performance.now();
+    for (let i = 0; i < reps; i++) fn();
+    return (performance.now() - t) / reps;
+  };
   f();
   g();
   for (let r = 0; r < rounds; r++) {
-    let t = performance.now();
-    for (let i = 0; i < reps; i++) f();
-    bf = Math.min(bf, (performance.now() - t) / reps);
-    t = performance.now();
-    for (let i = 0; i < reps; i++) g();
-    bg = Math.min(bg, (performance.now() - t) / reps);
+    if (r % 2 === 0) {
+      bf = Math.min(bf, once(f));
+      bg = Math.min(bg, once(g));
+    } else {
+      bg = Math.min(bg, once(g));
+      bf = Math.min(bf, once(f));
+    }
   }
   return [bf / 1000, bg / 1000];
 }
@@ -114,10 +124,10 @@ const SIZES = [256, 512, 768, 1024];
 const gemms = SIZES.map(gemm);
 
 if (blas && cpu.buildInfo.includes("openblas")) {
-  console.log(`sgemm, ${cpu.buildInfo}, ${cpu.threads()} threads (best of 5 rounds):`);
+  console.log(`sgemm, ${cpu.buildInfo}, ${cpu.threads()} threads (best of 10 alternating rounds):`);
   for (const g of gemms) {
-    const reps = g.size >= 768 ? 2 : 8;
-    const [tb, td] = timePair(g.binding, g.direct, reps, 5);
+    const reps = g.size >= 768 ? 2 : g.size >= 512 ? 4 : 16;
+    const [tb, td] = timePair(g.binding, g.direct, reps, 10);
     const flops = 2 * g.size ** 3;
     console.log(
       `  ${g.size}: binding ${(flops / tb / 1e9).toFixed(1)} GFLOP/s, direct cblas_sgemm ` +
