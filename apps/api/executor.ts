@@ -445,9 +445,14 @@ export async function probeRealExecutor(): Promise<ExecutorProbe> {
 export async function realCatalog(): Promise<{ models: string[]; policies: string[] } | null> {
   try {
     const [nn, evict] = await Promise.all([loadNn(), loadEvict()]);
+    const planners = (evict as { PLANNER_NAMES?: readonly string[] }).PLANNER_NAMES ?? [];
     return {
       models: [...nn.MODEL_NAMES],
-      policies: [...evict.POLICY_NAMES, ...evict.POLICY_NAMES.map((p) => `${p}+swap`)],
+      policies: [
+        ...evict.POLICY_NAMES,
+        ...evict.POLICY_NAMES.map((p) => `${p}+swap`),
+        ...planners,
+      ],
     };
   } catch {
     return null;

@@ -6,8 +6,9 @@
  */
 
 import { parseArgs } from "node:util";
-import { redact } from "@libra/api";
+import { realExecutor, redact } from "@libra/api";
 import { startServer } from "@libra/web";
+import { withPlanners } from "./start.ts";
 
 /** One-line description for `--help`. */
 export const summary = "serve the lab API and dashboard (http://localhost:8000)";
@@ -59,14 +60,34 @@ export async function main(args: string[]): Promise<number> {
   }
   const port = parsePort(values.port ?? Deno.env.get("LIBRA_PORT"), 8000);
   const url = values["database-url"] ?? Deno.env.get("LIBRA_DATABASE_URL");
-  const server = await startServer({
-    port,
-    hostname: values.host,
-    dataDir: values["data-dir"],
-    ...(values.db ? { dbPath: values.db } : {}),
-    ...(url ? { databaseUrl: url } : {}),
-    worker: !values["no-worker"],
-  });
+  // the real executor (one thread loading the packages now), plus the static planners
+  const base = realExecutor({ prewarm: !values["no-worker"] });
+  const executor = withPlanners(base);
+  const closeExecutors = () => {
+    executor.close();
+    base.close();
+  };
+  let server;
+  try {
+    server = await startServer({
+      executor,
+      port,
+      hostname: values.host,
+      dataDir: values["data-dir"],
+      ...(values.db ? { dbPath: values.db } : {}),
+      ...(url ? { databaseUrl: url } : {}),
+      worker: !values["no-worker"],
+    });
+  } catch (e) {
+    closeExecutors();
+    if (e instanceof Deno.errors.AddrInUse) {
+      throw new Error(
+        `port ${port} on ${values.host} is already in use; pass --port N or set LIBRA_PORT (0 picks a free port)`,
+        { cause: e },
+      );
+    }
+    throw e;
+  }
   const db = url
     ? `PostgreSQL ${redact(url)}`
     : `SQLite ${values.db ?? `${values["data-dir"]}/libra.db`}`;
@@ -84,5 +105,6 @@ export async function main(args: string[]): Promise<number> {
   const sig = await stopped;
   console.log(`libra: ${sig}: shutting down`);
   await server.close();
+  closeExecutors();
   return 0;
 }
