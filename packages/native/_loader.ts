@@ -44,22 +44,24 @@ export function libraryDir(): { dir: string | null; fromEnv: boolean } {
  * OpenMP workers that spin after a parallel region steal the cores OpenBLAS's
  * own threads need for the sgemm that follows (conv2d: im2col, then sgemm),
  * which made conv2d 4x slower on a shared 2-core machine. libgomp reads its
- * wait policy once, when it is loaded, so set it before the first dlopen unless
- * the user chose one.
+ * wait policy once, when it is loaded, so the policy is set around the first
+ * dlopen (unless the user chose one) and removed again so that child processes
+ * (e.g. a PyTorch baseline) do not inherit it. Returns the undo function.
  */
-function preferPassiveOpenMP(): void {
+function preferPassiveOpenMP(): () => void {
   try {
     if (!Deno.env.get("OMP_WAIT_POLICY") && !Deno.env.get("GOMP_SPINCOUNT")) {
       Deno.env.set("OMP_WAIT_POLICY", "passive");
+      return () => Deno.env.delete("OMP_WAIT_POLICY");
     }
   } catch {
     // no env permission: keep libgomp's default
   }
+  return () => {};
 }
 
 /** Opens a library without the cache (tests use this to see loader errors). */
 export function openLibrary(kind: LibraryKind): LoadedLibrary {
-  if (kind !== "cuda") preferPassiveOpenMP();
   const { dir, fromEnv } = libraryDir();
   const hint = "build it with `deno task build:native` from the repository root" +
     (fromEnv ? " or point LIBRA_NATIVE_DIR at a folder holding it" : "");
@@ -73,6 +75,7 @@ export function openLibrary(kind: LibraryKind): LoadedLibrary {
   }
   const path = `${dir}/${FILES[kind]}`;
   let lib: Deno.DynamicLibrary<typeof SYMBOLS>;
+  const undo = kind === "cuda" ? () => {} : preferPassiveOpenMP();
   try {
     lib = Deno.dlopen(path, SYMBOLS);
   } catch (e) {
@@ -82,6 +85,8 @@ export function openLibrary(kind: LibraryKind): LoadedLibrary {
       [path],
       { cause: e },
     );
+  } finally {
+    undo();
   }
   const abi = lib.symbols.libra_abi_version();
   if (abi !== ABI_VERSION) {
