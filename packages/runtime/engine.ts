@@ -155,6 +155,8 @@ export class Engine {
   hostUsed = 0;
   /** Model calls run so far (the index plan hooks see). */
   callIndex = 0;
+  /** `callIndex` at the start of the current step: plan hooks and profiled costs see step-relative indices. */
+  stepBase = 0;
   /**
    * Output tensors of the latest model call (empty after an in-place call):
    * lets a plan's `afterCall` hook learn the live tensors of a planned call.
@@ -232,6 +234,11 @@ export class Engine {
   /** The policy in use. */
   get policy(): EvictionPolicy {
     return this.#policy;
+  }
+
+  /** Replaces the policy (e.g. with a plan's policy from `planPolicy`). */
+  setPolicy(policy: EvictionPolicy): void {
+    this.#policy = policy;
   }
 
   /** Bytes of the evictable pool (an upper bound on what eviction can free now). */
@@ -437,7 +444,7 @@ export class Engine {
     backward = false,
   ): TensorNode[] {
     const hooks = this.#policy.hooks;
-    if (hooks?.beforeCall) hooks.beforeCall(this.callIndex, this.#control);
+    if (hooks?.beforeCall) hooks.beforeCall(this.callIndex - this.stepBase, this.#control);
     const tensors = this.lineage.addCall(op, params, inputs, outputs, costNs ?? 0, backward);
     const call = tensors[0]?.producer;
     if (call === undefined || call === null) {
@@ -479,7 +486,14 @@ export class Engine {
       this.#emit({ type: "call", index: this.callIndex, op, usedBytes: this.used });
     }
     this.callIndex++;
-    if (hooks?.afterCall) hooks.afterCall(this.callIndex - 1, this.#control);
+    if (hooks?.afterCall) {
+      this.#lastOutputs = tensors;
+      try {
+        hooks.afterCall(this.callIndex - 1 - this.stepBase, this.#control);
+      } finally {
+        this.#lastOutputs = [];
+      }
+    }
     return tensors;
   }
 
@@ -515,7 +529,7 @@ export class Engine {
   ): number {
     const hooks = this.#policy.hooks;
     const cost = this.#cost.callCost(
-      { op, params, index: this.callIndex, totalBytes: bytes },
+      { op, params, index: this.callIndex - this.stepBase, totalBytes: bytes },
       measuredNs,
     );
     this.clock += cost;
@@ -528,7 +542,7 @@ export class Engine {
       this.#emit({ type: "call", index: this.callIndex, op, usedBytes: this.used });
     }
     this.callIndex++;
-    if (hooks?.afterCall) hooks.afterCall(this.callIndex - 1, this.#control);
+    if (hooks?.afterCall) hooks.afterCall(this.callIndex - 1 - this.stepBase, this.#control);
     return cost;
   }
 
@@ -900,7 +914,10 @@ export class Engine {
   /** Names to storages for plan hooks (set by the driver: trace replay or live runtime). */
   resolveName: (name: string) => StorageNode | undefined = () => undefined;
 
+  #lastOutputs: readonly TensorNode[] = [];
+
   #findByName(name: string): StorageNode | undefined {
+    for (const t of this.#lastOutputs) if (t.name === name) return t.storage;
     return this.resolveName(name);
   }
 
@@ -992,7 +1009,12 @@ export class Engine {
       if (pendingCost.has(call)) {
         pendingCost.delete(call);
         call.cost = this.#cost.callCost(
-          { op: call.op, params: call.params, index: this.callIndex, totalBytes: call.totalBytes },
+          {
+            op: call.op,
+            params: call.params,
+            index: this.callIndex - this.stepBase,
+            totalBytes: call.totalBytes,
+          },
           measured,
         );
         for (const s of fresh) s.compute = storageCompute(s);

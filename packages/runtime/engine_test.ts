@@ -241,3 +241,43 @@ Deno.test("a simulated replay of a recorded live step makes the same eviction de
     assert.equal(sim.stats.remats, rt.stats.remats, "same recomputations");
   }
 });
+
+Deno.test("Runtime.applyPlan() steers a live step by step-relative names and call indices", () => {
+  const rt = new Runtime({
+    backend: new ReferenceBackend(),
+    record: true,
+    costModel: new AnalyticCostModel(),
+  });
+  mlpStep(rt);
+  const trace = parseTrace(formatTrace(rt.trace()));
+  rt.endStep();
+  const call1 = trace.events.filter((e) => e.kind === "call")[1]!;
+  assert.equal(
+    call1.kind === "call" && call1.results[0]!.name,
+    "c1.0",
+    "outputs are named c<call>.<k>",
+  );
+  const plan = {
+    planner: "hand",
+    budgetBytes: Infinity,
+    steps: [{ kind: "evict" as const, call: 1, tensor: "c1.0" }],
+  };
+  const before = { ...rt.stats };
+  rt.applyPlan(plan);
+  mlpStep(rt);
+  assert.equal(rt.stats.evictions - before.evictions, 1, "the planned eviction happened");
+  assert.equal(rt.stats.remats - before.remats, 1, "h1 was recomputed for the backward pass");
+  const sim = replayTrace(trace, {
+    policy: evict.planPolicy(plan, evict.createPolicy("dtr-eq")),
+    leafRelease: "keep-if-needed",
+  });
+  assert.equal(sim.stats.evictions, 1);
+  assert.equal(sim.stats.remats, 1, "the simulator agrees");
+  const second = rt.trace();
+  assert.ok(
+    second.events.slice(0, 4).every((e) => e.kind === "constant"),
+    "a new step's trace declares live values",
+  );
+});
+
+const evict = await import("@libra/evict");

@@ -13,7 +13,13 @@
 
 import type { CostModel } from "@libra/cost";
 import { MeasuredCostModel } from "@libra/cost";
-import { createPolicy, type EvictionPolicy, type SearchOptions } from "@libra/evict";
+import {
+  createPolicy,
+  type EvictionPolicy,
+  type Plan,
+  planPolicy,
+  type SearchOptions,
+} from "@libra/evict";
 import type { CallNode, Lineage, StorageNode, TensorNode } from "@libra/lineage";
 import type { Trace, TraceEvent } from "@libra/lineage/trace";
 import {
@@ -179,7 +185,10 @@ export class Runtime implements Backend {
   #nextId = 1;
   #ratio: number | undefined;
   readonly #listeners = new Set<(e: RuntimeEvent) => void>();
-  readonly #record: TraceEvent[] | null;
+  #record: TraceEvent[] | null;
+  #step = 0;
+  #writes = 0;
+  readonly #names = new Map<string, StorageNode>();
 
   constructor(options: RuntimeOptions) {
     this.#backend = options.backend;
@@ -220,6 +229,19 @@ export class Runtime implements Backend {
         : {}),
     });
     this.#record = options.record ? [] : null;
+    this.engine.resolveName = (name) => {
+      const s = this.#names.get(name);
+      return s !== undefined && s.tensors[0]?.name === name ? s : undefined;
+    };
+  }
+
+  #leafName(): string {
+    return `w${this.#step}.${this.#writes++}`;
+  }
+
+  /** Makes a plan (from a planner, made on a recorded step) steer eviction, `fallback` choosing beyond it. */
+  applyPlan(plan: Plan, fallback: EvictionPolicy = this.engine.policy): void {
+    this.engine.setPolicy(planPolicy(plan, fallback));
   }
 
   /** Statistics (swap stall includes waits on prefetches). */
@@ -257,7 +279,10 @@ export class Runtime implements Backend {
   /**
    * Marks the end of a training step. With a `{ ratio }` budget and no peak
    * given, the first step runs without a budget and its peak sets the budget
-   * here. Every completed step records its budget as known to work.
+   * here. Every completed step records its budget as known to work. Call
+   * indices (plan hooks, profiled costs, output names `c<i>.<k>`) restart at 0,
+   * and a recording restarts with the live values declared as CONSTANTs, so
+   * each step's trace stands alone.
    */
   endStep(): void {
     if (this.#ratio !== undefined) {
@@ -270,9 +295,22 @@ export class Runtime implements Backend {
     } else {
       this.engine.noteFeasible(this.engine.stats.peakBytes);
     }
+    this.engine.stepBase = this.engine.callIndex;
+    this.#step++;
+    this.#writes = 0;
+    if (this.#record !== null) {
+      this.#record = [];
+      for (const s of this.engine.lineage.storages.values()) {
+        const t = s.tensors[0];
+        if (
+          t === undefined || s.extRefs <= 0 || s.residency === "empty" || s.residency === "freed"
+        ) continue;
+        this.#record.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
+      }
+    }
   }
 
-  /** The recorded trace (requires `record: true`). */
+  /** The trace recorded since the start or the last {@link endStep} (requires `record: true`). */
   trace(): Trace {
     if (this.#record === null) {
       throw new Error("Runtime.trace(): create the runtime with record: true");
@@ -323,7 +361,7 @@ export class Runtime implements Backend {
     const old = s.tensors[0];
     let t: TensorNode;
     if (old === undefined) {
-      t = this.engine.leaf(s.bytes, undefined, { storage: s });
+      t = this.engine.leaf(s.bytes, this.#leafName(), { storage: s });
     } else {
       const full = offsetBytes === 0 && data.byteLength === s.bytes;
       if (!full) this.engine.materialize(old);
@@ -331,12 +369,13 @@ export class Runtime implements Backend {
       this.#record?.push({ kind: "release", name: old.name, line: 0 });
       if (full) {
         this.engine.retire(s, false);
-        t = this.engine.leaf(s.bytes, undefined, { storage: s });
+        t = this.engine.leaf(s.bytes, this.#leafName(), { storage: s });
       } else {
         const ext = this.engine.retire(s, true);
-        t = this.engine.adoptLeaf(s, ext);
+        t = this.engine.adoptLeaf(s, ext, this.#leafName());
       }
     }
+    this.#names.set(t.name, s);
     this.#record?.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
     this.#backend.write(s.data as DeviceBuffer, data, offsetBytes);
   }
@@ -395,11 +434,13 @@ export class Runtime implements Backend {
         this.engine.retire(o.storage, false);
       }
     }
+    const index = this.engine.callIndex - this.engine.stepBase;
+    outs.forEach((o, k) => this.#names.set(`c${index}.${k}`, o.storage));
     const results = this.engine.compute(
       kernel,
       p,
       tensors,
-      outs.map((o) => ({ bytes: o.bytes, storage: o.storage })),
+      outs.map((o, k) => ({ bytes: o.bytes, storage: o.storage, name: `c${index}.${k}` })),
     );
     if (this.#record) {
       this.#record.push({
