@@ -23,7 +23,8 @@ the same PyTorch state-dict names and shapes (Linear weight [out, in], Conv2d
           bias_hh_l{k}; gate order i, f, g, o), head.
 
 Each case writes <case>.safetensors with keys
-  param.<name>        state-dict entries (parameters and buffers) before the step
+  param.<name>        the PyTorch state dict (parameters and buffers, including BatchNorm's
+                      I64 num_batches_tracked, which @libra/nn accepts and ignores) before the step
   input.<name>        inputs (f32, or i32 for indices/targets)
   expected.output     forward output
   expected.loss       scalar loss (shape [])
@@ -348,8 +349,9 @@ def snapshot_buffers(model, before):
 
 
 def strip_counters(t):
-    # num_batches_tracked is an int64 counter the TS BatchNorm does not keep
-    return {k: v for k, v in t.items() if not k.endswith("num_batches_tracked")}
+    # num_batches_tracked is an int64 counter the TS BatchNorm does not keep; the
+    # param.* copies stay (stored as I64) so the tests load real PyTorch state dicts
+    return {k: v for k, v in t.items() if k.startswith("param.") or not k.endswith("num_batches_tracked")}
 
 
 def classification_case(case, family, model, config, x, targets, grad_inputs=()):
@@ -520,10 +522,11 @@ def main():
     files["lstm"] = classification_case("lstm", "lstm", m, cfg, torch.randint(0, 9, (3, 4)),
                                         torch.randint(0, 9, (3, 4)))
 
-    # inputs that are index tensors go out as i32
+    # index inputs go out as i32; int64 state-dict entries stay I64 (exercising the I64 -> i32 path)
     total = 0
     for case, t in files.items():
-        t = {k: (v.to(torch.int32) if v.dtype == torch.int64 else v) for k, v in t.items()}
+        t = {k: (v.to(torch.int32) if v.dtype == torch.int64 and not k.startswith("param.") else v)
+             for k, v in t.items()}
         path = os.path.join(OUT, f"{case}.safetensors")
         save_safetensors(path, t)
         total += os.path.getsize(path)

@@ -173,7 +173,8 @@ export interface BatchNormOptions {
 /**
  * Batch normalisation over N, H, W per channel. Parameters `weight`, `bias`;
  * buffers `running_mean`, `running_var` (PyTorch's `num_batches_tracked` is not
- * kept). Training uses batch statistics and updates the running ones in place.
+ * kept; loading a state dict that has it is fine). Training uses batch
+ * statistics and updates the running ones in place.
  */
 export class BatchNorm2d extends Module implements Layer {
   readonly weight: Tensor;
@@ -191,6 +192,10 @@ export class BatchNorm2d extends Module implements Layer {
     this.bias = this.param("bias", zeros([numFeatures]));
     this.runningMean = this.buffer("running_mean", zeros([numFeatures]));
     this.runningVar = this.buffer("running_var", ones([numFeatures]));
+  }
+  /** PyTorch's batch counter is accepted on load and ignored (momentum is fixed). */
+  protected override ignoredStateKeys(): readonly string[] {
+    return ["num_batches_tracked"];
   }
   forward(x: Tensor): Tensor {
     if (x.ndim !== 4 || x.shape[1] !== this.numFeatures) {

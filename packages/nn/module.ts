@@ -97,6 +97,14 @@ export class Module {
     }
   }
 
+  /**
+   * State-dict keys (local names) this module accepts and ignores on load, for
+   * PyTorch entries it does not keep (BatchNorm's `num_batches_tracked`).
+   */
+  protected ignoredStateKeys(): readonly string[] {
+    return [];
+  }
+
   /** True in training mode (dropout active, BatchNorm uses batch statistics). */
   get training(): boolean {
     return this.#training;
@@ -180,7 +188,8 @@ export class Module {
    * Copies host tensors into this module's parameters and buffers, in place (so
    * optimizers holding them keep working). Strict by default: every key must
    * match by name, shape and dtype, or a {@link StateDictError} lists all
-   * missing, unexpected and mis-shaped keys and nothing is written.
+   * missing, unexpected and mis-shaped keys and nothing is written. Entries a
+   * module declares as ignored (BatchNorm's `num_batches_tracked`) are skipped.
    */
   loadStateDict(
     entries: ReadonlyMap<string, HostTensor> | Readonly<Record<string, HostTensor>>,
@@ -190,8 +199,12 @@ export class Module {
       ? entries as ReadonlyMap<string, HostTensor>
       : new Map(Object.entries(entries as Record<string, HostTensor>));
     const own = this.stateDict();
+    const ignored = new Set<string>();
+    for (const [prefix, m] of this.namedModules()) {
+      for (const k of m.ignoredStateKeys()) ignored.add(prefix ? `${prefix}.${k}` : k);
+    }
     const missing = [...own.keys()].filter((k) => !src.has(k));
-    const unexpected = [...src.keys()].filter((k) => !own.has(k));
+    const unexpected = [...src.keys()].filter((k) => !own.has(k) && !ignored.has(k));
     const mismatched: string[] = [];
     for (const [k, t] of own) {
       const h = src.get(k);

@@ -160,3 +160,13 @@ Deno.test("registering a name twice or a dotted name throws", () => {
   assert.throws(() => new Bad("a", true), /"a" is already registered in Bad/);
   assert.throws(() => new Bad("a.b", false), /must be non-empty and contain no "\."/);
 });
+
+Deno.test("loadStateDict() accepts PyTorch's BatchNorm num_batches_tracked and nothing else extra", () => {
+  const net = new Net();
+  const sd = net.stateDictToHost();
+  sd.set("body.1.num_batches_tracked", { dtype: "i32", shape: [], data: new Int32Array([7]) });
+  net.loadStateDict(sd);
+  sd.set("heads.0.num_batches_tracked", { dtype: "i32", shape: [], data: new Int32Array([7]) });
+  assert.throws(() => net.loadStateDict(sd), /unexpected keys: heads\.0\.num_batches_tracked/);
+  net.dispose();
+});
