@@ -130,6 +130,7 @@ Deno.test({
       await page.click("button.primary");
       const msg = await page.waitForSelector("[data-field=budgetRatio] .error");
       assert.equal(await msg.textContent(), "must be <= 1");
+      await page.screenshot({ path: `${shots}/0-form-validation.png`, fullPage: true });
       assert.match(page.url(), /\/configurations$/, "an invalid form is not submitted");
       await page.fill("input[name=budgetRatio]", "0.9");
       await page.fill("input[name=steps]", "3");
