@@ -199,6 +199,12 @@ Deno.test("the loader names `deno task build:native` when the library is missing
   }
 });
 
+Deno.test("opening the cpu library leaves OMP_WAIT_POLICY as it was", () => {
+  const before = Deno.env.get("OMP_WAIT_POLICY");
+  openLibrary("cpu");
+  assert.equal(Deno.env.get("OMP_WAIT_POLICY"), before);
+});
+
 Deno.test("OpenBLAS and portable sgemm agree within f32 tolerance", () => {
   const blas = cpuBackend();
   const portable = cpuBackend({ variant: "portable" });
