@@ -775,6 +775,12 @@ export async function main(args: string[]): Promise<number> {
     }
   } catch (e) {
     executor.close();
+    if (e instanceof Deno.errors.AddrInUse) {
+      throw new Error(
+        `port ${port} on ${values.host} is already in use (another \`libra serve\` or \`start\`?); pass --port N or set LIBRA_PORT (0 picks a free port)`,
+        { cause: e },
+      );
+    }
     throw e;
   }
   const stop = new AbortController();
