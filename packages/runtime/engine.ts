@@ -916,11 +916,6 @@ export class Engine {
 
   #lastOutputs: readonly TensorNode[] = [];
 
-  /** Outputs of the call just run, while plan `afterCall` hooks run (empty otherwise). */
-  get lastOutputs(): readonly TensorNode[] {
-    return this.#lastOutputs;
-  }
-
   #findByName(name: string): StorageNode | undefined {
     for (const t of this.#lastOutputs) if (t.name === name) return t.storage;
     return this.resolveName(name);
