@@ -20,6 +20,7 @@ export interface Command {
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   version: () => import("./commands/version.ts"),
   simulate: () => import("./commands/simulate.ts"),
+  run: () => import("./commands/run.ts"),
   serve: () => import("./commands/serve.ts"),
   worker: () => import("./commands/worker.ts"),
   start: () => import("./commands/start.ts"),

@@ -8,6 +8,8 @@
 import { parseArgs } from "node:util";
 import { POLICY_NAMES } from "@libra/evict";
 import { readTrace, simulateTrace, type SimulationReport } from "@libra/runtime";
+import { isPlannerName, PLANNER_NAMES } from "@libra/evict";
+import { plannerSimulation } from "../lib/simulate_plan.ts";
 
 /** One-line description for `--help`. */
 export const summary = "replay a trace under a policy at budget ratios (the simulator)";
@@ -21,7 +23,8 @@ each budget ratio (fraction of the budget-free peak) and prints the overhead
 
 Options:
   --trace FILE    the trace to replay (required)
-  --policy P      ${POLICY_NAMES.join(", ")} (append +swap for swap-aware); default dtr-eq
+  --policy P      ${POLICY_NAMES.join(", ")} (append +swap for swap-aware),
+                  or a planner: ${PLANNER_NAMES.join(", ")}; default dtr-eq
   --ratios LIST   comma-separated ratios in (0, 1]; default 1,0.9,0.8,0.7,0.6,0.5,0.4,0.3,0.2,0.1
   --search MODE   candidate search: full (default) or sqrt
   --no-eager      do not evict unreferenced storages eagerly
@@ -111,7 +114,10 @@ export async function main(args: string[]): Promise<number> {
     const trace = await readTrace(values.trace);
     const progress = Deno.stderr.isTerminal() || Deno.env.get("LIBRA_PROGRESS") === "1";
     const enc = new TextEncoder();
-    const report = simulateTrace(trace, {
+    const simulate = isPlannerName(values.policy)
+      ? plannerSimulation(values.policy)
+      : simulateTrace;
+    const report = simulate(trace, {
       policy: values.policy,
       ratios,
       search: { mode: values.search },

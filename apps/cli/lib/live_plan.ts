@@ -192,7 +192,9 @@ export class LivePlan {
     if (this.#engine === undefined) {
       throw new Error("LivePlan.beginStep(): attach(runtime.engine) first");
     }
-    this.#offset = this.#engine.callIndex;
+    // Hooks see call indices relative to the engine's step base where it has one.
+    const base = (this.#engine as { stepBase?: number }).stepBase ?? 0;
+    this.#offset = this.#engine.callIndex - base;
     this.#live.clear();
     this.#active = true;
   }

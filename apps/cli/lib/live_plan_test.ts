@@ -93,7 +93,7 @@ for (
       const b = backend!;
       // Record two budget-free steps; plan the second (steady state).
       const rec = new Runtime({ backend: b, record: true, timeline: false });
-      let from = 0, to = 0;
+      let trace: Trace | undefined;
       withBackend(rec, () => {
         manualSeed(7);
         const model = createModel("resnet", "tiny", { backend: rec });
@@ -101,12 +101,13 @@ for (
         const opt = new SGD(model.parameters(), { lr: 0.05, momentum: 0.9 });
         for (let i = 0; i < 2; i++) {
           const batch = data.next();
-          if (i === 1) from = rec.trace().events.length;
+          const from = rec.trace().events.length;
           trainStep({ model, batch, optimizer: opt, backend: rec });
-          if (i === 1) to = rec.trace().events.length;
+          if (i === 1) trace = stepTrace(rec.trace(), from);
+          // no endStep: names stay unique across the recording (see run_training.ts)
         }
       });
-      const trace = stepTrace(rec.trace(), from, to);
+      if (trace === undefined) throw new Error("no step recorded");
       const ctx = plannerContext(trace, { hostLimitBytes: Infinity });
       const budget = Math.floor(0.8 * ctx.baselinePeakBytes);
       const plan = make().plan(trace, budget, ctx);

@@ -18,6 +18,7 @@ import {
 } from "@libra/evict";
 import { cpuBackend, cudaBackend } from "@libra/native";
 import { createData, createModel, MODEL_NAMES, type ModelName, SGD, trainStep } from "@libra/nn";
+import type { Trace } from "@libra/lineage/trace";
 import { plannerContext, Runtime, type RuntimeStats } from "@libra/runtime";
 import { type Backend, manualSeed, withBackend } from "@libra/tensor";
 import { LivePlan, stepTrace } from "./live_plan.ts";
@@ -122,13 +123,13 @@ function openBackend(device: "cpu" | "cuda"): Backend {
 /**
  * Trains `options.steps` steps of a fresh, seeded model on `rt`: model, data and
  * optimizer are created under `rt` (so every run starts from the same state).
- * `before(i)` runs before step i. Returns the losses and step times (ms).
+ * `before(i)` runs before step i, `after(i)` after it (before `endStep`). Returns the losses and step times (ms).
  */
 function trainOn(
   rt: Runtime,
   o: RunTrainingOptions,
   steps: number,
-  hooks: { before?: (i: number) => void; after?: (i: number) => void } = {},
+  hooks: { before?: (i: number) => void; after?: (i: number) => void; endStep?: boolean } = {},
 ): { losses: number[]; times: number[] } {
   return withBackend(rt, () => {
     const seed = o.seed ?? 0;
@@ -146,8 +147,8 @@ function trainOn(
       const t0 = performance.now();
       losses.push(trainStep({ model, batch, optimizer, backend: rt }));
       times.push(performance.now() - t0);
-      rt.endStep();
       hooks.after?.(i);
+      if (hooks.endStep !== false) rt.endStep();
       o.onProgress?.(`step ${i + 1}/${steps}: loss ${losses[i]!.toFixed(6)}`);
     }
     return { losses, times };
@@ -182,13 +183,18 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   // second one, a steady-state step (optimizer state exists), is planned.
   say(planner ? "recording two budget-free steps for the planner" : "warm-up steps");
   const rec = new Runtime({ backend, record: planner, timeline: false });
-  let from = 0, to = 0;
+  let from = 0;
+  let recorded: Trace | undefined;
   trainOn(rec, { ...o, onProgress: () => {} }, 2, {
-    before: (i) => {
-      if (planner && i === 1) from = rec.trace().events.length;
+    // No endStep: the recording keeps run-wide names (c<call>.<k> restarts at
+    // every endStep, and values from earlier steps would share names with the
+    // step's own outputs in the recorded trace).
+    endStep: false,
+    before: () => {
+      if (planner) from = rec.trace().events.length;
     },
     after: (i) => {
-      if (planner && i === 1) to = rec.trace().events.length;
+      if (planner && i === 1) recorded = stepTrace(rec.trace(), from);
     },
   });
 
@@ -200,8 +206,8 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
 
   let live: LivePlan | undefined;
   let planStats: unknown;
-  if (planner) {
-    const trace = stepTrace(rec.trace(), from, to);
+  if (planner && recorded !== undefined) {
+    const trace = recorded;
     const ctx = plannerContext(trace, { hostLimitBytes: o.policy === "libra" ? Infinity : 0 });
     say(`planning ${o.policy} for ${budgetBytes} bytes`);
     const plan: Plan = createPlanner(o.policy).plan(trace, budgetBytes, ctx);

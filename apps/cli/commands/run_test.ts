@@ -1,0 +1,163 @@
+import assert from "node:assert/strict";
+import { cudaBackend } from "@libra/native";
+import { main } from "./run.ts";
+
+async function capture(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [], err: string[] = [];
+  const log = console.log, error = console.error;
+  console.log = (m: string) => out.push(m);
+  console.error = (m: string) => err.push(m);
+  try {
+    const code = await main(args);
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+}
+
+const FIELDS = [
+  "baselinePeakBytes",
+  "budgetBytes",
+  "peakBytes",
+  "overhead",
+  "losses",
+  "baselineLosses",
+  "stats",
+];
+
+Deno.test("libra run --json (end to end through main.ts) trains within the budget with bitwise-equal losses", async () => {
+  const p = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../main.ts", import.meta.url).pathname,
+      "run",
+      "--model",
+      "mlp",
+      "--preset",
+      "tiny",
+      "--policy",
+      "dtr-eq",
+      "--budget-ratio",
+      "0.9",
+      "--steps",
+      "3",
+      "--json",
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const err = new TextDecoder().decode(p.stderr);
+  assert.equal(p.code, 0, err);
+  const r = JSON.parse(new TextDecoder().decode(p.stdout));
+  assert.deepEqual(Object.keys(r), FIELDS);
+  assert.equal(r.losses.length, 3);
+  assert.deepEqual(r.losses, r.baselineLosses, "bitwise equal (JSON numbers round-trip f64)");
+  assert.equal(r.budgetBytes, Math.floor(0.9 * r.baselinePeakBytes));
+  assert.ok(r.peakBytes <= r.budgetBytes, `${r.peakBytes} <= ${r.budgetBytes}`);
+  assert.ok(r.stats.evictions > 0, "the budget made the runtime evict");
+  assert.ok(r.overhead > 0);
+  assert.match(err, /budget-free run/, "progress on stderr");
+  assert.match(err, /step 3\/3: loss/);
+});
+
+for (const policy of ["chen-sqrt", "libra"]) {
+  Deno.test(`libra run --policy ${policy} plans a recorded step and applies it to every step`, async () => {
+    const { code, out, err } = await capture([
+      "--model",
+      "resnet",
+      "--policy",
+      policy,
+      "--budget-ratio",
+      "0.85",
+      "--steps",
+      "2",
+      "--json",
+      "--quiet",
+    ]);
+    assert.equal(code, 0, err);
+    const r = JSON.parse(out);
+    assert.deepEqual(r.losses, r.baselineLosses);
+    assert.ok(r.peakBytes <= r.budgetBytes);
+  });
+}
+
+Deno.test("libra run rejects bad options with one line and a non-zero exit", async () => {
+  const cases: [string[], RegExp, number][] = [
+    [["--model", "foo", "--budget-ratio", "0.5"], /unknown model "foo" \(models: mlp/, 2],
+    [
+      ["--model", "mlp", "--budget-ratio", "0.5", "--policy", "nope"],
+      /unknown policy "nope".*chen-sqrt/,
+      2,
+    ],
+    [
+      ["--model", "mlp", "--budget-ratio", "1.5"],
+      /--budget-ratio must be a number in \(0, 1\], got "1.5"/,
+      2,
+    ],
+    [["--model", "mlp", "--budget-ratio", "0"], /in \(0, 1\]/, 2],
+    [["--model", "mlp"], /--budget-ratio R is required/, 2],
+    [["--budget-ratio", "0.5"], /--model M is required/, 2],
+    [
+      ["--model", "mlp", "--budget-ratio", "0.5", "--steps", "0"],
+      /--steps must be an integer >= 1/,
+      2,
+    ],
+    [
+      ["--model", "mlp", "--budget-ratio", "0.5", "--device", "tpu"],
+      /--device must be cpu or cuda/,
+      2,
+    ],
+    [["--model", "mlp", "--budget-ratio", "0.5", "--bogus"], /bogus/, 2],
+  ];
+  for (const [args, re, exit] of cases) {
+    const { code, out, err } = await capture(args);
+    assert.equal(code, exit, args.join(" "));
+    assert.equal(out, "");
+    assert.match(err, re);
+    assert.equal(err.split("\n").length, 1, "one line");
+    assert.match(err, /^libra run: /);
+  }
+});
+
+Deno.test("libra run reports an infeasible budget as the out-of-budget error", async () => {
+  const { code, out, err } = await capture([
+    "--model",
+    "mlp",
+    "--budget-ratio",
+    "0.05",
+    "--steps",
+    "1",
+    "--quiet",
+  ]);
+  assert.equal(code, 1);
+  assert.equal(out, "");
+  assert.match(err, /^libra run: out of budget: \d+ bytes needed/);
+  assert.equal(err.split("\n").length, 1);
+});
+
+let cuda = false;
+try {
+  cudaBackend();
+  cuda = true;
+} catch {
+  cuda = false;
+}
+Deno.test({
+  name: "libra run --device cuda says the GPU path is unavailable on a machine without one",
+  ignore: cuda,
+  async fn() {
+    const { code, err } = await capture([
+      "--model",
+      "mlp",
+      "--budget-ratio",
+      "0.9",
+      "--device",
+      "cuda",
+      "--quiet",
+    ]);
+    assert.equal(code, 1);
+    assert.match(err, /^libra run: the cuda backend is unavailable: .*\(use --device cpu\)$/);
+  },
+});
