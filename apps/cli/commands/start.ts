@@ -356,7 +356,8 @@ export function withPlanners(base?: RunExecutor & { close?: () => void }): Closa
         w.onmessage = (e: MessageEvent) => {
           const m = e.data as ThreadMessage;
           if (m.type === "progress") return ctx.progress(m.event);
-          done(true);
+          // A thread whose run threw may hold half-unwound state: use it once only.
+          done(m.type === "result");
           try {
             resolve(plannerResult(spec, m));
           } catch (err) {

@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { openStore, probeRealExecutor, type Run, type RunResults } from "@libra/api";
+import { fakeExecutor } from "../../api/_fake_executor.ts";
+import { type DemoRow, formatTable, withPlanners } from "./start.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 const probe = await probeRealExecutor();
@@ -74,30 +76,41 @@ Deno.test({
   async fn(t) {
     const dir = await Deno.makeTempDir({ prefix: "libra-start-" });
     try {
-      await t.step("--no-serve --quick: 4 finished runs that keep their budgets", async () => {
-        const out = await start(["--no-serve", "--quick", "--data-dir", dir]).output();
+      await t.step("--no-serve --quick: 6 finished runs that keep their budgets", async () => {
+        // 1% of the peak (about 19 KiB for the tiny GPT) cannot hold the logits
+        // (8 x 16 x 32 floats = 16 KiB) together with their gradient: infeasible.
+        const out = await start([
+          "--no-serve",
+          "--quick",
+          "--ratios",
+          "1,0.5,0.01",
+          "--data-dir",
+          dir,
+        ])
+          .output();
         const stdout = new TextDecoder().decode(out.stdout);
         const stderr = new TextDecoder().decode(out.stderr);
         assert.equal(out.code, 0, stdout + stderr);
         // progress on stderr (plain lines: not a terminal), the table on stdout
-        assert.match(stderr, /demo sweep of 4 runs/);
-        assert.match(stderr, /\[4\/4\] gpt \S+ @ \d\.\d\d: .*elapsed/);
+        assert.match(stderr, /demo sweep of 6 runs/);
+        assert.match(stderr, /\[6\/6\] gpt \S+ @ \d\.\d\d: .*elapsed/);
         assert.match(stderr, /ETA/);
         assert.match(stdout, /model\s+policy\s+ratio\s+result/);
-        assert.match(stdout, /demo of 4 runs finished in \d+\.\d s/);
+        assert.match(stdout, /demo of 6 runs finished in \d+\.\d s/);
 
         const store = await openStore({ path: `${dir}/libra.db` });
         try {
           const runs = (await store.listRuns({ limit: 50, offset: 0 })).items;
-          assert.equal(runs.length, 4);
+          assert.equal(runs.length, 6);
           assert.deepEqual(
             runs.map((r) => `${r.policy}@${r.budgetRatio}`).sort(),
-            ["dtr-eq@0.5", "dtr-eq@1", "libra@0.5", "libra@1"],
+            ["dtr-eq@0.01", "dtr-eq@0.5", "dtr-eq@1", "libra@0.01", "libra@0.5", "libra@1"],
           );
           for (const run of runs) {
             const res = await store.getResults(run.id);
             assert.ok(res, `run ${run.id} has no results`);
             checkRun(run, res, 2);
+            if (run.budgetRatio === 0.01) assert.equal(run.feasible, false, run.id);
             // each run is a row of the table, with its outcome
             const row = stdout.split("\n").find((l) => l.includes(run.id));
             assert.ok(row, `run ${run.id} missing from the table`);
@@ -105,7 +118,10 @@ Deno.test({
           }
           const cmp = await store.compare({ model: "gpt" });
           assert.deepEqual(cmp.policies.map((p) => p.policy), ["dtr-eq", "libra"]);
-          for (const p of cmp.policies) assert.deepEqual(p.points.map((x) => x.ratio), [1, 0.5]);
+          for (const p of cmp.policies) {
+            assert.deepEqual(p.points.map((x) => x.ratio), [1, 0.5, 0.01]);
+            assert.equal(p.points[2]!.feasible, false);
+          }
         } finally {
           await store.close();
         }
@@ -141,7 +157,7 @@ Deno.test({
           assert.equal(health.status, 200);
           assert.equal((await health.json()).status, "ok");
           const runs = await (await fetch(`${url}/api/runs?limit=50`)).json();
-          assert.equal(runs.total, 5, JSON.stringify(runs));
+          assert.equal(runs.total, 7, JSON.stringify(runs));
           const mine = runs.items.find((r: { budgetRatio: number }) => r.budgetRatio === 0.6);
           assert.ok(mine, "the served lab lacks the new run");
           assert.equal(mine.status, "succeeded");
@@ -162,4 +178,47 @@ Deno.test({
       await Deno.remove(dir, { recursive: true });
     }
   },
+});
+
+Deno.test("withPlanners() hands dynamic policies to the wrapped executor; formatTable() shows infeasible runs", async () => {
+  const base = fakeExecutor();
+  const ex = withPlanners(base);
+  try {
+    const r = await ex.execute({
+      kind: "train",
+      model: "gpt",
+      preset: "tiny",
+      config: null,
+      device: "cpu",
+      budgetRatio: 0.5,
+      budgetBytes: null,
+      policy: "dtr-eq",
+      costModel: "measured",
+      steps: 1,
+      seed: 0,
+    }, { signal: new AbortController().signal, progress: () => {} });
+    assert.deepEqual(base.calls.map((c) => c.kind === "train" && c.policy), ["dtr-eq"]);
+    assert.equal(r.budgetRatio, 0.5);
+  } finally {
+    ex.close();
+  }
+  const row = (ratio: number, feasible: boolean): DemoRow => ({
+    model: "gpt",
+    policy: "libra",
+    ratio,
+    runId: `run_${ratio}`,
+    status: "succeeded",
+    feasible,
+    overhead: feasible ? 1.25 : null,
+    peakBytes: feasible ? 2048 : null,
+    budgetBytes: 4096 * ratio,
+    evictions: 3,
+    remats: 2,
+    note: feasible ? null : "out of budget",
+    seconds: 1,
+  });
+  const table = formatTable([row(1, true), row(0.25, false)]);
+  assert.match(table, /gpt\s+libra\s+1\.00\s+ok\s+1\.25x\s+2\s+4\s+3\s+2\s+run_1/);
+  assert.match(table, /gpt\s+libra\s+0\.25\s+infeasible\s+-\s+-\s+1\s+3\s+2\s+run_0\.25/);
+  assert.match(table, /gpt libra: 1\.00/);
 });
