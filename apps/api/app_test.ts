@@ -526,3 +526,69 @@ Deno.test("restart persistence: a reopened SQLite file has everything acknowledg
     await c.close();
   }
 });
+
+const pgUrl = Deno.env.get("LIBRA_TEST_DATABASE_URL");
+Deno.test({
+  name: pgUrl
+    ? "run lifecycle and restart persistence on PostgreSQL"
+    : "run lifecycle on PostgreSQL (skipped: set LIBRA_TEST_DATABASE_URL to a server where the user may create databases)",
+  ignore: !pgUrl,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const { openPostgres } = await import("./db.ts");
+    const name = `libra_app_test_${Date.now().toString(36)}`;
+    const admin = await openPostgres(pgUrl!);
+    await admin.run(`CREATE DATABASE ${name}`);
+    const url = new URL(pgUrl!);
+    url.pathname = `/${name}`;
+    const dir = await Deno.makeTempDir({ prefix: "libra-api-pg-" });
+    const open = (worker: boolean) =>
+      openLab({
+        dataDir: dir,
+        databaseUrl: url.href,
+        token: TOKEN,
+        readToken: null,
+        executor: fakeExecutor(),
+        worker,
+        workerOptions: { pollMs: 20, heartbeatMs: 50 },
+        log: () => {},
+      });
+    try {
+      const a = await open(true);
+      let runId: string;
+      try {
+        assert.equal((await (await a.api.request("/health")).json()).database, "postgres");
+        const cfg = await (await a.api.request("/configurations", {
+          method: "POST",
+          headers: json,
+          body: JSON.stringify({ ...CONFIG, budgetRatio: null, budgetBytes: 600_000 }),
+        })).json();
+        const run = await (await a.api.request(`/configurations/${cfg.id}/runs`, {
+          method: "POST",
+          headers: auth,
+        })).json();
+        runId = run.id;
+        await until(async () =>
+          (await (await a.api.request(`/runs/${run.id}`)).json()).status === "succeeded"
+        );
+      } finally {
+        await a.close();
+      }
+      const b = await open(false);
+      try {
+        const r = await (await b.api.request(`/runs/${runId}/results`)).json();
+        assert.equal(r.budgetBytes, 600_000);
+        assert.equal(r.budgetRatio, 600_000 / FAKE_PEAK);
+        assert.equal(r.overhead, 1.4); // fake: 1 + (1 - ratio)
+        const loss = await (await b.api.request(`/runs/${runId}/loss`)).json();
+        assert.equal(loss.loss.length, 3);
+      } finally {
+        await b.close();
+      }
+    } finally {
+      await admin.run(`DROP DATABASE ${name} WITH (FORCE)`);
+      await admin.close();
+    }
+  },
+});
