@@ -41,8 +41,10 @@ export interface ValueInfo {
   /** Call index at which it takes memory (its producer, or the next call for constants). */
   readonly allocAt: number;
   /**
-   * False when the producing name is rebound later (COPY_FROM onto it, MUTATE
-   * of it) or the value is mutated: a plan cannot address it by name.
+   * False when the producing name is rebound later (a later MUTATE of it,
+   * COPY_FROM onto it, a new result of the same name): a plan names a value by
+   * the name it was produced under, and that name must still mean it. Values
+   * a MUTATE touched (old and new versions) are not addressable either.
    */
   addressable: boolean;
 }
@@ -51,7 +53,10 @@ export interface ValueInfo {
 export interface TraceAnalysis {
   readonly calls: CallInfo[];
   readonly values: ValueInfo[];
-  /** Index of the first backward call (`calls.length` when there is none). */
+  /**
+   * Index of the first backward call: the first call after a BACKWARD
+   * annotation, else the first call flagged backward (`calls.length` when none).
+   */
   readonly firstBackward: number;
   /** Total compute of the step (sum of call times), ns. */
   readonly computeNs: number;
@@ -101,6 +106,7 @@ export function analyzeTrace(trace: Trace): TraceAnalysis {
     if (--refs[v]! === 0) values[v]!.freeAt = calls.length;
   };
   let firstBackward = -1;
+  let annotatedBackward = -1;
   let computeNs = 0;
   for (const e of trace.events) {
     switch (e.kind) {
@@ -143,6 +149,10 @@ export function analyzeTrace(trace: Trace): TraceAnalysis {
             values[old]!.addressable = false;
             // In place: the new version reuses the old one's memory (from the next call on).
             const v = addValue(name, values[old]!.bytes, k, e.backward, k + 1);
+            // Not a candidate: recomputing an in-place version replays the
+            // whole chain of versions before it (measured on DTR's U-Net trace,
+            // planning them made libra and chen-sqrt slower), and live it is a
+            // leaf that can only be swapped.
             values[v]!.addressable = false;
             produces.push(v);
             ref(name, v);
@@ -172,21 +182,26 @@ export function analyzeTrace(trace: Trace): TraceAnalysis {
         break;
       }
       case "annotate":
+        // The BACKWARD annotation, where a trace has one, is the authority on
+        // where the backward pass starts (op names can mislead: DTR's U-Net
+        // trace calls a forward pooling op `max_pool2d_backward`).
+        if (e.annotation === "BACKWARD" && annotatedBackward < 0) {
+          annotatedBackward = calls.length;
+        }
         break;
     }
   }
-  const fb = firstBackward < 0 ? calls.length : firstBackward;
+  const fb = annotatedBackward >= 0
+    ? annotatedBackward
+    : firstBackward < 0
+    ? calls.length
+    : firstBackward;
   for (const v of values) {
     const u = [...useSet[v.id]!].sort((a, b) => a - b);
     v.uses.push(...u);
     v.backward = v.producer >= fb;
   }
-  return {
-    calls,
-    values,
-    firstBackward: firstBackward < 0 ? calls.length : firstBackward,
-    computeNs,
-  };
+  return { calls, values, firstBackward: fb, computeNs };
 }
 
 /**

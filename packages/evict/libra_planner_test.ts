@@ -186,3 +186,35 @@ function bytesOf(
 }
 
 if (resnet === undefined) console.log(`skipping the resnet32-56 comparison: ${RESNET} is absent`);
+
+const UNET = "../shared/traces/unet-6.log";
+let unet: Awaited<ReturnType<typeof readTrace>> | undefined;
+try {
+  unet = await readTrace(UNET);
+} catch {
+  console.log(`skipping the unet-6 planner checks: ${UNET} is absent`);
+}
+if (unet !== undefined) {
+  // U-Net has in-place MUTATEs and a forward op named max_pool2d_backward: the
+  // planners take the backward pass to start at the BACKWARD annotation.
+  const ctx = plannerContext(unet, { hostLimitBytes: Infinity });
+  plannerConformance("libra (unet-6)", () => new LibraPlanner(), unet, ctx, [0.8, 0.5]);
+  plannerConformance(
+    "chen-sqrt (unet-6)",
+    () => new ChenSqrtPlanner(),
+    unet,
+    plannerContext(unet),
+    [0.8, 0.5],
+  );
+  Deno.test("planners read the forward/backward boundary of unet-6 from its BACKWARD annotation", () => {
+    let calls = 0, boundary = -1;
+    for (const e of unet!.events) {
+      if (e.kind === "annotate" && e.annotation === "BACKWARD") boundary = calls;
+      if (e.kind === "call" || e.kind === "mutate") calls++;
+    }
+    assert.equal(boundary, 128);
+    const plan = new ChenSqrtPlanner().plan(unet!, 1);
+    assert.equal(plan.stats.forwardCalls, 128);
+    assert.equal(plan.stats.segments, Math.round(Math.sqrt(128)));
+  });
+}
