@@ -333,10 +333,10 @@ export class Lineage {
 
   /** Summed class values of the distinct equivalence classes among `s`'s evicted neighbours. */
   neighborClassCost(s: StorageNode): number {
-    const ns = this.evictedNeighbors(s);
+    const ns = this.evictedNeighbors(s, this.#scratch);
     if (ns.length === 0) return 0;
     let sum = 0;
-    const roots: EqNode[] = [];
+    const roots = this.#roots;
     for (const n of ns) {
       if (n.eq === null) continue;
       const r = find(n.eq);
@@ -345,8 +345,13 @@ export class Lineage {
         sum += r.value;
       }
     }
+    ns.length = 0;
+    roots.length = 0;
     return sum;
   }
+
+  readonly #scratch: StorageNode[] = [];
+  readonly #roots: EqNode[] = [];
 
   /**
    * The evicted neighbourhood e*(s): every evicted storage reachable from `s`

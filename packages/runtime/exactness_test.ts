@@ -182,3 +182,21 @@ Deno.test("Runtime swaps leaves to a bounded host pool and back, bit for bit", (
   rt.write(extra[1]!, new Float32Array(1024).fill(5));
   assert.equal(new Float32Array(rt.read(extra[1]!).buffer)[7], 5);
 });
+
+Deno.test("Runtime.prefetch() brings a swapped buffer back before it is read", () => {
+  const rt = new Runtime({ backend: new ReferenceBackend(), budget: 8192, policy: "lru+swap" });
+  const a = rt.alloc(4096), b = rt.alloc(4096), c = rt.alloc(4096);
+  const va = Float32Array.from({ length: 1024 }, (_, i) => i);
+  const vb = Float32Array.from({ length: 1024 }, (_, i) => -i);
+  rt.write(a, va);
+  rt.write(b, vb);
+  rt.write(c, new Float32Array(1024).fill(2)); // pushes a or b out
+  assert.equal(rt.stats.swapOuts, 1);
+  rt.free(c);
+  rt.prefetch(a);
+  rt.prefetch(b);
+  assert.equal(rt.stats.swapIns, 1, "prefetch swapped the evicted one in (the other was resident)");
+  assert.deepEqual(new Float32Array(rt.read(a).buffer), va);
+  assert.deepEqual(new Float32Array(rt.read(b).buffer), vb);
+  assert.equal(rt.stats.swapIns, 1, "the reads found both resident");
+});
