@@ -103,6 +103,24 @@ static void micro(int64_t kc, const float* restrict ap, const float* restrict bp
   }
 }
 
+/* One MC-row block of C for the packed B panel: pack op(A), then run the micro-kernels. */
+static void row_block(int ta, const float* a, int64_t lda, int64_t ib, int64_t m, int64_t pc,
+                      int64_t kc, int64_t jc, int64_t nc, const float* bp, float* ap, float* cm,
+                      int64_t ldc, float alpha, float beta, int first) {
+  const int64_t ic = ib * MC;
+  const int64_t mc = m - ic < MC ? m - ic : MC;
+  pack_a(ta, a, lda, ic, pc, mc, kc, ap);
+  for (int64_t jr = 0; jr < nc; jr += NR) {
+    const int64_t nr = nc - jr < NR ? nc - jr : NR;
+    const float* bpanel = bp + (jr / NR) * kc * NR;
+    for (int64_t ir = 0; ir < mc; ir += MR) {
+      const int64_t mr = mc - ir < MR ? mc - ir : MR;
+      micro(kc, ap + ir * kc, bpanel, cm + (ic + ir) * ldc + jc + jr, ldc, mr, nr, alpha, beta,
+            first);
+    }
+  }
+}
+
 /* Goto-style blocking: a KC x NC panel of op(B) is packed once (shared), each
  * thread packs its own MC x KC block of op(A); blocks of C rows are split
  * statically across threads and every C element is accumulated by one thread
@@ -111,7 +129,10 @@ static void portable_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, floa
                            const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                            float* cm, int64_t ldc) {
   const int par = m * n * k > 64 * 64 * 64;
-  float* bp = aligned_alloc(64, sizeof(float) * KC * (NC + NR));
+  /* scratch sized to the problem: a tiny product must not pay for a 1 MiB mmap */
+  const int64_t kcap = k < KC ? k : KC, ncap = (n < NC ? n : NC) + NR;
+  const size_t ap_bytes = sizeof(float) * (size_t)(((m < MC ? m : MC) + MR) * kcap);
+  float* bp = aligned_alloc(64, (sizeof(float) * (size_t)(kcap * ncap) + 63) / 64 * 64);
   if (!bp) abort();
   for (int64_t jc = 0; jc < n; jc += NC) {
     const int64_t nc = n - jc < NC ? n - jc : NC;
@@ -120,24 +141,23 @@ static void portable_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, floa
       const int first = pc == 0;
       pack_b(tb, b, ldb, pc, jc, kc, nc, bp, par);
       const int64_t mblocks = (m + MC - 1) / MC;
-#pragma omp parallel if (par)
-      {
-        float* ap = aligned_alloc(64, sizeof(float) * (MC + MR) * KC);
-        if (!ap) abort();
+      if (par) {
+#pragma omp parallel
+        {
+          float* ap = aligned_alloc(64, (ap_bytes + 63) / 64 * 64);
+          if (!ap) abort();
 #pragma omp for schedule(static)
-        for (int64_t ib = 0; ib < mblocks; ib++) {
-          const int64_t ic = ib * MC;
-          const int64_t mc = m - ic < MC ? m - ic : MC;
-          pack_a(ta, a, lda, ic, pc, mc, kc, ap);
-          for (int64_t jr = 0; jr < nc; jr += NR) {
-            const int64_t nr = nc - jr < NR ? nc - jr : NR;
-            const float* bpanel = bp + (jr / NR) * kc * NR;
-            for (int64_t ir = 0; ir < mc; ir += MR) {
-              const int64_t mr = mc - ir < MR ? mc - ir : MR;
-              micro(kc, ap + ir * kc, bpanel, cm + (ic + ir) * ldc + jc + jr, ldc, mr, nr, alpha,
-                    beta, first);
-            }
+          for (int64_t ib = 0; ib < mblocks; ib++) {
+            row_block(ta, a, lda, ib, m, pc, kc, jc, nc, bp, ap, cm, ldc, alpha, beta, first);
           }
+          free(ap);
+        }
+      } else {
+        /* small products stay on the calling thread: an OpenMP region costs microseconds */
+        float* ap = aligned_alloc(64, (ap_bytes + 63) / 64 * 64);
+        if (!ap) abort();
+        for (int64_t ib = 0; ib < mblocks; ib++) {
+          row_block(ta, a, lda, ib, m, pc, kc, jc, nc, bp, ap, cm, ldc, alpha, beta, first);
         }
         free(ap);
       }
