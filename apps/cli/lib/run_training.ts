@@ -107,6 +107,16 @@ function checkOptions(o: RunTrainingOptions): void {
   }
 }
 
+/**
+ * The dynamic policy that evicts whatever a planner's plan leaves over the
+ * budget: `dtr-eq`, swap-aware (`dtr-eq+swap`) for `libra`, which runs with
+ * host memory (plain `dtr-eq` would score leaves, which cost nothing to
+ * recompute by its formula, first and swap them all).
+ */
+export function fallbackFor(planner: string): string {
+  return planner === "libra" ? "dtr-eq+swap" : "dtr-eq";
+}
+
 function openBackend(device: "cpu" | "cuda"): Backend {
   try {
     return device === "cuda" ? cudaBackend() : cpuBackend();
@@ -208,11 +218,14 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   let planStats: unknown;
   if (planner && recorded !== undefined) {
     const trace = recorded;
-    const ctx = plannerContext(trace, { hostLimitBytes: o.policy === "libra" ? Infinity : 0 });
+    const ctx = plannerContext(trace, {
+      hostLimitBytes: o.policy === "libra" ? Infinity : 0,
+      fallback: fallbackFor(o.policy),
+    });
     say(`planning ${o.policy} for ${budgetBytes} bytes`);
     const plan: Plan = createPlanner(o.policy).plan(trace, budgetBytes, ctx);
     planStats = (plan as Partial<LibraPlan>).stats;
-    live = new LivePlan(plan, trace, createPolicy("dtr-eq", { seed: o.seed ?? 0 }));
+    live = new LivePlan(plan, trace, createPolicy(fallbackFor(o.policy), { seed: o.seed ?? 0 }));
   }
 
   say(`budgeted run (${budgetBytes} bytes, ratio ${o.budgetRatio}, ${o.policy})`);
@@ -222,8 +235,8 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     policy: live ? live.policy : o.policy,
     search: { seed: o.seed ?? 0 },
     timeline: false,
-    // libra's plans swap, so it gets host memory (its fallback may then swap
-    // leaves too, like a `+swap` policy); chen-sqrt only drops, like dtr-eq.
+    // libra's plans swap, so it gets host memory (and a swap-aware fallback);
+    // chen-sqrt only drops, like dtr-eq.
     ...(o.policy === "libra" ? { hostLimitBytes: Infinity } : {}),
   });
   if (live) live.attach(rt.engine);

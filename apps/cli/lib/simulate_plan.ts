@@ -1,14 +1,16 @@
 /**
  * {@link simulatePlanner}: `simulateTrace` for the static planners. At each
  * budget ratio the planner makes a plan (validating it by replays), and the
- * plan is replayed on the meta backend with `dtr-eq` as the fallback for
- * whatever it leaves over the budget.
+ * plan is replayed on the meta backend with `dtr-eq` (`dtr-eq+swap` for
+ * `libra`, which gets host memory) as the fallback for whatever it leaves
+ * over the budget.
  *
  * @module
  */
 
 import { createPlanner, createPolicy, planPolicy } from "@libra/evict";
 import type { Trace } from "@libra/lineage/trace";
+import { fallbackFor } from "./run_training.ts";
 import {
   plannerContext,
   replayTrace,
@@ -48,7 +50,7 @@ export function simulatePlanner(
   };
   const base = replayTrace(trace, { ...replayOptions, budgetBytes: Infinity });
   const peak = base.stats.peakBytes;
-  const ctx = plannerContext(trace, replayOptions);
+  const ctx = plannerContext(trace, { ...replayOptions, fallback: fallbackFor(planner) });
   const results: SimulationResult[] = [];
   for (const ratio of ratios) {
     const budgetBytes = Math.floor(ratio * peak);
@@ -59,7 +61,7 @@ export function simulatePlanner(
       ...replayOptions,
       budgetBytes,
       knownFeasibleBytes: peak,
-      policy: planPolicy(plan, createPolicy("dtr-eq", rest.search)),
+      policy: planPolicy(plan, createPolicy(fallbackFor(planner), rest.search)),
     });
     const row: SimulationResult = {
       ratio,
