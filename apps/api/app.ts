@@ -123,7 +123,7 @@ export function checkTraceText(text: string): FieldError | null {
   return seen === 0 ? { field: "trace", reason: "the trace is empty" } : null;
 }
 
-/** The public view of a run (drops the spec's bulky parts). */
+/** The public view of a run: the stored fields plus links to its sub-resources. */
 export function runView(r: Run): Run & { links: Record<string, string> } {
   const base = `/api/runs/${r.id}`;
   return {

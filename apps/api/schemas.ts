@@ -331,9 +331,7 @@ export interface FieldError {
 export function fieldErrors(error: z.ZodError, prefix = ""): FieldError[] {
   return error.issues.map((i) => {
     const path = i.path.map(String).join(".");
-    return {
-      field: prefix + (path || (prefix ? "" : "body")) || "body",
-      reason: i.message,
-    };
+    const field = path ? prefix + path : prefix ? prefix.replace(/\.$/, "") : "body";
+    return { field, reason: i.message };
   });
 }

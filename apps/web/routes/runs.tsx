@@ -62,6 +62,9 @@ function RunsTable(p: { runs: Run[] }): VNode {
             <td>
               <StatusBadge status={r.status} />
               {r.feasible === false && <span class="badge warn">infeasible</span>}
+              {r.status === "running" && r.progress && (
+                <span class="muted small">{` ${r.progress.done}/${r.progress.total}`}</span>
+              )}
             </td>
             <td class="num">{formatNumber(r.overhead)}</td>
             <td>{formatTime(r.createdAt)}</td>
