@@ -34,6 +34,7 @@ import {
   type ReplayResult,
   replayTrace,
   Runtime,
+  type RuntimeEvent,
   type Timeline,
 } from "@libra/runtime";
 import type { Trace } from "@libra/lineage/trace";
@@ -50,8 +51,63 @@ import type {
 import type { BenchOptions } from "./options.ts";
 import { spread } from "./stats.ts";
 
+function sum(xs: readonly number[]): number {
+  return xs.reduce((a, x) => a + x, 0);
+}
+
 function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0]!;
+}
+
+/** Thrown from the runtime's event stream when a run passes its time limit. */
+class TimeLimitError extends Error {
+  constructor(ms: number) {
+    super(
+      `time limit: stopped after ${
+        ms / 1000
+      } s (the policy is thrashing at this budget; raise --time-limit to wait longer)`,
+    );
+    this.name = "TimeLimitError";
+  }
+}
+
+/**
+ * An event listener that stops a run past `ms` by throwing from the runtime's
+ * event stream (the run is abandoned; its runtime is not used again), and
+ * counts evictions and re-materializations so an abandoned run still reports them.
+ */
+function watchdog(ms: number): {
+  onEvent: (e: RuntimeEvent) => void;
+  evictions: number;
+  remats: number;
+} {
+  const end = performance.now() + ms;
+  let n = 0;
+  const w = {
+    evictions: 0,
+    remats: 0,
+    onEvent(e: RuntimeEvent): void {
+      if (e.type === "evict" && !e.eager) w.evictions++;
+      else if (e.type === "remat") w.remats++;
+      if ((++n & 255) === 0 && performance.now() > end) throw new TimeLimitError(ms);
+    },
+  };
+  return w;
+}
+
+function abandoned(e: TimeLimitError, w: ReturnType<typeof watchdog>, peakBytes: number): Outcome {
+  return {
+    feasible: false,
+    overhead: null,
+    evictions: w.evictions,
+    remats: w.remats,
+    swapBytes: 0,
+    bookkeepingMs: 0,
+    peakBytes,
+    timeMs: null,
+    baselineTimeMs: null,
+    error: e.message,
+  };
 }
 
 /** Kernel calls of a trace (CALL and MUTATE events). */
@@ -225,40 +281,52 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
     simulate(trace, policy, budgetBytes, s) {
       const h = trace.handle as TraceHandle;
       const costs = h.analytic ? { costModel: new AnalyticCostModel() } : {};
-      if (!isPlannerName(policy)) {
+      const w = watchdog(s.timeLimitMs);
+      try {
+        if (!isPlannerName(policy)) {
+          const r = replayTrace(h.trace, {
+            ...costs,
+            budgetBytes,
+            policy,
+            search: { seed: s.seed },
+            timeline: s.timeline,
+            knownFeasibleBytes: trace.peakBytes,
+            onEvent: w.onEvent,
+          });
+          return Promise.resolve(replayOutcome(r, s.timeline));
+        }
+        // A static planner plans once per budget (validated by replays, as the
+        // Libra paper did with real steps); the plan is reused by later repeats
+        // and its planning time is part of every repeat's bookkeeping. Planners
+        // swap, so host memory is unlimited; dtr-eq chooses if a plan under-evicts.
+        const key = `${policy}@${budgetBytes}`;
+        let planned = h.plans.get(key);
+        if (planned === undefined) {
+          const t0 = performance.now();
+          const ctx = plannerContext(h.trace, {
+            ...costs,
+            hostLimitBytes: Infinity,
+            onEvent: w.onEvent,
+          });
+          const plan = createPlanner(policy).plan(h.trace, budgetBytes, ctx);
+          planned = { plan, ms: performance.now() - t0 };
+          h.plans.set(key, planned);
+        }
         const r = replayTrace(h.trace, {
           ...costs,
           budgetBytes,
-          policy,
-          search: { seed: s.seed },
+          hostLimitBytes: Infinity,
+          policy: planPolicy(planned.plan, createPolicy("dtr-eq", { seed: s.seed })),
           timeline: s.timeline,
           knownFeasibleBytes: trace.peakBytes,
+          onEvent: w.onEvent,
         });
-        return Promise.resolve(replayOutcome(r, s.timeline));
+        const o = replayOutcome(r, s.timeline);
+        return Promise.resolve({ ...o, bookkeepingMs: o.bookkeepingMs + planned.ms });
+      } catch (e) {
+        if (!(e instanceof TimeLimitError)) throw e;
+        return Promise.resolve(abandoned(e, w, budgetBytes));
       }
-      // A static planner plans once per budget (validated by replays, as the
-      // Libra paper did with real steps); the plan is reused by later repeats
-      // and its planning time is part of every repeat's bookkeeping. Planners
-      // swap, so host memory is unlimited; dtr-eq chooses if a plan under-evicts.
-      const key = `${policy}@${budgetBytes}`;
-      let planned = h.plans.get(key);
-      if (planned === undefined) {
-        const t0 = performance.now();
-        const ctx = plannerContext(h.trace, { ...costs, hostLimitBytes: Infinity });
-        const plan = createPlanner(policy).plan(h.trace, budgetBytes, ctx);
-        planned = { plan, ms: performance.now() - t0 };
-        h.plans.set(key, planned);
-      }
-      const r = replayTrace(h.trace, {
-        ...costs,
-        budgetBytes,
-        hostLimitBytes: Infinity,
-        policy: planPolicy(planned.plan, createPolicy("dtr-eq", { seed: s.seed })),
-        timeline: s.timeline,
-        knownFeasibleBytes: trace.peakBytes,
-      });
-      const o = replayOutcome(r, s.timeline);
-      return Promise.resolve({ ...o, bookkeepingMs: o.bookkeepingMs + planned.ms });
     },
 
     prepareModel(model, preset, s) {
@@ -281,6 +349,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       // processes hits both alike. Overhead compares their fastest steps: noise
       // only ever adds time, so the minimum is what a stalled step moves least.
       const h = m.handle as ModelHandle;
+      const w = watchdog(s.timeLimitMs);
       const rt = new Runtime({
         ...costModel(s),
         backend: h.backend,
@@ -288,6 +357,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
         policy,
         search: { seed: s.seed },
         timeline: s.timeline,
+        onEvent: w.onEvent,
       });
       const base = trainer(h, h.backend, s);
       const under = trainer(h, rt, s, () => rt.endStep());
@@ -299,6 +369,12 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
           try {
             tr.push(under.step());
           } catch (e) {
+            if (e instanceof TimeLimitError) {
+              return Promise.resolve({
+                ...abandoned(e, w, rt.stats.peakBytes),
+                baselineTimeMs: sum(tb),
+              });
+            }
             if (!(e instanceof OutOfBudgetError)) throw e;
             error = firstLine(e);
           }

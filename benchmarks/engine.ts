@@ -69,6 +69,8 @@ export interface RunSettings {
   readonly device: "cpu" | "cuda";
   /** Cost model of live runs and of replays of recorded steps. */
   readonly costModel: "measured" | "analytic";
+  /** Wall-clock limit of one budgeted run or replay (ms). */
+  readonly timeLimitMs: number;
   /** Record the memory timeline of this run. */
   readonly timeline: boolean;
 }

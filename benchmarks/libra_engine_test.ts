@@ -220,3 +220,53 @@ Deno.test("simulated: static planners plan per budget, within the budget, at no 
   const chen1 = s.results.find((r) => r.policy === "chen-sqrt" && r.ratio === 1)!;
   assert.ok(chen1.remats.median > 0 && chen1.overhead!.median > 1);
 });
+
+Deno.test("simulated: a run past --time-limit is reported infeasible with the reason, not hung", async () => {
+  // A 400-call chain and its backward pass: at a small budget every backward step
+  // recomputes a long prefix, thousands of events, far more than 1 ms of work.
+  const n = 400;
+  const lines = [
+    `{"INSTRUCTION":"CONSTANT","NAME":"x0"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x0"}`,
+  ];
+  const call = (res: string, args: string[], op: string) =>
+    lines.push(
+      JSON.stringify({ ARGS: args, INSTRUCTION: "CALL", NAME: op, RESULT: [res], TIME: "10" }),
+      `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"${res}"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"${res}"}`,
+    );
+  for (let i = 1; i <= n; i++) call(`x${i}`, [`x${i - 1}`], "f");
+  call(`g${n}`, [`x${n}`], "f_backward");
+  for (let i = n - 1; i >= 1; i--) {
+    call(`g${i}`, [`g${i + 1}`, `x${i}`], "f_backward");
+    lines.push(
+      `{"INSTRUCTION":"RELEASE","NAME":"g${i + 1}"}`,
+      `{"INSTRUCTION":"RELEASE","NAME":"x${i + 1}"}`,
+    );
+  }
+  const path = await Deno.makeTempFile({ suffix: ".log" });
+  try {
+    await Deno.writeTextFile(path, lines.join("\n") + "\n");
+    const s = await suite([
+      "--models",
+      "none",
+      "--traces",
+      path,
+      "--policies",
+      "lru",
+      "--ratios",
+      "0.05",
+      "--repeat",
+      "1",
+      "--time-limit",
+      "0.001",
+    ]);
+    const r = s.results[0]!;
+    assert.equal(r.feasible, false);
+    assert.match(r.error!, /^time limit: stopped after 0\.001 s/);
+    assert.ok(r.evictions.median > 0, "evictions counted before the stop");
+    assert.equal(s.failures.length, 0, "a time limit is an outcome, not a failure");
+  } finally {
+    await Deno.remove(path);
+  }
+});

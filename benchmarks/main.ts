@@ -145,6 +145,7 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
     steps: options.steps,
     device: options.device,
     costModel: options.costModel,
+    timeLimitMs: options.timeLimitMs,
     timeline: false,
   };
   const report: BenchReport = {
@@ -159,6 +160,7 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
       ratios: [...options.ratios],
       device: options.device,
       costModel: options.costModel,
+      timeLimitMs: options.timeLimitMs,
       traces: [...options.traces],
       steps: options.steps,
       repeat: options.repeat,

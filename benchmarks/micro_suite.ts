@@ -17,6 +17,7 @@ export async function runMicro(options: BenchOptions, engine: Engine): Promise<M
     steps: options.steps,
     device: options.device,
     costModel: options.costModel,
+    timeLimitMs: options.timeLimitMs,
     timeline: false,
   });
   const out: MicroJson[] = [];

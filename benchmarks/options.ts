@@ -74,6 +74,8 @@ export interface BenchOptions {
   readonly costModel: "measured" | "analytic";
   /** Imported traces to simulate (DTR format). */
   readonly traces: readonly string[];
+  /** Wall-clock limit of one run (ms); a run past it counts as infeasible (thrashing). */
+  readonly timeLimitMs: number;
   /** Training steps per live measurement. */
   readonly steps: number;
   /** Repeats per experiment. */
@@ -135,6 +137,12 @@ const DOCS: readonly OptionDoc[] = [
     arg: "FILE...",
     doc: "DTR-format traces to simulate (none: no imported traces)",
     def: `${SHARED_TRACES_DIR}/*.log when present`,
+  },
+  {
+    name: "time-limit",
+    arg: "SECONDS",
+    doc: 'limit of one run; a run past it is reported infeasible ("time limit"), as thrashing',
+    def: "60 (quick: 20)",
   },
   { name: "steps", arg: "N", doc: "training steps per live measurement", def: "3 (quick: 2)" },
   {
@@ -282,6 +290,7 @@ export function parseOptions(
         "cost-model": { type: "string" },
         traces: { type: "string", multiple: true },
         steps: { type: "string" },
+        "time-limit": { type: "string" },
         repeat: { type: "string" },
         out: { type: "string" },
         quick: { type: "boolean" },
@@ -353,6 +362,16 @@ export function parseOptions(
     throw new UsageError(`--cost-model: expected measured or analytic, got "${costModel}"`);
   }
   const steps = v.steps === undefined ? (quick ? 2 : 3) : positiveInt("steps", v.steps, 10_000);
+  let timeLimitMs = quick ? 20_000 : 60_000;
+  if (v["time-limit"] !== undefined) {
+    const t = Number(v["time-limit"]);
+    if (v["time-limit"].trim() === "" || !Number.isFinite(t) || t <= 0) {
+      throw new UsageError(
+        `--time-limit: expected a positive number of seconds, got "${v["time-limit"]}"`,
+      );
+    }
+    timeLimitMs = t * 1000;
+  }
   const repeat = v.repeat === undefined ? 3 : positiveInt("repeat", v.repeat, 1000);
   const out = v.out ?? "bench-out";
   if (out.trim() === "") throw new UsageError(`--out: expected a folder path, got an empty string`);
@@ -405,6 +424,7 @@ export function parseOptions(
     ratios,
     device,
     costModel,
+    timeLimitMs,
     traces,
     steps,
     repeat,

@@ -17,6 +17,8 @@ Deno.test("parseOptions() defaults match the help text", () => {
   assert.deepEqual(o.ratios, DEFAULT_RATIOS);
   assert.equal(o.device, "cpu");
   assert.equal(o.costModel, "analytic");
+  assert.equal(o.timeLimitMs, 60_000);
+  assert.equal(parseOptions(["--time-limit", "2.5"], noTraces).timeLimitMs, 2500);
   assert.equal(o.steps, 3);
   assert.equal(o.repeat, 3);
   assert.equal(o.out, "bench-out");
@@ -102,6 +104,7 @@ Deno.test("parseOptions() rejects bad values with one line naming option and val
     [["--ratios", "a"], /--ratios: .*got "a"/],
     [["--ratios", "1,,0.5"], /--ratios: empty item/],
     [["--ratios", "1:0.5"], /FROM:TO:STEP/],
+    [["--time-limit", "0"], /--time-limit: expected a positive number of seconds, got "0"/],
     [["--cost-model", "guess"], /--cost-model: expected measured or analytic, got "guess"/],
     [["--device", "tpu"], /--device: expected cpu or cuda, got "tpu"/],
     [["--steps", "0"], /--steps: expected an integer from 1/],

@@ -236,6 +236,7 @@ export async function runSuite(
     steps: options.steps,
     device: options.device,
     costModel: options.costModel,
+    timeLimitMs: options.timeLimitMs,
     timeline: false,
   };
   const skipped: { what: string; reason: string }[] = [];

@@ -165,6 +165,7 @@ export interface BenchReport {
     ratios: number[];
     device: string;
     costModel: string;
+    timeLimitMs: number;
     traces: string[];
     steps: number;
     repeat: number;
@@ -267,6 +268,7 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
     ratios: z.array(z.number().positive().max(1)),
     device: z.string(),
     costModel: z.enum(["measured", "analytic"]),
+    timeLimitMs: z.number().positive(),
     traces: z.array(z.string()),
     steps: z.number().int().positive(),
     repeat: z.number().int().positive(),

@@ -105,7 +105,13 @@ export function renderReport(report: BenchReport): string {
         r.policy,
         r.ratio.toFixed(2),
         formatBytes(r.budgetBytes),
-        r.feasible ? "yes" : r.feasibleRepeats > 0 ? `${r.feasibleRepeats}/${r.repeats}` : "no",
+        r.feasible
+          ? "yes"
+          : r.feasibleRepeats > 0
+          ? `${r.feasibleRepeats}/${r.repeats}`
+          : r.error?.startsWith("time limit")
+          ? "time"
+          : "no",
         formatSpread(r.overhead, 3),
         formatSpread(r.evictions, 0),
         formatSpread(r.remats, 0),
