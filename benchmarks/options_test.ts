@@ -32,6 +32,8 @@ Deno.test("parseOptions() defaults match the help text", () => {
       "policies",
       "ratios",
       "device",
+      "cost-model",
+      "time-limit",
       "traces",
       "steps",
       "repeat",
