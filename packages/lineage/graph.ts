@@ -282,9 +282,7 @@ export class Lineage {
       call.outputs.push(t);
     }
     for (const inp of inputs) inp.consumers.push(call);
-    const touched = new Set<StorageNode>();
-    for (const t of call.outputs) touched.add(t.storage);
-    for (const s of touched) s.compute = storageCompute(s);
+    for (const t of call.outputs) t.storage.compute = storageCompute(t.storage);
     return call.outputs;
   }
 

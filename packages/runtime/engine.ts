@@ -452,7 +452,7 @@ export class Engine {
         `${op}: a call needs at least one output (use runInPlace for in-place kernels)`,
       );
     }
-    if (costNs === undefined) pendingCost.add(call);
+    this.#pricing = costNs === undefined ? call : null;
     for (const t of tensors) {
       t.extRefs = 1;
       t.storage.extRefs += 1;
@@ -460,7 +460,7 @@ export class Engine {
     try {
       this.#materialize(tensors[0]!, false);
     } catch (e) {
-      pendingCost.delete(call);
+      this.#pricing = null;
       // Undo the record so the engine stays usable: the call never happened.
       for (const inp of inputs) {
         const i = inp.consumers.lastIndexOf(call);
@@ -590,14 +590,14 @@ export class Engine {
 
   /**
    * After `s` lost its last reference: unreferenced leaves among its nearby
-   * ancestors (through evicted, unreferenced storages; at most 64 visited)
+   * ancestors (through evicted, unreferenced storages; at most 16 visited)
    * may have been kept only for `s`'s sake; free those nothing needs now.
    */
   #reapAncestors(s: StorageNode): void {
     const stamp = this.lineage.nextStamp();
     s.stamp = stamp;
     const stack: StorageNode[] = [s];
-    let budget = 64;
+    let budget = 16;
     while (stack.length > 0 && budget-- > 0) {
       const cur = stack.pop()!;
       for (const t of cur.tensors) {
@@ -915,6 +915,8 @@ export class Engine {
   resolveName: (name: string) => StorageNode | undefined = () => undefined;
 
   #lastOutputs: readonly TensorNode[] = [];
+  /** The model call whose cost the cost model sets after its first execution. */
+  #pricing: CallNode | null = null;
 
   #findByName(name: string): StorageNode | undefined {
     for (const t of this.#lastOutputs) if (t.name === name) return t.storage;
@@ -924,6 +926,35 @@ export class Engine {
   // ------------------------------------------------------- materialization
 
   #materialize(target: TensorNode, remat: boolean): void {
+    const p0 = target.producer;
+    if (
+      p0 !== null && p0.replayable && target.storage.residency !== "swapped" &&
+      this.used + p0.totalBytes <= this.#budget
+    ) {
+      // Fast path: every input on the device and the outputs fit.
+      const ins = p0.inputs;
+      let ready = true;
+      for (let i = 0; i < ins.length; i++) {
+        if (!ins[i]!.defined) {
+          ready = false;
+          break;
+        }
+      }
+      if (ready) {
+        const c = this.clock;
+        for (let i = 0; i < ins.length; i++) {
+          const s = ins[i]!.storage;
+          s.lastAccess = c;
+          this.#lock(s);
+        }
+        try {
+          this.#run(p0, remat);
+        } finally {
+          for (let i = 0; i < ins.length; i++) this.#unlock(ins[i]!.storage);
+        }
+        return;
+      }
+    }
     const stack: Frame[] = [{ t: target, remat, undef: null, i: 0, locked: [], waiting: null }];
     try {
       while (stack.length > 0) {
@@ -1006,8 +1037,8 @@ export class Engine {
     const measured = this.#exec.execute(call, remat);
     const st = this.stats;
     if (!remat) {
-      if (pendingCost.has(call)) {
-        pendingCost.delete(call);
+      if (this.#pricing === call) {
+        this.#pricing = null;
         call.cost = this.#cost.callCost(
           {
             op: call.op,
@@ -1067,5 +1098,3 @@ export class Engine {
 
 /** Tensors that were defined when their storage was swapped out (restored on swap-in). */
 const swappedDefined = new WeakMap<StorageNode, TensorNode[]>();
-/** Calls whose cost the cost model sets after their first execution. */
-const pendingCost = new WeakSet<CallNode>();
