@@ -87,6 +87,10 @@ SKIPPED=0
 if sed 's/\x1b\[[0-9;]*m//g' "$LOG/pass1.txt" | grep -q "skipping the cuda kernel checks"; then
   SKIPPED=1
   echo "WARNING: the cuda kernel checks were skipped (no usable GPU): nothing on the device was tested"
+  if grep -q "driver version is insufficient" "$LOG/info.txt"; then
+    echo "HINT: the NVIDIA driver is older than the CUDA 13 runtime linked into libra_cuda.so" \
+      "(needs driver >= 580); use a newer driver or build with an nvcc matching the driver"
+  fi
 fi
 echo "logs: $LOG; took $(($(date +%s) - START)) s"
 if [ "$P1" -ne 0 ] || [ "$P2" -ne 0 ]; then exit 1; fi

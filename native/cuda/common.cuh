@@ -165,27 +165,6 @@ __device__ inline bool argmax_better(float vb, int64_t ib, float va, int64_t ia)
   return vb > va || (vb == va && ib < ia);
 }
 
-/* Tree arg-max over the block (blockDim.x a power of two). */
-__device__ inline void block_argmax(float* v, int64_t* i, float* shv, int64_t* shi) {
-  shv[threadIdx.x] = *v;
-  shi[threadIdx.x] = *i;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) {
-      float vb = shv[threadIdx.x + s];
-      int64_t ib = shi[threadIdx.x + s];
-      if (argmax_better(vb, ib, shv[threadIdx.x], shi[threadIdx.x])) {
-        shv[threadIdx.x] = vb;
-        shi[threadIdx.x] = ib;
-      }
-    }
-    __syncthreads();
-  }
-  *v = shv[0];
-  *i = shi[0];
-  __syncthreads();
-}
-
 /* Smallest power of two >= n, clamped to [32, 256]: the block size of row kernels. */
 static inline int row_block(int64_t n) {
   int b = 32;

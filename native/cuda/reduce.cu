@@ -50,41 +50,56 @@ __device__ inline void acc_store(void* y, int64_t t, const acc_t& a, int64_t dim
   if (MODE == 3) ((int32_t*)y)[t] = (int32_t)a.i;
 }
 
-/* inner == 1: one block per row, threads stride over dim, then a tree. */
+/*
+ * A long axis with few outputs is split into P chunks of `chunk` elements:
+ * stage 1 reduces every (output, chunk) into a partial, stage 2 merges each
+ * output's P partials in chunk order. P and chunk depend only on the sizes, so
+ * the result is still bitwise reproducible. P = 1 writes the outputs directly.
+ */
+
+/* inner == 1: one block per (row, chunk), threads stride over the chunk, then a tree. */
 template <int MODE>
-__global__ void axis_rows_k(const float* __restrict__ x, void* y, int64_t outer, int64_t dim) {
+__global__ void axis_rows_k(const float* __restrict__ x, void* y, acc_t* __restrict__ part,
+                            int64_t outer, int64_t dim, int64_t chunk, int64_t P) {
   __shared__ acc_t sh[256];
-  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
+  for (int64_t b = blockIdx.x; b < outer * P; b += gridDim.x) {
+    const int64_t o = b / P, p = b % P;
+    const int64_t j0 = p * chunk, j1 = j0 + chunk < dim ? j0 + chunk : dim;
     const float* xo = x + o * dim;
     acc_t a;
     acc_init<MODE>(a);
-    for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) acc_add<MODE>(a, xo[j], j);
+    for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) acc_add<MODE>(a, xo[j], j);
     sh[threadIdx.x] = a;
     __syncthreads();
     for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
       if (threadIdx.x < s) acc_merge<MODE>(sh[threadIdx.x], sh[threadIdx.x + s]);
       __syncthreads();
     }
-    if (threadIdx.x == 0) acc_store<MODE>(y, o, sh[0], dim);
+    if (threadIdx.x == 0) {
+      if (P == 1) acc_store<MODE>(y, o, sh[0], dim);
+      else part[o * P + p] = sh[0];
+    }
     __syncthreads();
   }
 }
 
-/* inner > 1: blocks of 32 inner lanes x 8 dim groups (coalesced along inner);
- * group g sums j = g, g + 8, ...; then a tree over the 8 groups. */
+/* inner > 1: blocks of 32 inner lanes x 8 dim groups (coalesced along inner) per
+ * (tile, chunk); group g takes j = j0 + g, j0 + g + 8, ...; then a tree over the groups. */
 template <int MODE>
-__global__ void axis_cols_k(const float* __restrict__ x, void* y, int64_t outer, int64_t dim,
-                            int64_t inner) {
+__global__ void axis_cols_k(const float* __restrict__ x, void* y, acc_t* __restrict__ part,
+                            int64_t outer, int64_t dim, int64_t inner, int64_t chunk, int64_t P) {
   __shared__ acc_t sh[8][32];
   const int64_t tiles = (inner + 31) / 32;
   const int lane = threadIdx.x, grp = threadIdx.y;
-  for (int64_t b = blockIdx.x; b < outer * tiles; b += gridDim.x) {
-    const int64_t o = b / tiles, i = (b % tiles) * 32 + lane;
+  for (int64_t b = blockIdx.x; b < outer * tiles * P; b += gridDim.x) {
+    const int64_t p = b % P, ot = b / P;
+    const int64_t o = ot / tiles, i = (ot % tiles) * 32 + lane;
+    const int64_t j0 = p * chunk, j1 = j0 + chunk < dim ? j0 + chunk : dim;
     acc_t a;
     acc_init<MODE>(a);
     if (i < inner) {
       const float* xo = x + o * dim * inner + i;
-      for (int64_t j = grp; j < dim; j += 8) acc_add<MODE>(a, xo[j * inner], j);
+      for (int64_t j = j0 + grp; j < j1; j += 8) acc_add<MODE>(a, xo[j * inner], j);
     }
     sh[grp][lane] = a;
     __syncthreads();
@@ -92,34 +107,68 @@ __global__ void axis_cols_k(const float* __restrict__ x, void* y, int64_t outer,
       if (grp < s) acc_merge<MODE>(sh[grp][lane], sh[grp + s][lane]);
       __syncthreads();
     }
-    if (grp == 0 && i < inner) acc_store<MODE>(y, o * inner + i, sh[0][lane], dim);
+    if (grp == 0 && i < inner) {
+      const int64_t t = o * inner + i;
+      if (P == 1) acc_store<MODE>(y, t, sh[0][lane], dim);
+      else part[t * P + p] = sh[0][lane];
+    }
     __syncthreads();
   }
 }
 
+/* Stage 2: output t merges part[t * P + 0 .. P) in order. */
 template <int MODE>
-static void axis_launch(const kcall* c, const float* x, void* y, int64_t outer, int64_t dim,
-                        int64_t inner) {
-  if (inner == 1) {
-    axis_rows_k<MODE><<<grid_for(outer, 1), row_block(dim), 0, c->st>>>(x, y, outer, dim);
-  } else {
-    int64_t tiles = (inner + 31) / 32;
-    axis_cols_k<MODE><<<grid_for(outer * tiles, 1), dim3(32, 8), 0, c->st>>>(x, y, outer, dim,
-                                                                              inner);
+__global__ void axis_finish_k(const acc_t* __restrict__ part, void* y, int64_t n, int64_t P,
+                              int64_t dim) {
+  GRID_LOOP(t, n) {
+    acc_t a = part[t * P];
+    for (int64_t p = 1; p < P; p++) acc_merge<MODE>(a, part[t * P + p]);
+    acc_store<MODE>(y, t, a, dim);
   }
+}
+
+template <int MODE>
+static int32_t axis_launch(const kcall* c, const float* x, void* y, int64_t outer, int64_t dim,
+                           int64_t inner) {
+  const int64_t tiles = inner == 1 ? 1 : (inner + 31) / 32;
+  const int64_t blocks = outer * tiles;
+  /* Enough blocks for the whole device: split long axes when there are few outputs. */
+  int64_t P = 1;
+  const int64_t min_chunk = 4096, want_blocks = 2048;
+  if (blocks < want_blocks && dim > 2 * min_chunk) {
+    P = (want_blocks + blocks - 1) / blocks;
+    const int64_t max_p = (dim + min_chunk - 1) / min_chunk;
+    if (P > max_p) P = max_p;
+  }
+  const int64_t chunk = P == 1 ? dim : (dim + P - 1) / P;
+  if (P > 1) P = (dim + chunk - 1) / chunk; /* no empty chunk */
+  tmpbuf part;
+  if (P > 1) TRY(tmp_alloc(c, (uint64_t)(outer * inner * P) * sizeof(acc_t), &part));
+  if (inner == 1) {
+    axis_rows_k<MODE><<<grid_for(outer * P, 1), row_block(P == 1 ? dim : chunk), 0, c->st>>>(
+        x, y, part.as<acc_t>(), outer, dim, chunk, P);
+  } else {
+    axis_cols_k<MODE><<<grid_for(blocks * P, 1), dim3(32, 8), 0, c->st>>>(
+        x, y, part.as<acc_t>(), outer, dim, inner, chunk, P);
+  }
+  LAUNCHED(c);
+  if (P > 1) {
+    axis_finish_k<MODE><<<grid_for(outer * inner), TPB, 0, c->st>>>(part.as<acc_t>(), y,
+                                                                    outer * inner, P, dim);
+    LAUNCHED(c);
+  }
+  return LIBRA_OK;
 }
 
 int32_t libra_axis_reduce(const kcall* c, int mode, const float* x, void* y, int64_t outer,
                           int64_t dim, int64_t inner) {
   if (outer == 0 || inner == 0) return LIBRA_OK;
   switch (mode) {
-    case 0: axis_launch<0>(c, x, y, outer, dim, inner); break;
-    case 1: axis_launch<1>(c, x, y, outer, dim, inner); break;
-    case 2: axis_launch<2>(c, x, y, outer, dim, inner); break;
-    default: axis_launch<3>(c, x, y, outer, dim, inner); break;
+    case 0: return axis_launch<0>(c, x, y, outer, dim, inner);
+    case 1: return axis_launch<1>(c, x, y, outer, dim, inner);
+    case 2: return axis_launch<2>(c, x, y, outer, dim, inner);
+    default: return axis_launch<3>(c, x, y, outer, dim, inner);
   }
-  LAUNCHED(c);
-  return LIBRA_OK;
 }
 
 static int32_t read_odi(const kcall* c, int64_t* outer, int64_t* dim, int64_t* inner) {

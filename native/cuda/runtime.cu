@@ -244,6 +244,17 @@ LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) {
   /* cudaMalloc(1) gives a distinct 256-byte aligned block: the unique pointer for 0 bytes. */
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, bytes ? (size_t)bytes : 1);
+  if (e == cudaErrorMemoryAllocation) {
+    /* Kernel temporaries (cudaMallocAsync) may still sit in the stream-ordered pool:
+     * wait for them, give the pool's memory back, and try once more. */
+    cudaGetLastError();
+    cudaMemPool_t pool;
+    if (cudaDeviceSynchronize() == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess) {
+      cudaMemPoolTrimTo(pool, 0);
+    }
+    cudaGetLastError();
+    e = cudaMalloc(&p, bytes ? (size_t)bytes : 1);
+  }
   if (e != cudaSuccess) {
     cudaGetLastError();
     size_t f = 0, t = 0;
