@@ -8,8 +8,10 @@
  * pass reads is dropped after its last forward use. In the backward pass,
  * before the first backward use of any dropped tensor of a segment, the whole
  * segment's dropped tensors are recomputed, in forward order, from the
- * previous checkpoint. The plan ignores the budget (it is a fixed strategy);
- * where its memory does not fit, the runtime's fallback policy evicts more.
+ * previous checkpoint. Forward values that are held but never read again
+ * are dropped after their last use too (free). The plan ignores the budget
+ * (it is a fixed strategy); where its memory does not fit, the runtime's
+ * fallback policy evicts more.
  *
  * @module
  */
@@ -34,6 +36,8 @@ export interface ChenSqrtPlanStats {
   readonly checkpoints: number;
   /** Tensors dropped and recomputed. */
   readonly recomputes: number;
+  /** Forward tensors held but never read again, dropped after their last use (free). */
+  readonly unusedDrops: number;
 }
 
 /** A plan made by {@link ChenSqrtPlanner}, with its statistics. */
@@ -75,10 +79,20 @@ export class ChenSqrtPlanner implements Planner {
     const perSegment = new Map<number, { name: string; producer: number }[]>();
     const firstBwd = new Map<number, number>();
     let checkpoints = 0;
+    let unused = 0;
     for (const v of a.values) {
       if (v.producer < 0 || v.producer >= nf || v.backward || v.bytes === 0) continue;
       const bwdUse = v.uses.find((u) => u >= nf);
-      if (bwdUse === undefined) continue; // freed or unused after the forward pass
+      if (bwdUse === undefined) {
+        // Not read again but still held (a handle kept to the end of the step):
+        // drop it after its last use; nothing recomputes it.
+        const last = v.uses.length > 0 ? v.uses[v.uses.length - 1]! : v.producer;
+        if (v.addressable && v.freeAt > last + 1 && last < a.calls.length - 1) {
+          steps.push({ kind: "evict", call: last, tensor: v.name, action: "drop" });
+          unused++;
+        }
+        continue;
+      }
       if (isSegmentEnd(v.producer)) {
         checkpoints++;
         continue;
@@ -107,7 +121,7 @@ export class ChenSqrtPlanner implements Planner {
       planner: this.name,
       budgetBytes,
       steps,
-      stats: { forwardCalls: nf, segments: k, checkpoints, recomputes },
+      stats: { forwardCalls: nf, segments: k, checkpoints, recomputes, unusedDrops: unused },
     };
   }
 }

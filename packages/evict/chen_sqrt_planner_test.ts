@@ -22,7 +22,13 @@ Deno.test("ChenSqrtPlanner.plan() keeps sqrt(N) checkpoints and recomputes segme
   // 3 segments [0..2] [3..5] [6..8]: checkpoints h2, h5, h8; the rest is
   // dropped after its last forward use and recomputed, one segment at a time,
   // before the segment's first backward use (h7: 10, h4: 13, h1: 16).
-  assert.deepEqual(plan.stats, { forwardCalls: 9, segments: 3, checkpoints: 3, recomputes: 6 });
+  assert.deepEqual(plan.stats, {
+    forwardCalls: 9,
+    segments: 3,
+    checkpoints: 3,
+    recomputes: 6,
+    unusedDrops: 0,
+  });
   assert.deepEqual(plan.steps, [
     { kind: "evict", call: 1, tensor: "h0", action: "drop" },
     { kind: "evict", call: 2, tensor: "h1", action: "drop" },
@@ -53,7 +59,15 @@ Deno.test("ChenSqrtPlanner honours an explicit segment count and rejects a bad o
   assert.throws(() => new ChenSqrtPlanner({ segments: 0 }), /segments must be an integer >= 1/);
 });
 
-Deno.test("ChenSqrtPlanner.plan() of a trace without a backward pass is empty", () => {
+Deno.test("ChenSqrtPlanner.plan() without a backward pass only drops values held past their last use", () => {
+  // The forward half of chainTrace(4): h0..h3 stay referenced until the end,
+  // h0 is last read by call 1, h1 by call 2; h2 by the last call (nothing to gain).
   const t = { events: chainTrace(4).events.filter((e) => e.kind !== "call" || !e.backward) };
-  assert.deepEqual(new ChenSqrtPlanner().plan(t, 1024).steps, []);
+  const plan = new ChenSqrtPlanner().plan(t, 1024);
+  assert.deepEqual(plan.steps, [
+    { kind: "evict", call: 1, tensor: "h0", action: "drop" },
+    { kind: "evict", call: 2, tensor: "h1", action: "drop" },
+  ]);
+  assert.equal(plan.stats.unusedDrops, 2);
+  assert.equal(plan.stats.recomputes, 0);
 });

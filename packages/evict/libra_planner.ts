@@ -4,7 +4,8 @@
  * 1. Profile one step (the trace) and find the peak and the call where it occurs.
  * 2. Candidates: activations (values produced by forward calls) alive at the
  *    peak, produced before it and not read by the peak call, in topological
- *    (production) order.
+ *    (production) order. Values no call reads again (a handle the program
+ *    keeps to the end of the step) are candidates too: dropped, never restored.
  * 3. Memory-reduction estimate: take the first candidates until the
  *    estimated peak fits the budget, all swapped; repeat wherever a new peak
  *    appears in the estimate.
@@ -59,6 +60,8 @@ export interface LibraPlanStats {
   readonly swaps: number;
   /** Tensors dropped (recomputed) by the final plan. */
   readonly recomputes: number;
+  /** Tensors dropped after their last use that no call reads again (held, not needed): free. */
+  readonly unusedDrops: number;
   /** Swaps turned into recomputations by refinement. */
   readonly converted: number;
   /** Replays run (`ctx.replay`). */
@@ -140,7 +143,7 @@ export class LibraPlanner implements Planner {
     let replays = 0;
     const replay = (budget: number) => {
       replays++;
-      return ctx.replay(this.#toPlan(choices, budgetBytes), budget);
+      return ctx.replay(this.#toPlan(choices, budgetBytes, n), budget);
     };
     const windows = (v: ValueInfo): [number, number][] | undefined => {
       let w: [number, number][] | undefined;
@@ -154,6 +157,7 @@ export class LibraPlanner implements Planner {
     const profiledPeak = n > 0 ? base[peakCall]! : 0;
 
     const restoreFor = (c: Choice): number => {
+      if (c.next >= n) return n;
       if (c.action === "drop" || !this.#prefetch) return c.next;
       const need = this.#swapCost.swapCost(c.v.bytes);
       // Latest r with compute of [r, next) >= the copy time, not before minRestore.
@@ -184,12 +188,17 @@ export class LibraPlanner implements Planner {
           if (!v.addressable || v.producer < 0 || v.backward || v.producer >= p) continue;
           if (v.freeAt <= p || v.bytes === 0) continue;
           const g = gapAround(v, p);
-          if (g.prev >= p || !Number.isFinite(g.next)) continue;
+          if (g.prev >= p) continue;
           if (choices.has(`${v.id}:${g.prev}`)) continue;
-          cands.push({ v, prev: g.prev, next: g.next });
+          cands.push({ v, prev: g.prev, next: Number.isFinite(g.next) ? g.next : n });
         }
         if (cands.length === 0) return mem[p]!;
-        cands.sort((x, y) => x.v.producer - y.v.producer || x.v.id - y.v.id);
+        // Topological order; values no call reads again (a program may hold a
+        // handle to the end of the step) are candidates too, dropped for free.
+        cands.sort((x, y) =>
+          x.v.producer - y.v.producer ||
+          x.v.id - y.v.id
+        );
         let need = mem[p]! - target;
         for (const c of cands) {
           considered.add(c.v.id);
@@ -197,7 +206,7 @@ export class LibraPlanner implements Planner {
             v: c.v,
             prev: c.prev,
             next: c.next,
-            action: this.#swap ? "swap" : "drop",
+            action: this.#swap && c.next < n ? "swap" : "drop",
             minRestore: p + 1,
             restoreAt: c.next,
           };
@@ -254,12 +263,13 @@ export class LibraPlanner implements Planner {
       target = next;
     }
 
-    const plan = this.#toPlan(choices, budgetBytes);
+    const plan = this.#toPlan(choices, budgetBytes, n);
     replays++;
     const final = ctx.replay(plan, budgetBytes);
-    let swapsN = 0, drops = 0, recompute = 0, exposed = 0;
+    let swapsN = 0, drops = 0, unused = 0, recompute = 0, exposed = 0;
     for (const c of choices.values()) {
-      if (c.action === "drop") {
+      if (c.next >= n) unused++;
+      else if (c.action === "drop") {
         drops++;
         recompute += a.calls[c.v.producer]!.timeNs;
       } else {
@@ -277,6 +287,7 @@ export class LibraPlanner implements Planner {
       candidates: considered.size,
       swaps: swapsN,
       recomputes: drops,
+      unusedDrops: unused,
       converted,
       replays,
       rounds,
@@ -290,7 +301,7 @@ export class LibraPlanner implements Planner {
     return { ...plan, stats };
   }
 
-  #toPlan(choices: Map<string, Choice>, budgetBytes: number): Plan {
+  #toPlan(choices: Map<string, Choice>, budgetBytes: number, calls: number): Plan {
     const steps: (PlanStep & { order: number })[] = [];
     for (const c of choices.values()) {
       steps.push({
@@ -300,7 +311,9 @@ export class LibraPlanner implements Planner {
         action: c.action,
         order: c.v.producer,
       });
-      steps.push({ kind: "restore", call: c.restoreAt, tensor: c.v.name, order: c.v.producer });
+      if (c.restoreAt < calls) {
+        steps.push({ kind: "restore", call: c.restoreAt, tensor: c.v.name, order: c.v.producer });
+      }
     }
     steps.sort((x, y) => x.call - y.call || x.order - y.order);
     return {

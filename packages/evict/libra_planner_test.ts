@@ -89,6 +89,20 @@ Deno.test("LibraPlanner.plan() without host memory falls back to recomputation",
   assert.throws(() => new LibraPlanner().plan(t, 0, ctx), /budget must be > 0/);
 });
 
+Deno.test("LibraPlanner.plan() drops a held value no call reads again, without a restore", () => {
+  // The forward half of chainTrace(4): h0..h3 stay referenced to the end; the
+  // peak is the last call (x, h0..h3: 5 KiB), which reads h2. h0 comes first.
+  const t = { events: chainTrace(4).events.filter((e) => e.kind !== "call" || !e.backward) };
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity });
+  assert.equal(ctx.baselinePeakBytes, 5 * KiB);
+  const plan = new LibraPlanner().plan(t, 4 * KiB, ctx);
+  assert.deepEqual(plan.steps, [{ kind: "evict", call: 1, tensor: "h0", action: "drop" }]);
+  assert.equal(plan.stats.unusedDrops, 1);
+  assert.equal(plan.stats.recomputes, 0);
+  assert.equal(plan.stats.planPeakBytes, 4 * KiB);
+  assert.equal(plan.stats.replayOverhead, 1, "nothing is recomputed");
+});
+
 Deno.test("LibraPlanner.plan() prefetches swap-ins so the copy overlaps compute", () => {
   // chainTrace(12) with 1 us calls; a copy takes 2.5 us. At 60% of the peak
   // h5 (backward use at call 18) stays swapped: its swap-in is issued

@@ -68,6 +68,7 @@ function formatText(r: RunTrainingResult, policy: string): string {
     lines.push(
       `plan: ${r.plan.steps} steps, ${r.plan.applied} applied, ${r.plan.skipped} skipped live`,
     );
+    if (r.plan.stats !== undefined) lines.push(`plan statistics: ${JSON.stringify(r.plan.stats)}`);
   }
   return lines.join("\n");
 }
