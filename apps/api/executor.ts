@@ -175,9 +175,10 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
       record: phase === "budget",
       ...(budget === undefined ? {} : { budget }),
     });
-    const steps = phase === "warm-up" ? 1 : spec.steps;
+    const steps = phase === "warm-up" ? 2 : spec.steps;
     const losses: number[] = [];
     const stepMs: number[] = [];
+    let trace: string | null = null;
     let error: Error | null = null;
     let wallMs = 0;
     tensor.withBackend(runtime, () => {
@@ -186,7 +187,8 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
       const net = nn.createModel(model, config as any, { backend: runtime });
       // deno-lint-ignore no-explicit-any
       const data = nn.createData(model, config as any, { seed: spec.seed, ...preset.input });
-      const optimizer = new nn.AdamW(net.parameters(), { lr: 1e-3 });
+      // the optimizer of `libra run` (apps/cli/lib/run_training.ts), so the losses agree
+      const optimizer = new nn.SGD(net.parameters(), { lr: 0.01, momentum: 0.9 });
       const t0 = performance.now();
       try {
         nn.train({
@@ -196,6 +198,12 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
           steps,
           backend: runtime,
           onStep: (info) => {
+            if (phase === "budget" && info.step === steps - 1) {
+              try {
+                trace = rt.formatTrace(runtime.trace()); // the last step, as one DTR trace
+              } catch { /* recording is best effort */ }
+            }
+            runtime.endStep();
             losses.push(info.loss);
             stepMs.push(info.ms);
             if (phase === "warm-up") return;
@@ -220,10 +228,10 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
         net.dispose();
       } catch { /* the runtime may hold evicted storages; the thread ends anyway */ }
     });
-    return { runtime, losses, stepMs, wallMs, error: error as Error | null };
+    return { runtime, losses, stepMs, wallMs, trace, error: error as Error | null };
   };
 
-  // A one-step warm-up first, so that neither timed run pays for compilation.
+  // Two warm-up steps first (as `libra run`), so that neither timed run pays for compilation.
   ctx.progress({ phase: "warm-up", done: 0, total, message: "warming up" });
   once("warm-up", undefined);
   ctx.progress({ phase: "baseline", done: 0, total, message: "measuring without a budget" });
@@ -237,12 +245,6 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
   const feasible = run.error === null;
   // Median step time over median step time: robust to one slow step (GC, a late compile).
   const overhead = feasible ? median(run.stepMs) / median(baseline.stepMs) : null;
-  let trace: string | null = null;
-  if (feasible) {
-    try {
-      trace = rt.formatTrace(run.runtime.trace());
-    } catch { /* recording is best effort */ }
-  }
   return {
     feasible,
     budgetBytes,
@@ -261,7 +263,7 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
     memory: toTimeline(run.runtime.timeline, budgetBytes),
     loss: run.losses.map((l, i) => ({ step: i, loss: l, baseline: baseline.losses[i] ?? null })),
     points: [{ policy: spec.policy, ratio: budgetRatio, feasible, overhead }],
-    trace,
+    trace: feasible ? run.trace : null,
     note: run.error ? run.error.message : null,
   };
 }

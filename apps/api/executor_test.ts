@@ -168,3 +168,27 @@ Deno.test({
     assert.ok(r.memory!.samples.every(([, b]) => b <= r.memory!.budgetBytes));
   },
 });
+
+Deno.test({
+  name: `real executor: the same losses, peak and budget as \`libra run --json\`${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const spec = { ...TRAIN, model: "gpt", budgetRatio: 0.8, seed: 0 } as const;
+    const main = new URL("../cli/main.ts", import.meta.url).pathname;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        ...["run", "-A", main, "run", "--model", "gpt", "--preset", "tiny", "--policy", "dtr-eq"],
+        ...["--budget-ratio", "0.8", "--steps", "3", "--json"],
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const cli = JSON.parse(new TextDecoder().decode(out.stdout));
+    const r = await executeInThisThread(spec, ctx());
+    assert.deepEqual(r.loss.map((l) => l.loss), cli.losses);
+    assert.deepEqual(r.loss.map((l) => l.baseline), cli.baselineLosses);
+    assert.equal(r.baselinePeakBytes, cli.baselinePeakBytes);
+    assert.equal(r.budgetBytes, cli.budgetBytes);
+  },
+});
