@@ -157,8 +157,13 @@ export class RunWorker {
       clearInterval(timer);
       await beating;
       if (abort.signal.aborted) return;
-      await store.completeRun(run.id, this.id, result);
-      log(`worker ${this.id}: ${run.id} succeeded`);
+      if (await store.completeRun(run.id, this.id, result)) {
+        log(`worker ${this.id}: ${run.id} succeeded`);
+      } else {
+        log(
+          `worker ${this.id}: ${run.id} ended, but it had been canceled or reaped; result dropped`,
+        );
+      }
     } catch (e) {
       clearInterval(timer);
       await beating.catch(() => {});
