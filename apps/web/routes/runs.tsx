@@ -123,7 +123,13 @@ function StatsTable(p: { run: Run; results: RunResults }): VNode {
   for (const [k, v] of Object.entries(results.stats)) {
     rows.push([
       k,
-      /bytes/i.test(k) ? formatBytes(v) : Number.isInteger(v) ? String(v) : formatNumber(v),
+      /bytes/i.test(k)
+        ? formatBytes(v)
+        : /Ms$/.test(k)
+        ? `${formatNumber(v, 2)} ms`
+        : Number.isInteger(v)
+        ? String(v)
+        : formatNumber(v),
     ]);
   }
   return (
