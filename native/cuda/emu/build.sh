@@ -11,7 +11,8 @@
 #
 # It checks indexing, reduction trees, the sorting scatter-add, the tiled sgemm,
 # the cuBLAS operand swap and every error path against the shared kernel cases.
-# It cannot see what only a GPU shows: data races the sequential thread order
+# EMU_REVERSE=1 runs blocks and threads in reverse order (races show as changed
+# results). It cannot see what only a GPU shows: races the fixed thread order
 # hides, device math accuracy, FMA contraction, performance, real cuBLAS.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)

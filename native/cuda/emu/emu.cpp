@@ -39,15 +39,21 @@ void emu_launch(dim3 grid, dim3 block, const std::function<void()>& body) {
   }
   gridDim = grid; blockDim = block; body_p = &body;
   if ((int)ctx.size() < nt) { ctx.resize(nt); state.resize(nt); while ((int)stacks.size() < nt) stacks.push_back((char*)malloc(STACK)); }
-  for (unsigned bz = 0; bz < grid.z; bz++) for (unsigned by = 0; by < grid.y; by++) for (unsigned bx = 0; bx < grid.x; bx++) {
-    blockIdx = dim3(bx, by, bz);
+  /* EMU_REVERSE=1 runs blocks and threads in reverse order: a result that changes
+   * with the order shows a race (a read of another thread's write without a barrier). */
+  static const bool reverse = getenv("EMU_REVERSE") && getenv("EMU_REVERSE")[0] == '1';
+  const unsigned long long nblocks = (unsigned long long)grid.x * grid.y * grid.z;
+  for (unsigned long long q = 0; q < nblocks; q++) {
+    const unsigned long long b = reverse ? nblocks - 1 - q : q;
+    blockIdx = dim3(b % grid.x, (b / grid.x) % grid.y, b / ((unsigned long long)grid.x * grid.y));
     for (int i = 0; i < nt; i++) {
       getcontext(&ctx[i]); ctx[i].uc_stack.ss_sp = stacks[i]; ctx[i].uc_stack.ss_size = STACK; ctx[i].uc_link = nullptr;
       makecontext(&ctx[i], trampoline, 0); state[i] = 0;
     }
     for (;;) {
       int done = 0, waiting = 0;
-      for (int i = 0; i < nt; i++) {
+      for (int q = 0; q < nt; q++) {
+        const int i = reverse ? nt - 1 - q : q;
         if (state[i] == 0) { cur = i; threadIdx = tid_of(i); swapcontext(&sched, &ctx[i]); }
         if (state[i] == 2) done++; else if (state[i] == 1) waiting++;
       }
