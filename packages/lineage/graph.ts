@@ -84,8 +84,11 @@ export class StorageNode {
 export class TensorNode {
   /** Unique id. */
   readonly id: number;
-  /** Name (trace name or `t<id>`). */
-  readonly name: string;
+  /**
+   * Name (trace name or `t<id>`). The live runtime renames values that outlive
+   * a step (see `Runtime.endStep`), so it is not readonly.
+   */
+  name: string;
   /** Storage holding the bytes. */
   storage: StorageNode;
   /** The call that produced it; `null` for leaves (constants, host writes). */

@@ -64,6 +64,9 @@ export interface RuntimeOptions {
   onEvent?: (e: RuntimeEvent) => void;
 }
 
+/** Names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
+const STEP_LOCAL = /^[cw]\d/;
+
 class VirtualBuffer implements DeviceBuffer {
   freed = false;
   constructor(readonly id: number, readonly bytes: number, readonly storage: StorageNode) {}
@@ -236,7 +239,7 @@ export class Runtime implements Backend {
   }
 
   #leafName(): string {
-    return `w${this.#step}.${this.#writes++}`;
+    return `w${this.#writes++}`;
   }
 
   /** Makes a plan (from a planner, made on a recorded step) steer eviction, `fallback` choosing beyond it. */
@@ -280,9 +283,13 @@ export class Runtime implements Backend {
    * Marks the end of a training step. With a `{ ratio }` budget and no peak
    * given, the first step runs without a budget and its peak sets the budget
    * here. Every completed step records its budget as known to work. Call
-   * indices (plan hooks, profiled costs, output names `c<i>.<k>`) restart at 0,
-   * and a recording restarts with the live values declared as CONSTANTs, so
-   * each step's trace stands alone.
+   * indices (plan hooks, profiled costs) restart at 0, and so do the names of
+   * the step's own values: outputs `c<i>.<k>` (output k of call i) and host
+   * writes `w<n>`, so a plan made on one step's trace names the same values in
+   * the next step. Values that outlive the step are renamed with the step's
+   * number as prefix (`c3.0` of step 0 becomes `s0.c3.0`, a name it keeps for
+   * good), and a recording restarts with them declared as CONSTANTs, so each
+   * step's trace stands alone and no name is defined twice in it.
    */
   endStep(): void {
     if (this.#ratio !== undefined) {
@@ -296,6 +303,10 @@ export class Runtime implements Backend {
       this.engine.noteFeasible(this.engine.stats.peakBytes);
     }
     this.engine.stepBase = this.engine.callIndex;
+    // What only the finished step could need (copies kept for its recomputation) goes now,
+    // so the next step starts with the memory its trace's CONSTANTs declare.
+    this.engine.collect();
+    this.#renameCarried(`s${this.#step}.`);
     this.#step++;
     this.#writes = 0;
     if (this.#record !== null) {
@@ -307,6 +318,22 @@ export class Runtime implements Backend {
         ) continue;
         this.#record.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
       }
+    }
+  }
+
+  /**
+   * Gives every value named after this step's numbering (`c<i>.<k>`, `w<n>`)
+   * the name `<prefix><name>`, so the next step can reuse the short names.
+   * Values already prefixed keep their names.
+   */
+  #renameCarried(prefix: string): void {
+    this.#names.clear();
+    for (const s of this.engine.lineage.storages.values()) {
+      for (const t of s.tensors) {
+        if (STEP_LOCAL.test(t.name)) t.name = prefix + t.name;
+      }
+      const root = s.tensors[0];
+      if (root !== undefined && s.residency !== "freed") this.#names.set(root.name, s);
     }
   }
 
