@@ -308,7 +308,7 @@ typedef struct {
 
 static const kentry REGISTRY[] = {
 #define K(name, ni, no, np) {#name, k_##name, ni, no, np},
-#include "kernel_list.h"
+#include "libra_kernels.h"
 #undef K
 };
 #define N_KERNELS ((int32_t)(sizeof REGISTRY / sizeof REGISTRY[0]))

@@ -85,7 +85,7 @@ int libra_threads(void);
 
 /* ---- kernel functions, by family ---- */
 #define K(name, ni, no, np) int32_t k_##name(const kcall* c);
-#include "kernel_list.h"
+#include "libra_kernels.h"
 #undef K
 
 #endif

@@ -210,7 +210,7 @@ __device__ inline void philox_element(uint32_t k0, uint32_t k1, uint64_t offset,
 
 /* ---- kernel functions, by family ---- */
 #define K(name, ni, no, np) int32_t k_##name(const kcall* c);
-#include "kernel_list.cuh"
+#include "libra_kernels.h"
 #undef K
 
 #endif

@@ -1,5 +1,5 @@
-/* kernel_list.h - every kernel of packages/tensor/kernels.ts in table order:
- * K(name, n_inputs, n_outputs, n_params); -1 = variable (the kernel checks it). */
+/* libra_kernels.h - every kernel of packages/tensor/kernels.ts in table order, shared by the cpu
+ * and cuda builds: K(name, n_inputs, n_outputs, n_params); -1 = variable (the kernel checks it). */
 K(add, 2, 1, -1)
 K(sub, 2, 1, -1)
 K(mul, 2, 1, -1)
