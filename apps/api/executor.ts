@@ -1,7 +1,9 @@
 /**
  * The real {@linkcode RunExecutor}: trains a model of `@libra/nn` under a budget with
- * `@libra/runtime` on the native cpu (or cuda) backend, as `deno task libra run` does,
- * or replays an uploaded DTR-format trace in the runtime's simulator.
+ * `@libra/runtime` on the native cpu (or cuda) backend through `runTraining`
+ * (`@libra/cli/run-training`, the core of `deno task libra run`), dynamic policies and
+ * static planners (`libra`, `chen-sqrt`) alike, or replays an uploaded DTR-format trace
+ * in the runtime's simulator.
  *
  * Training is synchronous compute, so by default each run executes in its own Web
  * Worker thread ({@linkcode realExecutor}): the server keeps answering, progress and
@@ -26,10 +28,10 @@ import type {
 
 type RuntimeMod = typeof import("@libra/runtime");
 type NnMod = typeof import("@libra/nn");
-type TensorMod = typeof import("@libra/tensor");
 type NativeMod = typeof import("@libra/native");
 type CostMod = typeof import("@libra/cost");
 type EvictMod = typeof import("@libra/evict");
+type TrainingMod = typeof import("@libra/cli/run-training");
 
 /** Thrown when a package the executor needs is not available in this build. */
 export class ExecutorUnavailableError extends Error {
@@ -53,10 +55,11 @@ async function load<T>(name: string, f: () => Promise<unknown>): Promise<T> {
 
 const loadRuntime = () => load<RuntimeMod>("@libra/runtime", () => import("@libra/runtime"));
 const loadNn = () => load<NnMod>("@libra/nn", () => import("@libra/nn"));
-const loadTensor = () => load<TensorMod>("@libra/tensor", () => import("@libra/tensor"));
 const loadNative = () => load<NativeMod>("@libra/native", () => import("@libra/native"));
 const loadCost = () => load<CostMod>("@libra/cost", () => import("@libra/cost"));
 const loadEvict = () => load<EvictMod>("@libra/evict", () => import("@libra/evict"));
+const loadTraining = () =>
+  load<TrainingMod>("@libra/cli/run-training", () => import("@libra/cli/run-training"));
 
 /** Most samples stored per memory timeline (peaks are kept when thinning). */
 export const MAX_TIMELINE_SAMPLES = 20_000;
@@ -139,132 +142,84 @@ async function costModelFor(
   );
 }
 
-/** Trains `spec` twice (without and under the budget) in this thread. */
+/**
+ * Trains `spec` in this thread through `runTraining` of `@libra/cli/run-training` (the
+ * core of `libra run`; dynamic policies and planners alike): warm-up, the steps without
+ * a budget, then under the budget with the memory timeline and the last step's trace.
+ */
 export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promise<RunResult> {
-  const [rt, nn, tensor, native, evict] = await Promise.all([
-    loadRuntime(),
-    loadNn(),
-    loadTensor(),
-    loadNative(),
-    loadEvict(),
-  ]);
+  const [training, nn] = await Promise.all([loadTraining(), loadNn()]);
   if (!(nn.MODEL_NAMES as readonly string[]).includes(spec.model)) {
     throw new RangeError(`unknown model "${spec.model}"; available: ${nn.MODEL_NAMES.join(", ")}`);
   }
-  const base = spec.policy.replace(/\+swap$/, "");
-  if (!evict.POLICY_NAMES.includes(base)) {
-    throw new RangeError(
-      `unknown policy "${spec.policy}"; available: ${
-        evict.POLICY_NAMES.join(", ")
-      } (each also with +swap)`,
-    );
-  }
-  const model = spec.model as import("@libra/nn").ModelName;
-  const preset = nn.getPreset(model, spec.preset);
-  const config = spec.config ? { ...preset.config, ...spec.config } : spec.preset;
-  const backend = spec.device === "cuda" ? native.cudaBackend() : native.cpuBackend();
   const costModel = await costModelFor(spec.costModel, spec.device);
   const total = spec.steps * 2;
-
-  const once = (phase: "warm-up" | "baseline" | "budget", budget: number | undefined) => {
-    const runtime = new rt.Runtime({
-      backend,
-      policy: spec.policy,
-      costModel,
-      timeline: phase === "budget",
-      record: phase === "budget",
-      ...(budget === undefined ? {} : { budget }),
-    });
-    const steps = phase === "warm-up" ? 2 : spec.steps;
-    const losses: number[] = [];
-    const stepMs: number[] = [];
-    let trace: string | null = null;
-    let error: Error | null = null;
-    let wallMs = 0;
-    tensor.withBackend(runtime, () => {
-      tensor.manualSeed(spec.seed);
-      // deno-lint-ignore no-explicit-any
-      const net = nn.createModel(model, config as any, { backend: runtime });
-      // deno-lint-ignore no-explicit-any
-      const data = nn.createData(model, config as any, { seed: spec.seed, ...preset.input });
-      // the optimizer of `libra run` (apps/cli/lib/run_training.ts), so the losses agree
-      const optimizer = new nn.SGD(net.parameters(), { lr: 0.01, momentum: 0.9 });
-      const t0 = performance.now();
-      try {
-        nn.train({
-          model: net,
-          data,
-          optimizer,
-          steps,
-          backend: runtime,
-          onStep: (info) => {
-            if (phase === "budget" && info.step === steps - 1) {
-              try {
-                trace = rt.formatTrace(runtime.trace()); // the last step, as one DTR trace
-              } catch { /* recording is best effort */ }
-            }
-            runtime.endStep();
-            losses.push(info.loss);
-            stepMs.push(info.ms);
-            if (phase === "warm-up") return;
-            const done = (phase === "baseline" ? 0 : spec.steps) + info.step + 1;
-            ctx.progress({
-              phase,
-              done,
-              total,
-              message: `${phase === "baseline" ? "without a budget" : "under the budget"}: step ${
-                info.step + 1
-              }/${spec.steps}, loss ${info.loss.toFixed(4)}`,
-              memoryBytes: runtime.stats.peakBytes,
-            });
-          },
-        });
-      } catch (e) {
-        if (!(e instanceof rt.OutOfBudgetError)) throw e;
-        error = e;
-      }
-      wallMs = performance.now() - t0;
-      try {
-        net.dispose();
-      } catch { /* the runtime may hold evicted storages; the thread ends anyway */ }
-    });
-    return { runtime, losses, stepMs, wallMs, trace, error: error as Error | null };
-  };
-
-  // Two warm-up steps first (as `libra run`), so that neither timed run pays for compilation.
-  ctx.progress({ phase: "warm-up", done: 0, total, message: "warming up" });
-  once("warm-up", undefined);
-  ctx.progress({ phase: "baseline", done: 0, total, message: "measuring without a budget" });
-  const baseline = once("baseline", undefined);
-  if (baseline.error) throw baseline.error;
-  const peak = baseline.runtime.stats.peakBytes;
-  const budgetBytes = spec.budgetBytes ?? Math.floor((spec.budgetRatio ?? 1) * peak);
-  const budgetRatio = spec.budgetRatio ?? budgetBytes / peak;
-  if (ctx.signal.aborted) throw new Error("canceled");
-  const run = once("budget", budgetBytes);
-  const feasible = run.error === null;
+  const budgetPhase = (p: string) => p === "plan" || p === "budget";
+  const r = training.runTraining({
+    model: spec.model,
+    preset: spec.preset,
+    config: spec.config,
+    policy: spec.policy,
+    ...(spec.budgetBytes !== null
+      ? { budgetBytes: spec.budgetBytes }
+      : { budgetRatio: spec.budgetRatio ?? 1 }),
+    steps: spec.steps,
+    device: spec.device,
+    seed: spec.seed,
+    costModel,
+    timeline: true,
+    recordLastStep: true,
+    allowInfeasible: true,
+    signal: ctx.signal,
+    onPhase: (phase, message) =>
+      ctx.progress({ phase, done: budgetPhase(phase) ? spec.steps : 0, total, message }),
+    onStep: (s) => {
+      if (s.phase === "warm-up") return;
+      const budget = s.phase === "budget";
+      ctx.progress({
+        phase: s.phase,
+        done: (budget ? spec.steps : 0) + s.step + 1,
+        total,
+        message: `${budget ? "under the budget" : "without a budget"}: step ${
+          s.step + 1
+        }/${spec.steps}, loss ${s.loss.toFixed(4)}`,
+        memoryBytes: s.peakBytes,
+      });
+    },
+  });
+  const feasible = r.outOfBudget === undefined;
+  const budgetRatio = spec.budgetRatio ?? r.budgetBytes / r.baselinePeakBytes;
   // Median step time over median step time: robust to one slow step (GC, a late compile).
-  const overhead = feasible ? median(run.stepMs) / median(baseline.stepMs) : null;
+  const overhead = feasible ? median(r.stepTimesMs) / median(r.baselineStepTimesMs) : null;
+  const plan = r.plan
+    ? {
+      planSteps: r.plan.steps,
+      planApplied: r.plan.applied,
+      planSkipped: r.plan.skipped,
+      planMismatchedSteps: r.plan.mismatchedSteps,
+    }
+    : {};
   return {
     feasible,
-    budgetBytes,
+    budgetBytes: r.budgetBytes,
     budgetRatio,
-    baselinePeakBytes: peak,
-    peakBytes: run.runtime.stats.peakBytes,
+    baselinePeakBytes: r.baselinePeakBytes,
+    peakBytes: r.stats.peakBytes,
     overhead,
     stats: {
-      ...statsOf(run.runtime.stats),
-      baselineMs: baseline.wallMs,
-      budgetMs: run.wallMs,
-      baselineStepMs: median(baseline.stepMs),
-      budgetStepMs: median(run.stepMs),
+      ...statsOf(r.stats),
+      baselineMs: r.baselineTimeMs,
+      budgetMs: r.timeMs,
+      baselineStepMs: median(r.baselineStepTimesMs),
+      budgetStepMs: median(r.stepTimesMs),
       steps: spec.steps,
+      ...plan,
     },
-    memory: toTimeline(run.runtime.timeline, budgetBytes),
-    loss: run.losses.map((l, i) => ({ step: i, loss: l, baseline: baseline.losses[i] ?? null })),
+    memory: r.timeline ? toTimeline(r.timeline, r.budgetBytes) : null,
+    loss: r.losses.map((l, i) => ({ step: i, loss: l, baseline: r.baselineLosses[i] ?? null })),
     points: [{ policy: spec.policy, ratio: budgetRatio, feasible, overhead }],
-    trace: feasible ? run.trace : null,
-    note: run.error ? run.error.message : null,
+    trace: feasible ? r.trace ?? null : null,
+    note: r.outOfBudget ? r.outOfBudget.message : null,
   };
 }
 
@@ -349,7 +304,14 @@ export interface RealExecutorOptions {
 
 /** Loads every package a run needs (a thread does this ahead of its first run). */
 export async function warmUp(): Promise<void> {
-  await Promise.all([loadRuntime(), loadNn(), loadTensor(), loadNative(), loadEvict(), loadCost()]);
+  await Promise.all([
+    loadRuntime(),
+    loadNn(),
+    loadTraining(),
+    loadNative(),
+    loadEvict(),
+    loadCost(),
+  ]);
 }
 
 /** The real executor, with {@link RealExecutor.close} to end its idle threads. */
@@ -407,7 +369,7 @@ export function realExecutor(opts: RealExecutorOptions = {}): RealExecutor {
             done(true);
             resolve(m.result);
           } else {
-            done(true);
+            done(false); // a thread whose run threw may hold half-unwound state: not reused
             reject(new Error(m.message));
           }
         };

@@ -60,6 +60,48 @@ Deno.test({
     assert.ok(r.memory!.samples.every(([, b]) => b <= r.budgetBytes!), "timeline within budget");
     assert.match(r.trace!, /"INSTRUCTION":"CALL"/);
     assert.deepEqual(events.filter((e) => e.phase !== "warm-up").at(-1)!.done, 6);
+    // the timeline's markers are the runtime's evictions, within the budget
+    const drops = r.memory!.markers.filter((m) => m.kind === "drop");
+    assert.equal(drops.length, r.stats.drops, "one drop marker per policy drop");
+    assert.ok(r.memory!.markers.every((m) => m.bytes <= r.budgetBytes!));
+  },
+});
+
+Deno.test({
+  name: `real executor: a planner (chen-sqrt) trains through the same path as \`libra run\`${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const events: ProgressEvent[] = [];
+    const spec = { ...TRAIN, model: "gpt", policy: "chen-sqrt", budgetRatio: 0.6, steps: 2 };
+    const r = await executeInThisThread(spec, ctx(events));
+    assert.equal(r.feasible, true, r.note ?? "");
+    assert.equal(r.budgetBytes, Math.floor(0.6 * r.baselinePeakBytes!));
+    assert.ok(r.peakBytes! <= r.budgetBytes!, `peak ${r.peakBytes} within ${r.budgetBytes}`);
+    for (const l of r.loss) assert.equal(l.loss, l.baseline);
+    assert.ok(r.stats.planSteps! > 0 && r.stats.planApplied! > 0, JSON.stringify(r.stats));
+    assert.ok(r.memory!.samples.length > 0);
+    assert.ok(r.memory!.samples.every(([, b]) => b <= r.budgetBytes!), "timeline within budget");
+    assert.ok(r.memory!.markers.some((m) => m.kind === "drop" || m.kind === "remat"));
+    assert.ok(events.some((e) => e.phase === "plan"), "a plan phase is reported");
+    assert.equal(events.at(-1)!.done, 4);
+    // an infeasible budget: succeeded with feasible false and the runtime's reason
+    const bad = await executeInThisThread({ ...spec, budgetRatio: 0.01 }, ctx());
+    assert.equal(bad.feasible, false);
+    assert.match(bad.note!, /budget/);
+    assert.equal(bad.trace, null);
+  },
+});
+
+Deno.test({
+  name: `real executor: a canceled run stops before its next step${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const stop = new AbortController();
+    const p = executeInThisThread(TRAIN, {
+      signal: stop.signal,
+      progress: (e) => e.phase === "baseline" && e.done === 1 && stop.abort(),
+    });
+    await assert.rejects(p, /canceled before baseline step 2\/3/);
   },
 });
 
@@ -79,7 +121,7 @@ Deno.test({
   name: `real executor: unknown names fail with the available ones${skip}`,
   ignore: !probe.ok,
   async fn() {
-    await assert.rejects(executeInThisThread({ ...TRAIN, model: "vgg" }, ctx()), /available: mlp/);
+    await assert.rejects(executeInThisThread({ ...TRAIN, model: "vgg" }, ctx()), /"vgg".*mlp/);
     await assert.rejects(executeInThisThread({ ...TRAIN, policy: "fifo" }, ctx()), /dtr-eq/);
     await assert.rejects(
       executeInThisThread({ ...TRAIN, costModel: "profiled" }, ctx()),

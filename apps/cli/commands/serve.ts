@@ -8,7 +8,6 @@
 import { parseArgs } from "node:util";
 import { realExecutor, redact } from "@libra/api";
 import { startServer } from "@libra/web";
-import { withPlanners } from "./start.ts";
 
 /** One-line description for `--help`. */
 export const summary = "serve the lab API and dashboard (http://localhost:8000)";
@@ -60,13 +59,9 @@ export async function main(args: string[]): Promise<number> {
   }
   const port = parsePort(values.port ?? Deno.env.get("LIBRA_PORT"), 8000);
   const url = values["database-url"] ?? Deno.env.get("LIBRA_DATABASE_URL");
-  // the real executor (one thread loading the packages now), plus the static planners
-  const base = realExecutor({ prewarm: !values["no-worker"] });
-  const executor = withPlanners(base);
-  const closeExecutors = () => {
-    executor.close();
-    base.close();
-  };
+  // the real executor (one thread loading the packages now): dynamic policies and planners
+  const executor = realExecutor({ prewarm: !values["no-worker"] });
+  const closeExecutors = () => executor.close();
   let server;
   try {
     server = await startServer({

@@ -7,7 +7,6 @@
 
 import { parseArgs } from "node:util";
 import { openStore, realExecutor, redact, RunWorker } from "@libra/api";
-import { withPlanners } from "./start.ts";
 
 /** One-line description for `--help`. */
 export const summary =
@@ -61,9 +60,8 @@ export async function main(args: string[]): Promise<number> {
   const url = values["database-url"] ?? Deno.env.get("LIBRA_DATABASE_URL");
   const path = values.db ?? `${values["data-dir"]}/libra.db`;
   const store = await openStore(url ? { url } : { path });
-  const base = realExecutor({ prewarm: true });
-  // dynamic policies in the real executor; static planners (libra, chen-sqrt) as `start` runs them
-  const executor = withPlanners(base);
+  // the real executor trains dynamic policies and static planners (libra, chen-sqrt) alike
+  const executor = realExecutor({ prewarm: true });
   const log = (line: string) => console.log(`libra: ${line}`);
   const worker = new RunWorker({
     store,
@@ -91,7 +89,6 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   } finally {
     executor.close();
-    base.close();
     await store.close();
   }
 }
