@@ -31,6 +31,15 @@ export class DtrPolicy extends ScorePolicy {
     const c = s.compute + ctx.lineage.evictedNeighborhoodCost(s);
     return ratio(c, s.bytes * staleness(s, ctx));
   }
+  /**
+   * `c(t) / (m(t) * staleness(t))`: the neighbourhood cost is never negative,
+   * and adding it and dividing round monotonically, so this never exceeds
+   * {@link score}. The full scan walks only the neighbourhoods of storages
+   * whose bound is at most one known score (same victim, far fewer walks).
+   */
+  override lowerBound(s: StorageNode, ctx: EvictionContext): number {
+    return ratio(s.compute, s.bytes * staleness(s, ctx));
+  }
 }
 
 /**

@@ -120,6 +120,13 @@ export abstract class ScorePolicy implements EvictionPolicy {
   /** Score of evicting `s` (lower = evict first). */
   abstract score(s: StorageNode, ctx: EvictionContext): number;
 
+  /**
+   * Optional cheap lower bound of {@link score} (never above it, in floating
+   * point too). When defined, the full scan only scores storages whose bound
+   * does not exceed one known score, which cannot change the victim.
+   */
+  lowerBound?(s: StorageNode, ctx: EvictionContext): number;
+
   /** Action for a chosen victim; default: drop when allowed, else swap. */
   action(s: StorageNode, ctx: EvictionContext): EvictAction {
     return ctx.canDrop(s) ? "drop" : "swap";
@@ -159,6 +166,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
         return best;
       }
     }
+    if (this.lowerBound !== undefined) return this.#boundedScan(ctx, minBytes);
     // Full scan in pool order; ties go to the later storage and a zero score
     // stops the scan, as in DTR's simulator (so figures are comparable).
     for (const s of pool) {
@@ -174,4 +182,58 @@ export abstract class ScorePolicy implements EvictionPolicy {
     this.scored = scored;
     return best;
   }
+
+  /**
+   * The full scan's victim, scoring fewer storages: every storage whose lower
+   * bound exceeds the score of the storage with the smallest bound scores
+   * above the minimum, so it can be neither the last minimal storage in pool
+   * order nor a zero that stops the scan; skipping it leaves the choice as is.
+   */
+  #boundedScan(ctx: EvictionContext, minBytes: number): StorageNode | null {
+    const cands = this.#cands, bounds = this.#bounds;
+    cands.length = 0;
+    bounds.length = 0;
+    let first = -1, firstBound = Infinity;
+    for (const s of ctx.pool) {
+      if (s.bytes < minBytes || !this.allowed(s, ctx)) continue;
+      const b = this.lowerBound!(s, ctx);
+      if (b < firstBound) {
+        firstBound = b;
+        first = cands.length;
+      }
+      cands.push(s);
+      bounds.push(b);
+    }
+    let scored = 0;
+    let firstScore = Infinity;
+    if (first >= 0) {
+      firstScore = this.score(cands[first]!, ctx);
+      scored++;
+    }
+    const limit = firstScore;
+    let best: StorageNode | null = null;
+    let bestScore = Infinity;
+    for (let i = 0; i < cands.length; i++) {
+      if (bounds[i]! > limit) continue;
+      const s = cands[i]!;
+      let sc: number;
+      if (i === first) sc = firstScore;
+      else {
+        sc = this.score(s, ctx);
+        scored++;
+      }
+      if (sc <= bestScore) {
+        bestScore = sc;
+        best = s;
+      }
+      if (sc === 0) break;
+    }
+    cands.length = 0;
+    bounds.length = 0;
+    this.scored = scored;
+    return best;
+  }
+
+  readonly #cands: StorageNode[] = [];
+  readonly #bounds: number[] = [];
 }

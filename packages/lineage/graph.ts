@@ -23,6 +23,18 @@ import { type EqNode, find } from "./union_find.ts";
  */
 export type Residency = "empty" | "resident" | "evicted" | "swapped" | "freed";
 
+/** A connected set of evicted storages with its summed compute (a cache of the lineage). */
+export interface EvictedComponent {
+  /** Summed compute of the members. */
+  readonly sum: number;
+  /** Summed absolute compute of the members. */
+  readonly abs: number;
+  /** Every member's compute is an integer and `abs` is a safe integer (sums exact in any order). */
+  readonly exact: boolean;
+  /** Cache version it was built under. */
+  readonly version: number;
+}
+
 /** A storage: one device allocation shared by a tensor and its views. */
 export class StorageNode {
   /** Unique id. */
@@ -31,8 +43,36 @@ export class StorageNode {
   readonly bytes: number;
   /** Tensors living in this storage; `tensors[0]` is the root (owner), the others are views. */
   tensors: TensorNode[] = [];
+  #residency: Residency = "empty";
+  /** The graph that made this storage (told when it enters or leaves `evicted`). */
+  owner: Lineage | null = null;
+  /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `nbhdVersion` is current). */
+  nbhdCost = 0;
+  /** Version of {@link nbhdCost}; -1 when stale. */
+  nbhdVersion = -1;
+  /** While evicted: the connected evicted component holding it (cached; see `evictedNeighborhoodCost`). */
+  component: EvictedComponent | null = null;
+
   /** Current residency. */
-  residency: Residency = "empty";
+  get residency(): Residency {
+    return this.#residency;
+  }
+  set residency(r: Residency) {
+    const o = this.owner;
+    if (
+      o !== null && o.tracksNeighborhoods && (r === "evicted") !== (this.#residency === "evicted")
+    ) {
+      if (r === "evicted") {
+        this.#residency = r;
+        o.neighborhoodChanged(this);
+      } else {
+        o.neighborhoodChanged(this);
+        this.#residency = r;
+      }
+      return;
+    }
+    this.#residency = r;
+  }
   /** Temporary pins (inputs of the running call, reads); a locked storage is never evicted. */
   locks = 0;
   /** Permanently pinned (constants, parameters, outputs): never evicted. */
@@ -226,6 +266,7 @@ export class Lineage {
   /** Creates an empty storage of `bytes` (residency `empty`). */
   addStorage(bytes: number): StorageNode {
     const s = new StorageNode(this.#nextStorage++, bytes);
+    s.owner = this;
     this.storages.set(s.id, s);
     return s;
   }
@@ -385,11 +426,159 @@ export class Lineage {
     }
   }
 
-  /** Summed compute of {@link evictedNeighborhood}. */
+  /**
+   * Summed compute of {@link evictedNeighborhood}, in the walk's order. The sum
+   * is cached per storage: it changes only when a storage enters or leaves the
+   * evicted state next to `s`'s neighbourhood (each such change clears the
+   * cache of every storage adjacent to the evicted component it touches) or
+   * when the runtime restructures the graph ({@link invalidateNeighborhoods}),
+   * so a cached sum is always the one a fresh walk would give.
+   */
   evictedNeighborhoodCost(s: StorageNode): number {
-    let sum = 0;
-    for (const n of this.evictedNeighborhood(s)) sum += n.compute;
+    if (!this.tracksNeighborhoods) {
+      // From now on every change to the evicted set invalidates the cached sums it affects.
+      this.tracksNeighborhoods = true;
+      this.#nbhdVersion++;
+    }
+    if (s.nbhdVersion === this.#nbhdVersion && s.residency !== "evicted") return s.nbhdCost;
+    let sum = s.residency === "evicted" ? -1 : this.#componentSum(s);
+    if (sum < 0) {
+      sum = 0;
+      for (const n of this.evictedNeighborhood(s)) sum += n.compute;
+    }
+    s.nbhdCost = sum;
+    s.nbhdVersion = this.#nbhdVersion;
     return sum;
+  }
+
+  /**
+   * e*(s) of a storage that is not evicted is the union of the evicted
+   * components adjacent to it; when every member's compute is an integer the
+   * sum is exact in any order, so it is the components' summed sums. Returns
+   * -1 when that does not hold (the caller walks instead).
+   */
+  #componentSum(s: StorageNode): number {
+    const comps = this.#comps;
+    let sum = 0, abs = 0;
+    const add = (n: StorageNode): boolean => {
+      if (n === s || n.residency !== "evicted") return true;
+      const c = this.#component(n);
+      if (!c.exact) return false;
+      if (!comps.includes(c)) {
+        comps.push(c);
+        sum += c.sum;
+        abs += c.abs;
+      }
+      return true;
+    };
+    let ok = true;
+    outer: for (const t of s.tensors) {
+      const p = t.producer;
+      if (p !== null) {
+        for (const inp of p.inputs) if (!add(inp.storage)) ok = false;
+        if (!ok) break outer;
+      }
+      for (const c of t.consumers) {
+        for (const o of c.outputs) if (!add(o.storage)) ok = false;
+        if (!ok) break outer;
+      }
+    }
+    comps.length = 0;
+    return ok && abs <= Number.MAX_SAFE_INTEGER ? sum : -1;
+  }
+
+  readonly #comps: EvictedComponent[] = [];
+
+  /** The evicted component holding `v` (evicted), built by a walk when not cached. */
+  #component(v: StorageNode): EvictedComponent {
+    const cached = v.component;
+    if (cached !== null && cached.version === this.#nbhdVersion) return cached;
+    const members: StorageNode[] = [v];
+    const stamp = this.nextStamp();
+    v.stamp = stamp;
+    let sum = 0, abs = 0, ints = true;
+    for (let i = 0; i < members.length; i++) {
+      const cur = members[i]!;
+      const c = cur.compute;
+      sum += c;
+      abs += Math.abs(c);
+      if (!Number.isInteger(c)) ints = false;
+      for (const t of cur.tensors) {
+        const p = t.producer;
+        if (p !== null) {
+          for (const inp of p.inputs) {
+            const n = inp.storage;
+            if (n.stamp !== stamp && n.residency === "evicted") {
+              n.stamp = stamp;
+              members.push(n);
+            }
+          }
+        }
+        for (const cn of t.consumers) {
+          for (const o of cn.outputs) {
+            const n = o.storage;
+            if (n.stamp !== stamp && n.residency === "evicted") {
+              n.stamp = stamp;
+              members.push(n);
+            }
+          }
+        }
+      }
+    }
+    const comp: EvictedComponent = {
+      sum,
+      abs,
+      exact: ints && abs <= Number.MAX_SAFE_INTEGER,
+      version: this.#nbhdVersion,
+    };
+    for (const m of members) m.component = comp;
+    return comp;
+  }
+
+  /** True once {@link evictedNeighborhoodCost} has been asked (its cache is kept up to date). */
+  tracksNeighborhoods = false;
+  #nbhdVersion = 0;
+
+  /**
+   * Drops every cached neighbourhood cost: the runtime calls it when it moves
+   * tensors between storages, cuts consumer lists or reprices an evicted storage.
+   */
+  invalidateNeighborhoods(): void {
+    this.#nbhdVersion++;
+  }
+
+  /**
+   * `v` is entering or leaving the evicted state (and is evicted now): clears
+   * the cached neighbourhood cost of `v` and of every storage adjacent to the
+   * evicted component holding `v`, the only storages whose neighbourhood changes.
+   */
+  neighborhoodChanged(v: StorageNode): void {
+    v.nbhdVersion = -1;
+    v.component = null;
+    const stamp = this.nextStamp();
+    v.stamp = stamp;
+    const stack: StorageNode[] = [v];
+    const visit = (n: StorageNode): void => {
+      if (n.stamp === stamp) return;
+      n.stamp = stamp;
+      n.nbhdVersion = -1;
+      if (n.residency === "evicted") {
+        n.component = null;
+        stack.push(n);
+      }
+    };
+    while (stack.length > 0) {
+      const cur = stack.pop()!;
+      for (const t of cur.tensors) {
+        const p = t.producer;
+        if (p !== null) {
+          for (const inp of p.inputs) visit(inp.storage);
+        }
+        for (const c of t.consumers) {
+          for (const o of c.outputs) visit(o.storage);
+        }
+      }
+    }
   }
 
   /**

@@ -732,6 +732,7 @@ export class Engine {
         for (const c of t.consumers) c.replayable = false;
         t.consumers = [];
       }
+      this.lineage.invalidateNeighborhoods();
       for (const n of between) {
         if (n.residency === "freed") continue;
         if (!this.isNeeded(n)) {
@@ -786,6 +787,7 @@ export class Engine {
     copy.compute = s.compute;
     copy.lastAccess = s.lastAccess;
     s.tensors = [];
+    this.lineage.invalidateNeighborhoods();
     s.extRefs -= ext;
     s.compute = 0;
     this.#refreshPool(copy);
@@ -810,6 +812,7 @@ export class Engine {
         tomb.tensors.push(t);
       }
       this.lineage.removeStorage(tomb);
+      this.lineage.invalidateNeighborhoods();
     }
     s.tensors = [];
     s.extRefs -= ext;
@@ -1050,6 +1053,7 @@ export class Engine {
         );
         for (const s of fresh) s.compute = storageCompute(s);
         for (const o of outs) if (o.isAlias) o.storage.compute = storageCompute(o.storage);
+        this.lineage.invalidateNeighborhoods();
       }
       st.computeNs += call.cost;
       if (measured !== undefined) st.kernelNs += measured;
