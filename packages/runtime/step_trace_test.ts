@@ -151,23 +151,25 @@ for (const policy of ["dtr-eq", "dtr", "msps"]) {
   });
 }
 
-Deno.test("Runtime.applyPlan() runs a plan made on one step's trace on the next steps exactly", () => {
-  const trace = parseTrace(formatTrace(free.steps[1]!.trace!));
-  const budget = Math.floor(0.6 * free.steps[1]!.peakBytes);
-  const ctx = plannerContext(trace, { leafRelease: "keep-if-needed" });
-  const plan = createPlanner("chen-sqrt").plan(trace, budget, ctx);
-  assert.ok(plan.steps.length > 0, "the planner evicts something");
-  const rt = new Runtime({ backend: new ReferenceBackend(), budget, costModel: analytic });
-  const planned: string[] = [];
-  rt.subscribe((e) => {
-    if (e.type === "evict" && !e.eager) planned.push(e.name);
+for (const planner of ["chen-sqrt", "libra"]) {
+  Deno.test(`Runtime.applyPlan() runs a ${planner} plan made on one step's trace on the next steps exactly`, () => {
+    const trace = parseTrace(formatTrace(free.steps[1]!.trace!));
+    const budget = Math.floor(0.6 * free.steps[1]!.peakBytes);
+    const ctx = plannerContext(trace, { leafRelease: "keep-if-needed" });
+    const plan = createPlanner(planner).plan(trace, budget, ctx);
+    assert.ok(plan.steps.length > 0, "the planner evicts something");
+    const rt = new Runtime({ backend: new ReferenceBackend(), budget, costModel: analytic });
+    const planned: string[] = [];
+    rt.subscribe((e) => {
+      if (e.type === "evict" && !e.eager) planned.push(e.name);
+    });
+    const out = train(rt, 3, (i) => {
+      if (i === 1) rt.applyPlan(plan, createPolicy("dtr-eq"));
+    });
+    const names = new Set(plan.steps.map((s) => s.tensor));
+    assert.ok(planned.some((n) => names.has(n)), "planned tensors were found and evicted by name");
+    assert.deepEqual(out.losses, free.losses, "losses");
+    assert.deepEqual(out.weights, free.weights, "updated weights");
+    for (const s of out.steps) assert.ok(s.peakBytes <= budget, `${s.peakBytes} <= ${budget}`);
   });
-  const out = train(rt, 3, (i) => {
-    if (i === 1) rt.applyPlan(plan, createPolicy("dtr-eq"));
-  });
-  const names = new Set(plan.steps.map((s) => s.tensor));
-  assert.ok(planned.some((n) => names.has(n)), "planned tensors were found and evicted by name");
-  assert.deepEqual(out.losses, free.losses, "losses");
-  assert.deepEqual(out.weights, free.weights, "updated weights");
-  for (const s of out.steps) assert.ok(s.peakBytes <= budget, `${s.peakBytes} <= ${budget}`);
-});
+}
