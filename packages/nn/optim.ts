@@ -99,8 +99,7 @@ export class SGD implements Optimizer {
         buf = keep(zerosLike(p));
         this.#buffers.set(p, buf);
       }
-      // with momentum 0 the kernel never touches the buffer; the gradient stands in for it
-      sgdUpdate(p, g, buf ?? g, {
+      sgdUpdate(p, g, buf ?? null, {
         lr: this.lr,
         momentum: this.momentum,
         dampening: this.dampening,

@@ -121,3 +121,29 @@ Deno.test("trainStep() of every tiny model reads the device exactly once (the lo
   }
   assert.equal(inner.memory().usedBytes, 0);
 });
+
+Deno.test("SGD without momentum updates p -= lr (g + wd p) on every backend and allocates no momentum state", async () => {
+  const backends: [string, Backend][] = [["reference", new ReferenceBackend()]];
+  try {
+    const { cpuBackend } = await import("@libra/native");
+    backends.push(["native cpu", cpuBackend()]);
+  } catch (e) {
+    console.log(`SGD momentum-0 test: native cpu skipped (${(e as Error).message.split("\n")[0]})`);
+  }
+  for (const [name, backend] of backends) {
+    const p = fromTypedArray(new Float32Array([1, -2, 3]), [3], { backend, requiresGrad: true });
+    p.grad = fromTypedArray(new Float32Array([0.5, 0.25, -1]), [3], { backend });
+    const opt = new SGD([p], { lr: 0.1, weightDecay: 0.01 });
+    const before = backend.memory().usedBytes;
+    opt.step();
+    assert.equal(backend.memory().usedBytes, before, `${name}: no momentum buffers`);
+    const expected = [1, -2, 3].map((x, i) => x - 0.1 * ([0.5, 0.25, -1][i]! + 0.01 * x));
+    const got = Array.from(p.toTypedArray() as Float32Array);
+    got.forEach((v, i) =>
+      assert.ok(Math.abs(v - expected[i]!) < 1e-6, `${name}[${i}]: ${v} vs ${expected[i]}`)
+    );
+    opt.dispose();
+    p.grad.dispose();
+    p.dispose();
+  }
+});

@@ -50,7 +50,7 @@ export interface SgdOptions {
 
 /**
  * One SGD step in place: updates `param` and `momentumBuf` (same size as
- * `param`; untouched when momentum is 0).
+ * `param`). Without momentum there is no buffer: pass `null`.
  *
  * @example
  * ```ts
@@ -62,26 +62,36 @@ export interface SgdOptions {
  * console.assert(p.toArray().map((v) => v.toFixed(2)).join() === "0.95,2.10");
  * ```
  */
-export function sgdUpdate(param: Tensor, grad: Tensor, momentumBuf: Tensor, o: SgdOptions): void {
-  checkState("sgdUpdate", param, [["grad", grad], ["momentumBuf", momentumBuf]]);
-  param.backend.run(
-    "sgd_update",
-    [
-      param.storage.buffer,
-      grad.storage.buffer,
-      momentumBuf.storage.buffer,
-    ],
-    [],
-    [
+export function sgdUpdate(
+  param: Tensor,
+  grad: Tensor,
+  momentumBuf: Tensor | null,
+  o: SgdOptions,
+): void {
+  const momentum = o.momentum ?? 0;
+  if (momentumBuf === null && momentum !== 0) {
+    throw new Error(`sgdUpdate: momentum ${momentum} needs a momentum buffer (got null)`);
+  }
+  checkState("sgdUpdate", param, [
+    ["grad", grad],
+    ...(momentumBuf ? [["momentumBuf", momentumBuf] as [string, Tensor]] : []),
+  ]);
+  const backend = param.backend;
+  // the kernel never touches the buffer without momentum; an empty one stands in for it
+  const buf = momentumBuf?.storage.buffer ?? backend.alloc(0);
+  try {
+    backend.run("sgd_update", [param.storage.buffer, grad.storage.buffer, buf], [], [
       param.size,
       o.lr,
-      o.momentum ?? 0,
+      momentum,
       o.dampening ?? 0,
       o.weightDecay ?? 0,
       o.nesterov ? 1 : 0,
       o.firstStep ? 1 : 0,
-    ],
-  );
+    ]);
+  } finally {
+    if (momentumBuf === null) backend.free(buf);
+  }
 }
 
 /** Options of {@link adamwUpdate} (PyTorch `torch.optim.AdamW` semantics). */

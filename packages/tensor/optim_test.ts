@@ -71,5 +71,9 @@ Deno.test("optimizer updates reject mismatched state", () => {
       () => T.sgdUpdate(p, T.zeros([4]), p, { lr: 1, firstStep: true }),
       /shares its storage/,
     );
+    assert.throws(
+      () => T.sgdUpdate(p, T.zeros([4]), null, { lr: 1, momentum: 0.9, firstStep: true }),
+      /sgdUpdate: momentum 0.9 needs a momentum buffer \(got null\)/,
+    );
   });
 });
