@@ -1,7 +1,7 @@
 /**
  * The real {@linkcode RunExecutor}: trains a model of `@libra/nn` under a budget with
  * `@libra/runtime` on the native cpu (or cuda) backend through `runTraining`
- * (`@libra/cli/run-training`, the core of `deno task libra run`), dynamic policies and
+ * (`@libra/train/run-training`, the core of `deno task libra run`), dynamic policies and
  * static planners (`libra`, `chen-sqrt`) alike, or replays an uploaded DTR-format trace
  * in the runtime's simulator.
  *
@@ -31,7 +31,7 @@ type NnMod = typeof import("@libra/nn");
 type NativeMod = typeof import("@libra/native");
 type CostMod = typeof import("@libra/cost");
 type EvictMod = typeof import("@libra/evict");
-type TrainingMod = typeof import("@libra/cli/run-training");
+type TrainingMod = typeof import("@libra/train/run-training");
 
 /** Thrown when a package the executor needs is not available in this build. */
 export class ExecutorUnavailableError extends Error {
@@ -59,7 +59,7 @@ const loadNative = () => load<NativeMod>("@libra/native", () => import("@libra/n
 const loadCost = () => load<CostMod>("@libra/cost", () => import("@libra/cost"));
 const loadEvict = () => load<EvictMod>("@libra/evict", () => import("@libra/evict"));
 const loadTraining = () =>
-  load<TrainingMod>("@libra/cli/run-training", () => import("@libra/cli/run-training"));
+  load<TrainingMod>("@libra/train/run-training", () => import("@libra/train/run-training"));
 
 /** Most samples stored per memory timeline (peaks are kept when thinning). */
 export const MAX_TIMELINE_SAMPLES = 20_000;
@@ -143,7 +143,7 @@ async function costModelFor(
 }
 
 /**
- * Trains `spec` in this thread through `runTraining` of `@libra/cli/run-training` (the
+ * Trains `spec` in this thread through `runTraining` of `@libra/train/run-training` (the
  * core of `libra run`; dynamic policies and planners alike): warm-up, the steps without
  * a budget, then under the budget with the memory timeline and the last step's trace.
  */

@@ -1,6 +1,6 @@
 /**
  * `libra run`: trains a model of the zoo under a memory budget and compares it
- * with a budget-free run of the same steps (see `../lib/run_training.ts`).
+ * with a budget-free run of the same steps (see `@libra/train`).
  *
  * @module
  */
@@ -8,7 +8,7 @@
 import { parseArgs } from "node:util";
 import { PLANNER_NAMES, POLICY_NAMES } from "@libra/evict";
 import { MODEL_NAMES } from "@libra/nn";
-import { runTraining, type RunTrainingResult } from "../lib/run_training.ts";
+import { runTraining, type RunTrainingResult } from "@libra/train/run-training";
 
 /** One-line description for `--help`. */
 export const summary = "train a model under a memory budget and compare with no budget";

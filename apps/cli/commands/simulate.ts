@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import { POLICY_NAMES } from "@libra/evict";
 import { readTrace, simulateTrace, type SimulationReport } from "@libra/runtime";
 import { isPlannerName, PLANNER_NAMES } from "@libra/evict";
-import { plannerSimulation } from "../lib/simulate_plan.ts";
+import { plannerSimulation } from "@libra/train/simulate-plan";
 
 /** One-line description for `--help`. */
 export const summary = "replay a trace under a policy at budget ratios (the simulator)";

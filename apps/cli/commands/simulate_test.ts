@@ -104,3 +104,22 @@ Deno.test("simulate reports errors as one line with a non-zero exit", async () =
   r = await capture(["--trace", "x", "--bogus"]);
   assert.equal(r.code, 2);
 });
+
+Deno.test("libra simulate --policy libra|chen-sqrt prints the planners' rows", async () => {
+  const chain = new URL("../../../packages/train/testdata/chain.log", import.meta.url).pathname;
+  for (const policy of ["libra", "chen-sqrt"]) {
+    const { code, out } = await capture([
+      "--trace",
+      chain,
+      "--policy",
+      policy,
+      "--ratios",
+      "0.8,0.5",
+      "--json",
+    ]);
+    assert.equal(code, 0, policy);
+    const r = JSON.parse(out);
+    assert.equal(r.results.length, 2);
+    for (const row of r.results) assert.ok(!row.feasible || row.overhead >= 1);
+  }
+});

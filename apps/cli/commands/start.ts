@@ -10,7 +10,7 @@
  *
  * The lab's real executor trains every run, dynamic policies (`dtr-eq`, `lru`, ...)
  * and static planners (`libra`, `chen-sqrt`) alike, through `runTraining`
- * (`apps/cli/lib/run_training.ts`, the core of `libra run`) in a worker thread, so the
+ * (`@libra/train`, the core of `libra run`) in a worker thread, so the
  * server keeps answering and the progress display keeps moving while a run computes.
  *
  * @module

@@ -1,37 +1,12 @@
 import assert from "node:assert/strict";
 import { ChenSqrtPlanner, createPolicy, planPolicy } from "@libra/evict";
 import { parseTrace, readTrace, replayTrace } from "@libra/runtime";
-import { main } from "../commands/simulate.ts";
 import { plannerSimulation, simulatePlanner } from "./simulate_plan.ts";
 
-/** x -> h0..h8 forward (1 KiB, 100 ns each), backward reads them in reverse. */
+/** x -> h0..h8 forward (1 KiB, 100 ns each), backward reads them in reverse (testdata/chain.log). */
+const CHAIN = new URL("./testdata/chain.log", import.meta.url);
 function chain() {
-  const L = [
-    `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
-    `{"INSTRUCTION":"MEMORY","MEMORY":"1024","NAME":"x"}`,
-  ];
-  const call = (op: string, args: string[], res: string) =>
-    L.push(
-      `{"ARGS":${
-        JSON.stringify(args)
-      },"INSTRUCTION":"CALL","NAME":"${op}","RESULT":["${res}"],"TIME":"100"}`,
-      `{"INSTRUCTION":"MEMORY","MEMORY":"1024","NAME":"${res}"}`,
-      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"${res}"}`,
-    );
-  let prev = "x";
-  for (let i = 0; i < 9; i++) {
-    call("f", [prev], `h${i}`);
-    prev = `h${i}`;
-  }
-  L.push(`{"ANNOTATION":"BACKWARD","INSTRUCTION":"ANNOTATE"}`);
-  let g = "";
-  for (let i = 8; i >= 0; i--) {
-    call("f_backward", g === "" ? [`h${i}`] : [`h${i}`, g], `g${i}`);
-    if (g !== "") L.push(`{"INSTRUCTION":"RELEASE","NAME":"${g}"}`);
-    L.push(`{"INSTRUCTION":"RELEASE","NAME":"h${i}"}`);
-    g = `g${i}`;
-  }
-  return parseTrace(L.join("\n"));
+  return parseTrace(Deno.readTextFileSync(CHAIN));
 }
 
 Deno.test("simulatePlanner() replays the planner's plan at each ratio", () => {
@@ -54,30 +29,6 @@ Deno.test("simulatePlanner() replays the planner's plan at each ratio", () => {
   assert.ok(row.peakBytes <= row.budgetBytes);
   assert.equal(r.results[2]!.feasible, false, "3 KiB is below the chain's minimum of 4 KiB");
   assert.throws(() => plannerSimulation("nope"), /unknown planner "nope"/);
-});
-
-Deno.test("libra simulate --policy libra|chen-sqrt prints the planners' rows", async () => {
-  const f = await Deno.makeTempFile({ suffix: ".log" });
-  const { formatTrace } = await import("@libra/runtime");
-  await Deno.writeTextFile(f, formatTrace(chain()));
-  const out: string[] = [];
-  const log = console.log;
-  console.log = (m: string) => out.push(m);
-  try {
-    for (const policy of ["libra", "chen-sqrt"]) {
-      out.length = 0;
-      assert.equal(
-        await main(["--trace", f, "--policy", policy, "--ratios", "0.8,0.5", "--json"]),
-        0,
-      );
-      const r = JSON.parse(out.join(""));
-      assert.equal(r.results.length, 2);
-      for (const row of r.results) assert.ok(!row.feasible || row.overhead >= 1);
-    }
-  } finally {
-    console.log = log;
-    await Deno.remove(f);
-  }
 });
 
 const RESNET = "../shared/traces/resnet32-56.log";
