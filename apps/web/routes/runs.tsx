@@ -1,6 +1,6 @@
 /** Pages `/runs` (list with filters, newest first) and `/runs/:id` (detail). @module */
 
-import { type Run, RUN_STATUSES, RunFilter, type RunResults } from "@libra/api";
+import { type Run, RUN_STATUSES, RunFilter, type RunResults, thinSamples } from "@libra/api";
 import type { Hono } from "hono";
 import type { VNode } from "preact";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
@@ -11,20 +11,8 @@ import { LossChart } from "../islands/loss_chart.tsx";
 import { MemoryChart } from "../islands/memory_chart.tsx";
 import { OverheadChart } from "../islands/overhead_chart.tsx";
 
-/** Thins a timeline to at most `max` samples, keeping each bucket's maximum (peaks stay visible). */
-export function thin(samples: [number, number][], max = 1500): [number, number][] {
-  if (samples.length <= max) return samples;
-  const step = samples.length / max;
-  const out: [number, number][] = [];
-  for (let i = 0; i < max; i++) {
-    const from = Math.floor(i * step);
-    const to = Math.min(samples.length, Math.floor((i + 1) * step));
-    let best = samples[from]!;
-    for (let j = from + 1; j < to; j++) if (samples[j]![1] > best[1]) best = samples[j]!;
-    out.push(best);
-  }
-  return out;
-}
+/** Samples the memory chart draws at most (the stored timeline is thinned further, peaks kept). */
+const CHART_SAMPLES = 1500;
 
 function budgetText(r: Run): string {
   if (r.kind === "simulate") return "sweep";
@@ -284,7 +272,7 @@ export function register(app: Hono, ctx: WebContext): void {
               <section>
                 <h2>Memory over time</h2>
                 <MemoryChart
-                  samples={thin(results.memory.samples)}
+                  samples={thinSamples(results.memory.samples, CHART_SAMPLES)}
                   budgetBytes={results.memory.budgetBytes}
                   unit={results.memory.unit}
                   markers={results.memory.markers.slice(0, 3000)}
