@@ -330,6 +330,18 @@ export class Lineage {
     return call.outputs;
   }
 
+  /**
+   * A storage that is `freed` from the start and not kept in {@link storages}
+   * (where a value's tensors go when its storage takes a new value). Same id
+   * sequence as {@link addStorage}.
+   */
+  tombstone(bytes: number): StorageNode {
+    const s = new StorageNode(this.#nextStorage++, bytes);
+    s.owner = this;
+    s.residency = "freed";
+    return s;
+  }
+
   /** Forgets a storage (after it is freed for good). */
   removeStorage(s: StorageNode): void {
     this.storages.delete(s.id);

@@ -174,7 +174,7 @@ export class Engine {
   readonly #eager: boolean;
   readonly #hostLimit: number;
   readonly #pool = new Pool();
-  readonly #onEvent: ((e: RuntimeEvent) => void) | undefined;
+  #onEvent: ((e: RuntimeEvent) => void) | undefined;
   #knownFeasible: number | undefined;
   readonly #gc: boolean;
   readonly #leafRelease: "keep-if-needed" | "free-unless-evicted";
@@ -246,6 +246,11 @@ export class Engine {
     let b = 0;
     for (const s of this.#pool.items) if (s.droppable || this.#ctx.canSwap(s)) b += s.bytes;
     return b;
+  }
+
+  /** Replaces the event listener (`undefined`: no events are built at all). */
+  setEventListener(fn: ((e: RuntimeEvent) => void) | undefined): void {
+    this.#onEvent = fn;
   }
 
   // ------------------------------------------------------------------ memory
@@ -338,13 +343,15 @@ export class Engine {
       st.bookkeepingNs += (now() - t0) * 1e6;
       if (this.recordDecisions && why !== "eager") this.decisions.push(`drop:${s.name}`);
       if (why !== "eager") this.timeline.mark(this.callIndex, this.used, "drop", s.name);
-      this.#emit({
-        type: "evict",
-        action: "drop",
-        name: s.name,
-        bytes: s.bytes,
-        eager: why === "eager",
-      });
+      if (this.#onEvent) {
+        this.#emit({
+          type: "evict",
+          action: "drop",
+          name: s.name,
+          bytes: s.bytes,
+          eager: why === "eager",
+        });
+      }
     } else {
       if (this.hostUsed + s.bytes > this.#hostLimit) {
         throw new Error(
@@ -370,7 +377,9 @@ export class Engine {
       this.clock += stall;
       if (this.recordDecisions) this.decisions.push(`swap:${s.name}`);
       this.timeline.mark(this.callIndex, this.used, "swap-out", s.name);
-      this.#emit({ type: "evict", action: "swap", name: s.name, bytes: s.bytes, eager: false });
+      if (this.#onEvent) {
+        this.#emit({ type: "evict", action: "swap", name: s.name, bytes: s.bytes, eager: false });
+      }
     }
   }
 
@@ -391,7 +400,7 @@ export class Engine {
     this.clock += stall;
     this.#refreshPool(s);
     this.timeline.mark(this.callIndex, this.used, "swap-in", s.name);
-    this.#emit({ type: "remat", how: "swap", name: s.name, bytes: s.bytes });
+    if (this.#onEvent) this.#emit({ type: "remat", how: "swap", name: s.name, bytes: s.bytes });
   }
 
   #lock(s: StorageNode): void {
@@ -802,8 +811,7 @@ export class Engine {
   retire(s: StorageNode, keepMemory: boolean): number {
     let ext = 0;
     if (s.tensors.length > 0) {
-      const tomb = this.lineage.addStorage(s.bytes);
-      tomb.residency = "freed";
+      const tomb = this.lineage.tombstone(s.bytes);
       for (const t of s.tensors) {
         ext += t.extRefs;
         t.extRefs = 0;
@@ -811,7 +819,18 @@ export class Engine {
         t.storage = tomb;
         tomb.tensors.push(t);
       }
-      this.lineage.removeStorage(tomb);
+      // A producer whose outputs are all gone can never be replayed for anyone:
+      // unlink it from its inputs now (as `collect` would), so a buffer produced
+      // into over and over does not grow its inputs' consumer lists.
+      for (const t of tomb.tensors) {
+        const p = t.producer;
+        if (p !== null && allFreed(p)) {
+          for (const inp of p.inputs) {
+            const i = inp.consumers.lastIndexOf(p);
+            if (i >= 0) inp.consumers.splice(i, 1);
+          }
+        }
+      }
       this.lineage.invalidateNeighborhoods();
     }
     s.tensors = [];
@@ -1098,6 +1117,11 @@ export class Engine {
       }
     }
   }
+}
+
+function allFreed(call: CallNode): boolean {
+  for (const o of call.outputs) if (o.storage.residency !== "freed") return false;
+  return true;
 }
 
 /** Tensors that were defined when their storage was swapped out (restored on swap-in). */

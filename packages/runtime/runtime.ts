@@ -20,7 +20,7 @@ import {
   planPolicy,
   type SearchOptions,
 } from "@libra/evict";
-import type { CallNode, Lineage, StorageNode, TensorNode } from "@libra/lineage";
+import type { CallNode, Lineage, OutputSpec, StorageNode, TensorNode } from "@libra/lineage";
 import type { Trace, TraceEvent } from "@libra/lineage/trace";
 import {
   type Backend,
@@ -62,6 +62,18 @@ export interface RuntimeOptions {
   leafRelease?: "keep-if-needed" | "free-unless-evicted";
   /** Event listener (also see {@link Runtime.subscribe}). */
   onEvent?: (e: RuntimeEvent) => void;
+}
+
+function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+  return true;
+}
+
+function sameBytes(a: readonly number[], b: readonly VirtualBuffer[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]!.bytes) return false;
+  return true;
 }
 
 /** Names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
@@ -188,10 +200,16 @@ export class Runtime implements Backend {
   #nextId = 1;
   #ratio: number | undefined;
   readonly #listeners = new Set<(e: RuntimeEvent) => void>();
+  #user: ((e: RuntimeEvent) => void) | undefined;
   #record: TraceEvent[] | null;
   #step = 0;
   #writes = 0;
   readonly #names = new Map<string, StorageNode>();
+  /** Per kernel: the params and buffer sizes of its last call that passed `checkKernelCall`. */
+  readonly #checked = new Map<
+    string,
+    { params: number[]; ins: number[]; outs: number[] }
+  >();
 
   constructor(options: RuntimeOptions) {
     this.#backend = options.backend;
@@ -212,8 +230,6 @@ export class Runtime implements Backend {
       else this.#ratio = b.ratio;
     }
     this.#exec = new LiveExecutor(options.backend);
-    const user = options.onEvent;
-    const listeners = this.#listeners;
     this.engine = new Engine({
       budgetBytes,
       policy,
@@ -223,14 +239,12 @@ export class Runtime implements Backend {
       hostLimitBytes: options.hostLimitBytes ?? (policy.name.endsWith("+swap") ? Infinity : 0),
       timeline: options.timeline ?? true,
       leafRelease: options.leafRelease ?? "keep-if-needed",
-      onEvent: (e) => {
-        user?.(e);
-        for (const l of listeners) l(e);
-      },
       ...(typeof b === "object" && b.peakBytes !== undefined
         ? { knownFeasibleBytes: b.peakBytes }
         : {}),
     });
+    this.#user = options.onEvent;
+    this.#updateListener();
     this.#record = options.record ? [] : null;
     this.engine.resolveName = (name) => {
       const s = this.#names.get(name);
@@ -276,7 +290,24 @@ export class Runtime implements Backend {
   /** Subscribes to events; returns the unsubscribe function. */
   subscribe(fn: (e: RuntimeEvent) => void): () => void {
     this.#listeners.add(fn);
-    return () => this.#listeners.delete(fn);
+    this.#updateListener();
+    return () => {
+      const had = this.#listeners.delete(fn);
+      this.#updateListener();
+      return had;
+    };
+  }
+
+  /** Gives the engine a listener only while someone listens (events cost nothing otherwise). */
+  #updateListener(): void {
+    const user = this.#user;
+    const listeners = this.#listeners;
+    this.engine.setEventListener(
+      user === undefined && listeners.size === 0 ? undefined : (e) => {
+        user?.(e);
+        for (const l of listeners) l(e);
+      },
+    );
   }
 
   /**
@@ -394,6 +425,7 @@ export class Runtime implements Backend {
       if (!full) this.engine.materialize(old);
       this.engine.invalidate(s);
       this.#record?.push({ kind: "release", name: old.name, line: 0 });
+      if (this.#names.get(old.name) === s) this.#names.delete(old.name);
       if (full) {
         this.engine.retire(s, false);
         t = this.engine.leaf(s.bytes, this.#leafName(), { storage: s });
@@ -426,25 +458,33 @@ export class Runtime implements Backend {
     params: readonly number[],
   ): void {
     const spec = kernelSpec(kernel);
-    const ins = inputs.map((x) => this.#own(x, kernel));
-    const outs = outputs.map((x) => this.#own(x, kernel));
-    checkKernelCall(kernel, ins.map((x) => x.bytes), outs.map((x) => x.bytes), params);
+    const ni = inputs.length, no = outputs.length;
+    const ins: VirtualBuffer[] = new Array(ni);
+    const outs: VirtualBuffer[] = new Array(no);
+    for (let i = 0; i < ni; i++) ins[i] = this.#own(inputs[i]!, kernel);
+    for (let k = 0; k < no; k++) outs[k] = this.#own(outputs[k]!, kernel);
+    this.#check(kernel, ins, outs, params);
     const mutates = spec.mutates ?? [];
-    for (const o of outs) {
-      if (ins.some((i) => i.storage === o.storage)) {
-        throw new KernelError(kernel, `output buffer ${o.id} is also an input`);
+    for (let k = 0; k < no; k++) {
+      const o = outs[k]!;
+      for (let i = 0; i < ni; i++) {
+        if (ins[i]!.storage === o.storage) {
+          throw new KernelError(kernel, `output buffer ${o.id} is also an input`);
+        }
       }
     }
-    const tensors = ins.map((x, i) => {
+    const tensors: TensorNode[] = new Array(ni);
+    for (let i = 0; i < ni; i++) {
+      const x = ins[i]!;
       const t = x.storage.tensors[0];
       if (t === undefined) {
         throw new KernelError(kernel, `input ${i} (buffer ${x.id}) was never written or computed`);
       }
-      return t;
-    });
+      tensors[i] = t;
+    }
     const p = params.slice();
     if (mutates.length > 0) {
-      if (outs.length > 0) {
+      if (no > 0) {
         throw new KernelError(
           kernel,
           "in-place kernels with outputs are not supported by the runtime",
@@ -453,24 +493,29 @@ export class Runtime implements Backend {
       this.#runInPlace(kernel, tensors, mutates, p);
       return;
     }
-    for (const o of outs) {
-      const old = o.storage.tensors[0];
+    const record = this.#record;
+    for (let k = 0; k < no; k++) {
+      const s = outs[k]!.storage;
+      const old = s.tensors[0];
       if (old !== undefined) {
-        this.engine.invalidate(o.storage);
-        this.#record?.push({ kind: "release", name: old.name, line: 0 });
-        this.engine.retire(o.storage, false);
+        this.engine.invalidate(s);
+        record?.push({ kind: "release", name: old.name, line: 0 });
+        this.engine.retire(s, false);
+        // The old name no longer resolves to `s` (its root changes): forget it.
+        if (this.#names.get(old.name) === s) this.#names.delete(old.name);
       }
     }
-    const index = this.engine.callIndex - this.engine.stepBase;
-    outs.forEach((o, k) => this.#names.set(`c${index}.${k}`, o.storage));
-    const results = this.engine.compute(
-      kernel,
-      p,
-      tensors,
-      outs.map((o, k) => ({ bytes: o.bytes, storage: o.storage, name: `c${index}.${k}` })),
-    );
-    if (this.#record) {
-      this.#record.push({
+    const prefix = `c${this.engine.callIndex - this.engine.stepBase}.`;
+    const specs: OutputSpec[] = new Array(no);
+    for (let k = 0; k < no; k++) {
+      const o = outs[k]!;
+      const name = prefix + k;
+      this.#names.set(name, o.storage);
+      specs[k] = { bytes: o.bytes, storage: o.storage, name };
+    }
+    const results = this.engine.compute(kernel, p, tensors, specs);
+    if (record !== null) {
+      record.push({
         kind: "call",
         op: kernel,
         args: tensors.map((t) => t.name),
@@ -481,6 +526,26 @@ export class Runtime implements Backend {
         line: 0,
       });
     }
+  }
+
+  /**
+   * `checkKernelCall`, skipped when the kernel's last call that passed had the
+   * same params and buffer sizes (the check depends on nothing else).
+   */
+  #check(
+    kernel: KernelName,
+    ins: readonly VirtualBuffer[],
+    outs: readonly VirtualBuffer[],
+    params: readonly number[],
+  ): void {
+    const last = this.#checked.get(kernel);
+    if (
+      last !== undefined && sameNumbers(last.params, params) &&
+      sameBytes(last.ins, ins) && sameBytes(last.outs, outs)
+    ) return;
+    const inBytes = ins.map((x) => x.bytes), outBytes = outs.map((x) => x.bytes);
+    checkKernelCall(kernel, inBytes, outBytes, params);
+    this.#checked.set(kernel, { params: params.slice(), ins: inBytes, outs: outBytes });
   }
 
   #runInPlace(

@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import { KernelError } from "@libra/tensor/backend";
+import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+import { Runtime } from "./runtime.ts";
+import type { RuntimeEvent } from "./stats.ts";
+
+function relu(x: number[]): number[] {
+  return x.map((v) => (v > 0 ? v : 0));
+}
+
+Deno.test("Runtime: producing into one buffer over and over keeps lineage bounded", () => {
+  const rt = new Runtime({ backend: new ReferenceBackend() });
+  const x = rt.alloc(16), y = rt.alloc(16);
+  const input = [-1, 2, -3, 4];
+  rt.write(x, new Float32Array(input));
+  for (let i = 0; i < 1000; i++) rt.run("relu", [x], [y], [4]);
+  assert.deepEqual([...new Float32Array(rt.read(y).buffer)], relu(input));
+  const xs = rt.lineage.storages.get(1)!;
+  // Only the latest relu can ever be replayed: the 999 before it read x for values now gone.
+  assert.equal(xs.tensors[0]!.consumers.length, 1);
+  assert.equal(rt.lineage.storages.size, 2);
+  assert.equal(rt.stats.calls, 1000);
+});
+
+Deno.test("Runtime: events reach onEvent and subscribers only while subscribed", () => {
+  const seen: string[] = [];
+  const rt = new Runtime({
+    backend: new ReferenceBackend(),
+    onEvent: (e) => seen.push(`opt:${e.type}`),
+  });
+  const x = rt.alloc(16), y = rt.alloc(16), z = rt.alloc(16);
+  rt.write(x, new Float32Array([1, 2, 3, 4]));
+  rt.run("relu", [x], [y], [4]);
+  const got: RuntimeEvent[] = [];
+  const off = rt.subscribe((e) => got.push(e));
+  rt.run("relu", [y], [z], [4]);
+  assert.equal(off(), true);
+  rt.run("relu", [x], [y], [4]);
+  assert.deepEqual(seen, ["opt:call", "opt:call", "opt:call"]);
+  assert.deepEqual(got, [{ type: "call", index: 1, op: "relu", usedBytes: 48 }]);
+
+  // Without any listener the runtime runs the same and builds no events.
+  const quiet = new Runtime({ backend: new ReferenceBackend() });
+  const q = quiet.alloc(16), r = quiet.alloc(16);
+  quiet.write(q, new Float32Array([-5, 6, 0, -7]));
+  quiet.run("relu", [q], [r], [4]);
+  assert.deepEqual([...new Float32Array(quiet.read(r).buffer)], [0, 6, 0, 0]);
+});
+
+Deno.test("Runtime: a call with too-small buffers is rejected after a valid one of the same kernel", () => {
+  const rt = new Runtime({ backend: new ReferenceBackend() });
+  const x = rt.alloc(16), y = rt.alloc(16), small = rt.alloc(8);
+  rt.write(x, new Float32Array(4));
+  rt.run("relu", [x], [y], [4]);
+  rt.run("relu", [x], [y], [4]);
+  assert.throws(() => rt.run("relu", [x], [small], [4]), KernelError);
+  assert.throws(() => rt.run("relu", [x], [y], [5]), KernelError);
+  // The runtime stays usable and the valid call still runs.
+  rt.run("relu", [x], [y], [4]);
+  assert.equal(rt.stats.calls, 3);
+});
