@@ -6,30 +6,12 @@
  * @module
  */
 
-/** Train a model for a few steps under a memory budget with a policy. */
-export interface TrainSpec {
+import type { ConfigurationInput } from "./schemas.ts";
+
+/** Train a model for a few steps under a memory budget with a policy: a configuration without its name. */
+export interface TrainSpec extends Omit<ConfigurationInput, "name"> {
   /** Discriminant. */
   kind: "train";
-  /** Model name in the zoo (`gpt`, `resnet`, ...). */
-  model: string;
-  /** Size preset (`tiny`, ...). */
-  preset: string;
-  /** Model configuration overrides, or null. */
-  config: Record<string, unknown> | null;
-  /** Device. */
-  device: "cpu" | "cuda";
-  /** Budget as a fraction of the budget-free peak, or null when `budgetBytes` is set. */
-  budgetRatio: number | null;
-  /** Budget in bytes, or null when `budgetRatio` is set. */
-  budgetBytes: number | null;
-  /** Eviction policy or planner name. */
-  policy: string;
-  /** Cost model name. */
-  costModel: string;
-  /** Training steps. */
-  steps: number;
-  /** Seed for initialization and data. */
-  seed: number;
 }
 
 /** Replay an uploaded DTR-format trace under several policies and ratios. */
