@@ -78,6 +78,8 @@ function sameBytes(a: readonly number[], b: readonly VirtualBuffer[]): boolean {
 
 /** Names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
 const STEP_LOCAL = /^[cw]\d/;
+/** A step's call output name `c<i>.<k>`. */
+const STEP_OUTPUT = /^c(\d+)\.(\d+)$/;
 
 class VirtualBuffer implements DeviceBuffer {
   freed = false;
@@ -87,7 +89,37 @@ class VirtualBuffer implements DeviceBuffer {
 class LiveExecutor implements Executor {
   readonly pending: Map<StorageNode, Transfer> = new Map();
   asyncStallNs = 0;
+  /** Device buffers kept across `retire` for the storage that is produced into again. */
+  readonly #spareFor: StorageNode[] = [];
+  readonly #spareBuf: DeviceBuffer[] = [];
   constructor(readonly backend: Backend) {}
+  /**
+   * Takes `s`'s device buffer aside so that releasing `s` keeps it, for `s`'s
+   * next value to reuse (one free and alloc fewer per call). Only the runtime
+   * calls this, at an unlimited budget, right before `s` is retired and
+   * produced into again; {@link dropSpares} frees what was not reused.
+   */
+  keepSpare(s: StorageNode): void {
+    if (this.pending.size > 0) this.wait(s);
+    if (s.data === undefined) return;
+    this.#spareFor.push(s);
+    this.#spareBuf.push(s.data as DeviceBuffer);
+    s.data = undefined;
+  }
+  #takeSpare(s: StorageNode): DeviceBuffer | undefined {
+    if (this.#spareFor.length === 0) return undefined;
+    const i = this.#spareFor.indexOf(s);
+    if (i < 0) return undefined;
+    const b = this.#spareBuf[i]!;
+    this.#spareFor.splice(i, 1);
+    this.#spareBuf.splice(i, 1);
+    return b;
+  }
+  /** Frees the spare buffers no output reused. */
+  dropSpares(): void {
+    while (this.#spareBuf.length > 0) this.backend.free(this.#spareBuf.pop()!);
+    this.#spareFor.length = 0;
+  }
   allocate(s: StorageNode): void {
     s.data = this.backend.alloc(s.bytes);
   }
@@ -126,7 +158,7 @@ class LiveExecutor implements Executor {
         temps.push(tmp);
         outs.push(tmp);
       } else {
-        if (s.data === undefined) s.data = this.backend.alloc(s.bytes);
+        if (s.data === undefined) s.data = this.#takeSpare(s) ?? this.backend.alloc(s.bytes);
         outs.push(s.data as DeviceBuffer);
       }
     }
@@ -204,7 +236,10 @@ export class Runtime implements Backend {
   #record: TraceEvent[] | null;
   #step = 0;
   #writes = 0;
+  /** Storages by name: host writes `w<n>` and values carried over from earlier steps. */
   readonly #names = new Map<string, StorageNode>();
+  /** Per call of this step (index since the step began): its output buffers. */
+  readonly #callOuts: (readonly VirtualBuffer[] | undefined)[] = [];
   /** Per kernel: the params and buffer sizes of its last call that passed `checkKernelCall`. */
   readonly #checked = new Map<
     string,
@@ -247,9 +282,17 @@ export class Runtime implements Backend {
     this.#updateListener();
     this.#record = options.record ? [] : null;
     this.engine.resolveName = (name) => {
-      const s = this.#names.get(name);
+      const s = this.#stepOutput(name) ?? this.#names.get(name);
       return s !== undefined && s.tensors[0]?.name === name ? s : undefined;
     };
+  }
+
+  /** The storage named `c<i>.<k>` (output k of this step's call i) when it still has that name. */
+  #stepOutput(name: string): StorageNode | undefined {
+    const m = STEP_OUTPUT.exec(name);
+    if (m === null) return undefined;
+    const s = this.#callOuts[Number(m[1])]?.[Number(m[2])]?.storage;
+    return s !== undefined && s.tensors[0]?.name === name ? s : undefined;
   }
 
   #leafName(): string {
@@ -359,6 +402,7 @@ export class Runtime implements Backend {
    */
   #renameCarried(prefix: string): void {
     this.#names.clear();
+    this.#callOuts.length = 0;
     for (const s of this.engine.lineage.storages.values()) {
       for (const t of s.tensors) {
         if (STEP_LOCAL.test(t.name)) t.name = prefix + t.name;
@@ -500,20 +544,28 @@ export class Runtime implements Backend {
       if (old !== undefined) {
         this.engine.invalidate(s);
         record?.push({ kind: "release", name: old.name, line: 0 });
+        // Without a budget to respect, the device buffer goes straight to the new value.
+        if (s.residency === "resident" && this.engine.budgetBytes === Infinity) {
+          this.#exec.keepSpare(s);
+        }
         this.engine.retire(s, false);
-        // The old name no longer resolves to `s` (its root changes): forget it.
-        if (this.#names.get(old.name) === s) this.#names.delete(old.name);
       }
     }
-    const prefix = `c${this.engine.callIndex - this.engine.stepBase}.`;
+    const index = this.engine.callIndex - this.engine.stepBase;
+    const prefix = `c${index}.`;
     const specs: OutputSpec[] = new Array(no);
     for (let k = 0; k < no; k++) {
       const o = outs[k]!;
-      const name = prefix + k;
-      this.#names.set(name, o.storage);
-      specs[k] = { bytes: o.bytes, storage: o.storage, name };
+      specs[k] = { bytes: o.bytes, storage: o.storage, name: prefix + k };
     }
-    const results = this.engine.compute(kernel, p, tensors, specs);
+    // Names `c<index>.<k>` resolve through this (a string-keyed map costs more than the call).
+    this.#callOuts[index] = outs;
+    let results: TensorNode[];
+    try {
+      results = this.engine.compute(kernel, p, tensors, specs);
+    } finally {
+      this.#exec.dropSpares();
+    }
     if (record !== null) {
       record.push({
         kind: "call",

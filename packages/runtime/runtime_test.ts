@@ -9,7 +9,8 @@ function relu(x: number[]): number[] {
 }
 
 Deno.test("Runtime: producing into one buffer over and over keeps lineage bounded", () => {
-  const rt = new Runtime({ backend: new ReferenceBackend() });
+  const backend = new ReferenceBackend();
+  const rt = new Runtime({ backend });
   const x = rt.alloc(16), y = rt.alloc(16);
   const input = [-1, 2, -3, 4];
   rt.write(x, new Float32Array(input));
@@ -20,6 +21,21 @@ Deno.test("Runtime: producing into one buffer over and over keeps lineage bounde
   assert.equal(xs.tensors[0]!.consumers.length, 1);
   assert.equal(rt.lineage.storages.size, 2);
   assert.equal(rt.stats.calls, 1000);
+  // The backend holds exactly the two buffers' bytes: no reused buffer leaked, none lost.
+  assert.equal(backend.memory().usedBytes, 32);
+  assert.equal(backend.memory().peakBytes, 32);
+  assert.equal(rt.memory().usedBytes, 32);
+});
+
+Deno.test("Runtime: under a budget a buffer produced into again is freed and reallocated", () => {
+  const backend = new ReferenceBackend();
+  const rt = new Runtime({ backend, budget: 1 << 20 });
+  const x = rt.alloc(16), y = rt.alloc(16);
+  rt.write(x, new Float32Array([3, -2, 1, -4]));
+  for (let i = 0; i < 10; i++) rt.run("relu", [x], [y], [4]);
+  assert.deepEqual([...new Float32Array(rt.read(y).buffer)], [3, 0, 1, 0]);
+  assert.equal(backend.memory().usedBytes, 32);
+  assert.equal(rt.stats.peakBytes, 32);
 });
 
 Deno.test("Runtime: events reach onEvent and subscribers only while subscribed", () => {
