@@ -87,6 +87,10 @@ export class StorageNode {
   eq: EqNode | null = null;
   /** Position in the runtime's evictable pool, or -1. */
   poolIndex = -1;
+  /** Neighbours in the runtime's evictable pool, in insertion order (null at the ends or outside). */
+  poolPrev: StorageNode | null = null;
+  /** See {@link poolPrev}. */
+  poolNext: StorageNode | null = null;
   /** Scratch stamp for traversals. */
   stamp = 0;
   /** Times evicted (drop or swap). */

@@ -94,10 +94,17 @@ export interface EngineOptions {
   leafRelease?: "keep-if-needed" | "free-unless-evicted";
 }
 
+/**
+ * The evictable pool: an array for O(1) random access (sampling) and an
+ * intrusive doubly linked list through the storages for insertion order (a
+ * `Set` reallocates its table when a small pool churns, which cost more than a
+ * whole kernel call). Not to be modified while iterated.
+ */
 class Pool implements EvictablePool {
-  readonly order: Set<StorageNode> = new Set();
   readonly items: StorageNode[] = [];
   bytes = 0;
+  #head: StorageNode | null = null;
+  #tail: StorageNode | null = null;
   get size(): number {
     return this.items.length;
   }
@@ -105,13 +112,18 @@ class Pool implements EvictablePool {
     return this.items[i]!;
   }
   [Symbol.iterator](): Iterator<StorageNode> {
-    return this.order[Symbol.iterator]();
+    return new PoolIterator(this.#head);
   }
   add(s: StorageNode): void {
     if (s.poolIndex >= 0) return;
     s.poolIndex = this.items.length;
     this.items.push(s);
-    this.order.add(s);
+    const tail = this.#tail;
+    s.poolPrev = tail;
+    s.poolNext = null;
+    if (tail === null) this.#head = s;
+    else tail.poolNext = s;
+    this.#tail = s;
     this.bytes += s.bytes;
   }
   remove(s: StorageNode): void {
@@ -123,8 +135,27 @@ class Pool implements EvictablePool {
       last.poolIndex = i;
     }
     s.poolIndex = -1;
-    this.order.delete(s);
+    const prev = s.poolPrev, next = s.poolNext;
+    if (prev === null) this.#head = next;
+    else prev.poolNext = next;
+    if (next === null) this.#tail = prev;
+    else next.poolPrev = prev;
+    s.poolPrev = null;
+    s.poolNext = null;
     this.bytes -= s.bytes;
+  }
+}
+
+class PoolIterator implements Iterator<StorageNode> {
+  #cur: StorageNode | null;
+  constructor(head: StorageNode | null) {
+    this.#cur = head;
+  }
+  next(): IteratorResult<StorageNode> {
+    const c = this.#cur;
+    if (c === null) return { done: true, value: undefined };
+    this.#cur = c.poolNext;
+    return { done: false, value: c };
   }
 }
 
