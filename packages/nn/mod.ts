@@ -11,7 +11,7 @@
  * const model = createModel("mlp", "tiny");
  * const data = createData("mlp", "tiny");
  * const result = train({ model, data, optimizer: new AdamW(model.parameters(), { lr: 0.01 }), steps: 3 });
- * console.assert(result.losses.length === 3);
+ * if (!(result.losses.length === 3)) throw new Error("example: unexpected result");
  * ```
  *
  * Every forward pass is made of tensor ops only, so the re-materialization

@@ -10,7 +10,7 @@
  * const w = tensor([[0.5, -1], [2, 0]], undefined, { requiresGrad: true });
  * const loss = tidy(() => matmul(tensor([[1, 2]]), w).relu().sum());
  * loss.backward();
- * console.assert(w.grad!.toArray().join() === "1,0,2,0");
+ * if (!(w.grad!.toArray().join() === "1,0,2,0")) throw new Error("example: unexpected result");
  * ```
  *
  * Tensors are contiguous handles over refcounted storages; every op is a

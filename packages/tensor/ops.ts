@@ -1117,7 +1117,7 @@ function scalarOrTensor(like: Tensor, v: TensorLike): [Tensor, boolean] {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const y = add(tensor([[1], [2]]), tensor([10, 20, 30]));
- * console.assert(y.shape.join() === "2,3" && y.toArray().join() === "11,21,31,12,22,32");
+ * if (!(y.shape.join() === "2,3" && y.toArray().join() === "11,21,31,12,22,32")) throw new Error("example: unexpected result");
  * ```
  */
 export function add(a: TensorLike, b: TensorLike): Tensor {
@@ -1134,8 +1134,8 @@ export function add(a: TensorLike, b: TensorLike): Tensor {
  * import { sub, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(sub(tensor([5, 7]), 2).toArray().join() === "3,5");
- * console.assert(sub(10, tensor([1, 2])).toArray().join() === "9,8");
+ * if (!(sub(tensor([5, 7]), 2).toArray().join() === "3,5")) throw new Error("example: unexpected result");
+ * if (!(sub(10, tensor([1, 2])).toArray().join() === "9,8")) throw new Error("example: unexpected result");
  * ```
  */
 export function sub(a: TensorLike, b: TensorLike): Tensor {
@@ -1152,7 +1152,7 @@ export function sub(a: TensorLike, b: TensorLike): Tensor {
  * import { mul, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(mul(tensor([[1], [2]]), tensor([3, 4])).toArray().join() === "3,4,6,8");
+ * if (!(mul(tensor([[1], [2]]), tensor([3, 4])).toArray().join() === "3,4,6,8")) throw new Error("example: unexpected result");
  * ```
  */
 export function mul(a: TensorLike, b: TensorLike): Tensor {
@@ -1169,8 +1169,8 @@ export function mul(a: TensorLike, b: TensorLike): Tensor {
  * import { div, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(div(tensor([3, 6]), tensor([3])).toArray().join() === "1,2");
- * console.assert(div(1, tensor([4])).item() === 0.25);
+ * if (!(div(tensor([3, 6]), tensor([3])).toArray().join() === "1,2")) throw new Error("example: unexpected result");
+ * if (!(div(1, tensor([4])).item() === 0.25)) throw new Error("example: unexpected result");
  * ```
  */
 export function div(a: TensorLike, b: TensorLike): Tensor {
@@ -1187,7 +1187,7 @@ export function div(a: TensorLike, b: TensorLike): Tensor {
  * import { pow, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(pow(tensor([2, 3]), 2).toArray().join() === "4,9");
+ * if (!(pow(tensor([2, 3]), 2).toArray().join() === "4,9")) throw new Error("example: unexpected result");
  * ```
  */
 export function pow(x: Tensor, exponent: number): Tensor {
@@ -1202,7 +1202,7 @@ export function pow(x: Tensor, exponent: number): Tensor {
  * import { neg, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(neg(tensor([1, -2])).toArray().join() === "-1,2");
+ * if (!(neg(tensor([1, -2])).toArray().join() === "-1,2")) throw new Error("example: unexpected result");
  * ```
  */
 export function neg(x: Tensor): Tensor {
@@ -1216,7 +1216,7 @@ export function neg(x: Tensor): Tensor {
  * import { exp, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(exp(tensor([0])).item() === 1);
+ * if (!(exp(tensor([0])).item() === 1)) throw new Error("example: unexpected result");
  * ```
  */
 export function exp(x: Tensor): Tensor {
@@ -1230,7 +1230,7 @@ export function exp(x: Tensor): Tensor {
  * import { log, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(log(tensor([1])).item() === 0);
+ * if (!(log(tensor([1])).item() === 0)) throw new Error("example: unexpected result");
  * ```
  */
 export function log(x: Tensor): Tensor {
@@ -1244,7 +1244,7 @@ export function log(x: Tensor): Tensor {
  * import { sqrt, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(sqrt(tensor([9])).item() === 3);
+ * if (!(sqrt(tensor([9])).item() === 3)) throw new Error("example: unexpected result");
  * ```
  */
 export function sqrt(x: Tensor): Tensor {
@@ -1258,7 +1258,7 @@ export function sqrt(x: Tensor): Tensor {
  * import { rsqrt, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(rsqrt(tensor([4])).item() === 0.5);
+ * if (!(rsqrt(tensor([4])).item() === 0.5)) throw new Error("example: unexpected result");
  * ```
  */
 export function rsqrt(x: Tensor): Tensor {
@@ -1272,7 +1272,7 @@ export function rsqrt(x: Tensor): Tensor {
  * import { relu, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(relu(tensor([-1, 2])).toArray().join() === "0,2");
+ * if (!(relu(tensor([-1, 2])).toArray().join() === "0,2")) throw new Error("example: unexpected result");
  * ```
  */
 export function relu(x: Tensor): Tensor {
@@ -1287,8 +1287,8 @@ export function relu(x: Tensor): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const x = tensor([-1, 0, 1]);
- * console.assert(Math.abs(gelu(x).toArray()[2]! - 0.8413447) < 1e-6);
- * console.assert(Math.abs(gelu(x, "tanh").toArray()[2]! - 0.8411920) < 1e-6);
+ * if (!(Math.abs(gelu(x).toArray()[2]! - 0.8413447) < 1e-6)) throw new Error("example: unexpected result");
+ * if (!(Math.abs(gelu(x, "tanh").toArray()[2]! - 0.8411920) < 1e-6)) throw new Error("example: unexpected result");
  * ```
  */
 export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
@@ -1302,7 +1302,7 @@ export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
  * import { silu, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(silu(tensor([0])).item() === 0);
+ * if (!(silu(tensor([0])).item() === 0)) throw new Error("example: unexpected result");
  * ```
  */
 export function silu(x: Tensor): Tensor {
@@ -1316,7 +1316,7 @@ export function silu(x: Tensor): Tensor {
  * import { sigmoid, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(sigmoid(tensor([0])).item() === 0.5);
+ * if (!(sigmoid(tensor([0])).item() === 0.5)) throw new Error("example: unexpected result");
  * ```
  */
 export function sigmoid(x: Tensor): Tensor {
@@ -1330,7 +1330,7 @@ export function sigmoid(x: Tensor): Tensor {
  * import { tanh, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(tanh(tensor([0])).item() === 0);
+ * if (!(tanh(tensor([0])).item() === 0)) throw new Error("example: unexpected result");
  * ```
  */
 export function tanh(x: Tensor): Tensor {
@@ -1360,7 +1360,7 @@ function compare(
  * import { gt, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(gt(tensor([1, 5, 3]), 2).toArray().join() === "0,1,1");
+ * if (!(gt(tensor([1, 5, 3]), 2).toArray().join() === "0,1,1")) throw new Error("example: unexpected result");
  * ```
  */
 export function gt(a: TensorLike, b: TensorLike): Tensor {
@@ -1374,7 +1374,7 @@ export function gt(a: TensorLike, b: TensorLike): Tensor {
  * import { eq, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(eq(tensor([1, 2]), 2).toArray().join() === "0,1");
+ * if (!(eq(tensor([1, 2]), 2).toArray().join() === "0,1")) throw new Error("example: unexpected result");
  * ```
  */
 export function eq(a: TensorLike, b: TensorLike): Tensor {
@@ -1388,7 +1388,7 @@ export function eq(a: TensorLike, b: TensorLike): Tensor {
  * import { ne, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(ne(tensor([1, 2]), 2).toArray().join() === "1,0");
+ * if (!(ne(tensor([1, 2]), 2).toArray().join() === "1,0")) throw new Error("example: unexpected result");
  * ```
  */
 export function ne(a: TensorLike, b: TensorLike): Tensor {
@@ -1402,7 +1402,7 @@ export function ne(a: TensorLike, b: TensorLike): Tensor {
  * import { lt, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(lt(tensor([1, 2]), tensor([2, 2])).toArray().join() === "1,0");
+ * if (!(lt(tensor([1, 2]), tensor([2, 2])).toArray().join() === "1,0")) throw new Error("example: unexpected result");
  * ```
  */
 export function lt(a: TensorLike, b: TensorLike): Tensor {
@@ -1416,7 +1416,7 @@ export function lt(a: TensorLike, b: TensorLike): Tensor {
  * import { le, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(le(tensor([1, 2]), 2).toArray().join() === "1,1");
+ * if (!(le(tensor([1, 2]), 2).toArray().join() === "1,1")) throw new Error("example: unexpected result");
  * ```
  */
 export function le(a: TensorLike, b: TensorLike): Tensor {
@@ -1430,7 +1430,7 @@ export function le(a: TensorLike, b: TensorLike): Tensor {
  * import { ge, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(ge(tensor([1, 2]), 2).toArray().join() === "0,1");
+ * if (!(ge(tensor([1, 2]), 2).toArray().join() === "0,1")) throw new Error("example: unexpected result");
  * ```
  */
 export function ge(a: TensorLike, b: TensorLike): Tensor {
@@ -1446,7 +1446,7 @@ export function ge(a: TensorLike, b: TensorLike): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const y = where(tensor([1, 0, 1]), tensor([1, 2, 3]), -1);
- * console.assert(y.toArray().join() === "1,-1,3");
+ * if (!(y.toArray().join() === "1,-1,3")) throw new Error("example: unexpected result");
  * ```
  */
 export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
@@ -1469,7 +1469,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
  * import { broadcastTo, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(broadcastTo(tensor([1, 2]), [2, 2]).toArray().join() === "1,2,1,2");
+ * if (!(broadcastTo(tensor([1, 2]), [2, 2]).toArray().join() === "1,2,1,2")) throw new Error("example: unexpected result");
  * ```
  */
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
@@ -1486,9 +1486,9 @@ export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const x = tensor([[1, 2, 3], [4, 5, 6]]);
- * console.assert(sum(x, 1).toArray().join() === "6,15");
- * console.assert(sum(x, 0, true).shape.join() === "1,3");
- * console.assert(sum(x).item() === 21);
+ * if (!(sum(x, 1).toArray().join() === "6,15")) throw new Error("example: unexpected result");
+ * if (!(sum(x, 0, true).shape.join() === "1,3")) throw new Error("example: unexpected result");
+ * if (!(sum(x).item() === 21)) throw new Error("example: unexpected result");
  * ```
  */
 export function sum(x: Tensor, axis?: number, keepdim = false): Tensor {
@@ -1502,7 +1502,7 @@ export function sum(x: Tensor, axis?: number, keepdim = false): Tensor {
  * import { mean, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(mean(tensor([[1, 2], [3, 4]]), 0).toArray().join() === "2,3");
+ * if (!(mean(tensor([[1, 2], [3, 4]]), 0).toArray().join() === "2,3")) throw new Error("example: unexpected result");
  * ```
  */
 export function mean(x: Tensor, axis?: number, keepdim = false): Tensor {
@@ -1516,7 +1516,7 @@ export function mean(x: Tensor, axis?: number, keepdim = false): Tensor {
  * import { max, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(max(tensor([[1, 5], [3, 4]]), 1).toArray().join() === "5,4");
+ * if (!(max(tensor([[1, 5], [3, 4]]), 1).toArray().join() === "5,4")) throw new Error("example: unexpected result");
  * ```
  */
 export function max(x: Tensor, axis?: number, keepdim = false): Tensor {
@@ -1532,7 +1532,7 @@ export function max(x: Tensor, axis?: number, keepdim = false): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const i = argmax(tensor([[1, 5], [3, 4]]), 1);
- * console.assert(i.dtype === "i32" && i.toArray().join() === "1,0");
+ * if (!(i.dtype === "i32" && i.toArray().join() === "1,1")) throw new Error("example: unexpected result");
  * ```
  */
 export function argmax(x: Tensor, axis?: number, keepdim = false): Tensor {
@@ -1552,7 +1552,7 @@ export function argmax(x: Tensor, axis?: number, keepdim = false): Tensor {
  * import { softmax, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(softmax(tensor([[0, 0]])).toArray().join() === "0.5,0.5");
+ * if (!(softmax(tensor([[0, 0]])).toArray().join() === "0.5,0.5")) throw new Error("example: unexpected result");
  * ```
  */
 export function softmax(x: Tensor): Tensor {
@@ -1566,7 +1566,7 @@ export function softmax(x: Tensor): Tensor {
  * import { logSoftmax, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(Math.abs(logSoftmax(tensor([0, 0])).toArray()[0]! + Math.LN2) < 1e-6);
+ * if (!(Math.abs(logSoftmax(tensor([0, 0])).toArray()[0]! + Math.LN2) < 1e-6)) throw new Error("example: unexpected result");
  * ```
  */
 export function logSoftmax(x: Tensor): Tensor {
@@ -1592,8 +1592,8 @@ export interface MatmulOptions {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const a = tensor([[1, 2], [3, 4]]), b = tensor([[5], [6]]);
- * console.assert(matmul(a, b).toArray().join() === "17,39");
- * console.assert(matmul(a, a, { transB: true }).toArray().join() === "5,11,11,25");
+ * if (!(matmul(a, b).toArray().join() === "17,39")) throw new Error("example: unexpected result");
+ * if (!(matmul(a, a, { transB: true }).toArray().join() === "5,11,11,25")) throw new Error("example: unexpected result");
  * ```
  */
 export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
@@ -1631,7 +1631,7 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
  * import { permute, zeros, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(permute(zeros([2, 3, 4]), [2, 0, 1]).shape.join() === "4,2,3");
+ * if (!(permute(zeros([2, 3, 4]), [2, 0, 1]).shape.join() === "4,2,3")) throw new Error("example: unexpected result");
  * ```
  */
 export function permute(x: Tensor, perm: readonly number[]): Tensor {
@@ -1646,7 +1646,7 @@ export function permute(x: Tensor, perm: readonly number[]): Tensor {
  * import { transpose, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(transpose(tensor([[1, 2], [3, 4]])).toArray().join() === "1,3,2,4");
+ * if (!(transpose(tensor([[1, 2], [3, 4]])).toArray().join() === "1,3,2,4")) throw new Error("example: unexpected result");
  * ```
  */
 export function transpose(x: Tensor, dim0 = -2, dim1 = -1): Tensor {
@@ -1669,7 +1669,7 @@ export function transpose(x: Tensor, dim0 = -2, dim1 = -1): Tensor {
  * setDefaultBackend(new ReferenceBackend());
  * const x = arange(6);
  * const y = reshape(x, [2, -1]);
- * console.assert(y.shape.join() === "2,3" && y.storage === x.storage);
+ * if (!(y.shape.join() === "2,3" && y.storage === x.storage)) throw new Error("example: unexpected result");
  * ```
  */
 export function reshape(x: Tensor, shape: readonly number[]): Tensor {
@@ -1709,7 +1709,7 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
  * import { flatten, zeros, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(flatten(zeros([2, 3, 4]), 1).shape.join() === "2,12");
+ * if (!(flatten(zeros([2, 3, 4]), 1).shape.join() === "2,12")) throw new Error("example: unexpected result");
  * ```
  */
 export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
@@ -1729,7 +1729,7 @@ export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
  * import { squeeze, zeros, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(squeeze(zeros([1, 3, 1])).shape.join() === "3");
+ * if (!(squeeze(zeros([1, 3, 1])).shape.join() === "3")) throw new Error("example: unexpected result");
  * ```
  */
 export function squeeze(x: Tensor, axis?: number): Tensor {
@@ -1746,7 +1746,7 @@ export function squeeze(x: Tensor, axis?: number): Tensor {
  * import { unsqueeze, zeros, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(unsqueeze(zeros([3]), 0).shape.join() === "1,3");
+ * if (!(unsqueeze(zeros([3]), 0).shape.join() === "1,3")) throw new Error("example: unexpected result");
  * ```
  */
 export function unsqueeze(x: Tensor, axis: number): Tensor {
@@ -1766,7 +1766,7 @@ export function unsqueeze(x: Tensor, axis: number): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const x = tensor([[1, 2, 3], [4, 5, 6]]);
- * console.assert(slice(x, [0, 1], [2, 2]).toArray().join() === "2,3,5,6");
+ * if (!(slice(x, [0, 1], [2, 2]).toArray().join() === "2,3,5,6")) throw new Error("example: unexpected result");
  * ```
  */
 export function slice(x: Tensor, starts: readonly number[], sizes?: readonly number[]): Tensor {
@@ -1800,7 +1800,7 @@ export function slice(x: Tensor, starts: readonly number[], sizes?: readonly num
  * import { narrow, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(narrow(tensor([1, 2, 3, 4]), 0, 1, 2).toArray().join() === "2,3");
+ * if (!(narrow(tensor([1, 2, 3, 4]), 0, 1, 2).toArray().join() === "2,3")) throw new Error("example: unexpected result");
  * ```
  */
 export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
@@ -1820,7 +1820,7 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const y = concat([tensor([[1], [2]]), tensor([[3, 4], [5, 6]])], 1);
- * console.assert(y.toArray().join() === "1,3,4,2,5,6");
+ * if (!(y.toArray().join() === "1,3,4,2,5,6")) throw new Error("example: unexpected result");
  * ```
  */
 export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
@@ -1837,7 +1837,7 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
  * setDefaultBackend(new ReferenceBackend());
  * const x = tensor([[1, 2], [3, 4], [5, 6]]);
  * const rows = indexSelect(x, 0, tensor([2, 0], [2], { dtype: "i32" }));
- * console.assert(rows.toArray().join() === "5,6,1,2");
+ * if (!(rows.toArray().join() === "5,6,1,2")) throw new Error("example: unexpected result");
  * ```
  */
 export function indexSelect(x: Tensor, axis: number, index: Tensor): Tensor {
@@ -1854,7 +1854,7 @@ export function indexSelect(x: Tensor, axis: number, index: Tensor): Tensor {
  * setDefaultBackend(new ReferenceBackend());
  * const w = tensor([[0, 0], [1, 1], [2, 2]]);
  * const y = embedding(w, tensor([2, 0], [2], { dtype: "i32" }));
- * console.assert(y.toArray().join() === "2,2,0,0");
+ * if (!(y.toArray().join() === "2,2,0,0")) throw new Error("example: unexpected result");
  * ```
  */
 export function embedding(weight: Tensor, ids: Tensor): Tensor {
@@ -1881,7 +1881,7 @@ export interface Conv2dOptions {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const y = conv2d(ones([1, 1, 4, 4]), ones([2, 1, 3, 3]), null, { padding: 1 });
- * console.assert(y.shape.join() === "1,2,4,4" && y.toArray()[5] === 9);
+ * if (!(y.shape.join() === "1,2,4,4" && y.toArray()[5] === 9)) throw new Error("example: unexpected result");
  * ```
  */
 export function conv2d(
@@ -1912,7 +1912,7 @@ export interface Pool2dOptions {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const x = tensor([1, 2, 3, 4], [1, 1, 2, 2]);
- * console.assert(maxPool2d(x, { kernelSize: 2 }).item() === 4);
+ * if (!(maxPool2d(x, { kernelSize: 2 }).item() === 4)) throw new Error("example: unexpected result");
  * ```
  */
 export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
@@ -1927,7 +1927,7 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const x = tensor([1, 2, 3, 4], [1, 1, 2, 2]);
- * console.assert(avgPool2d(x, { kernelSize: 2 }).item() === 2.5);
+ * if (!(avgPool2d(x, { kernelSize: 2 }).item() === 2.5)) throw new Error("example: unexpected result");
  * ```
  */
 export function avgPool2d(x: Tensor, options: Pool2dOptions): Tensor {
@@ -1942,7 +1942,7 @@ export function avgPool2d(x: Tensor, options: Pool2dOptions): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const x = tensor([1, 2, 3, 4], [1, 1, 2, 2]);
- * console.assert(globalAvgPool(x).shape.join() === "1,1");
+ * if (!(globalAvgPool(x).shape.join() === "1,1")) throw new Error("example: unexpected result");
  * ```
  */
 export function globalAvgPool(x: Tensor): Tensor {
@@ -1957,7 +1957,7 @@ export function globalAvgPool(x: Tensor): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const y = upsampleNearest2x(tensor([1, 2], [1, 1, 1, 2]));
- * console.assert(y.toArray().join() === "1,1,2,2,1,1,2,2");
+ * if (!(y.toArray().join() === "1,1,2,2,1,1,2,2")) throw new Error("example: unexpected result");
  * ```
  */
 export function upsampleNearest2x(x: Tensor): Tensor {
@@ -1989,8 +1989,8 @@ export interface BatchNormOptions {
  * const x = tensor([[1], [3]]); // N=2, C=1
  * const rm = zeros([1]), rv = ones([1]);
  * const y = batchNorm(x, ones([1]), zeros([1]), { runningMean: rm, runningVar: rv, eps: 0 });
- * console.assert(y.toArray().join() === "-1,1");
- * console.assert(Math.abs(rm.item() - 0.2) < 1e-6); // 0.9 * 0 + 0.1 * 2
+ * if (!(y.toArray().join() === "-1,1")) throw new Error("example: unexpected result");
+ * if (!(Math.abs(rm.item() - 0.2) < 1e-6)) throw new Error("example: unexpected result"); // 0.9 * 0 + 0.1 * 2
  * ```
  */
 export function batchNorm(
@@ -2011,7 +2011,7 @@ export function batchNorm(
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const y = layerNorm(tensor([[1, 3]]), tensor([1, 1]), tensor([0, 0]), 0);
- * console.assert(y.toArray().join() === "-1,1");
+ * if (!(y.toArray().join() === "-1,1")) throw new Error("example: unexpected result");
  * ```
  */
 export function layerNorm(x: Tensor, gamma: Tensor, beta: Tensor, eps = 1e-5): Tensor {
@@ -2027,7 +2027,7 @@ export function layerNorm(x: Tensor, gamma: Tensor, beta: Tensor, eps = 1e-5): T
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const y = rmsNorm(tensor([[3, 4]]), tensor([1, 1]), 0);
- * console.assert(Math.abs(y.toArray()[1]! - 4 / Math.sqrt(12.5)) < 1e-6);
+ * if (!(Math.abs(y.toArray()[1]! - 4 / Math.sqrt(12.5)) < 1e-6)) throw new Error("example: unexpected result");
  * ```
  */
 export function rmsNorm(x: Tensor, gamma: Tensor, eps = 1e-6): Tensor {
@@ -2045,8 +2045,8 @@ export function rmsNorm(x: Tensor, gamma: Tensor, eps = 1e-6): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const y = dropout(ones([1000]), 0.5);
- * console.assert(y.toArray().every((v) => v === 0 || v === 2));
- * console.assert(dropout(ones([2]), 0.5, false).toArray().join() === "1,1");
+ * if (!(y.toArray().every((v) => v === 0 || v === 2))) throw new Error("example: unexpected result");
+ * if (!(dropout(ones([2]), 0.5, false).toArray().join() === "1,1")) throw new Error("example: unexpected result");
  * ```
  */
 export function dropout(x: Tensor, p: number, training = true): Tensor {
@@ -2065,7 +2065,7 @@ export function dropout(x: Tensor, p: number, training = true): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const loss = crossEntropy(tensor([[0, 0]]), tensor([1], [1], { dtype: "i32" }));
- * console.assert(Math.abs(loss.item() - Math.LN2) < 1e-6);
+ * if (!(Math.abs(loss.item() - Math.LN2) < 1e-6)) throw new Error("example: unexpected result");
  * ```
  */
 export function crossEntropy(logits: Tensor, targets: Tensor): Tensor {
@@ -2080,7 +2080,7 @@ export function crossEntropy(logits: Tensor, targets: Tensor): Tensor {
  * import { mse, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(mse(tensor([1, 2]), tensor([1, 4])).item() === 2);
+ * if (!(mse(tensor([1, 2]), tensor([1, 4])).item() === 2)) throw new Error("example: unexpected result");
  * ```
  */
 export function mse(a: Tensor, b: Tensor): Tensor {
@@ -2096,7 +2096,7 @@ export function mse(a: Tensor, b: Tensor): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const x = tensor([1, 2]);
- * console.assert(clone(x).storage !== x.storage);
+ * if (!(clone(x).storage !== x.storage)) throw new Error("example: unexpected result");
  * ```
  */
 export function clone(x: Tensor): Tensor {
@@ -2111,7 +2111,7 @@ export function clone(x: Tensor): Tensor {
  * import { cast, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(cast(tensor([1.9, -1.9]), "i32").toArray().join() === "1,-1");
+ * if (!(cast(tensor([1.9, -1.9]), "i32").toArray().join() === "1,-1")) throw new Error("example: unexpected result");
  * ```
  */
 export function cast(x: Tensor, dtype: DType): Tensor {

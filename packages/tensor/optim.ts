@@ -59,7 +59,7 @@ export interface SgdOptions {
  * setDefaultBackend(new ReferenceBackend());
  * const p = tensor([1, 2]), g = tensor([0.5, -1]), buf = zeros([2]);
  * sgdUpdate(p, g, buf, { lr: 0.1, firstStep: true });
- * console.assert(p.toArray().map((v) => v.toFixed(2)).join() === "0.95,2.10");
+ * if (!(p.toArray().map((v) => v.toFixed(2)).join() === "0.95,2.10")) throw new Error("example: unexpected result");
  * ```
  */
 export function sgdUpdate(
@@ -120,7 +120,7 @@ export interface AdamWOptions {
  * setDefaultBackend(new ReferenceBackend());
  * const p = tensor([1]), g = tensor([2]), m = zeros([1]), v = zeros([1]);
  * adamwUpdate(p, g, m, v, { lr: 0.1, weightDecay: 0, step: 1 });
- * console.assert(Math.abs(p.item() - 0.9) < 1e-6); // first step moves by lr * sign(g)
+ * if (!(Math.abs(p.item() - 0.9) < 1e-6)) throw new Error("example: unexpected result"); // first step moves by lr * sign(g)
  * ```
  */
 export function adamwUpdate(

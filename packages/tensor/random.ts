@@ -30,7 +30,7 @@ let offset = 0;
  * const a = normal([4]).toArray();
  * manualSeed(42);
  * const b = normal([4]).toArray();
- * console.assert(a.join() === b.join());
+ * if (!(a.join() === b.join())) throw new Error("example: unexpected result");
  * ```
  */
 export function manualSeed(s: number): void {
@@ -50,7 +50,7 @@ export function manualSeed(s: number): void {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * manualSeed(1);
- * console.assert(randomState().offset === 0);
+ * if (!(randomState().offset === 0)) throw new Error("example: unexpected result");
  * ```
  */
 export function randomState(): { seed: number; offset: number } {
@@ -89,7 +89,7 @@ export function setRandomState(state: { seed: number; offset: number }): void {
  * setDefaultBackend(new ReferenceBackend());
  * manualSeed(9);
  * const [seed, offset] = nextRandom(16);
- * console.assert(seed === 9 && offset === 0 && nextRandom(1)[1] === 16);
+ * if (!(seed === 9 && offset === 0 && nextRandom(1)[1] === 16)) throw new Error("example: unexpected result");
  * ```
  */
 export function nextRandom(count: number): [number, number] {
@@ -133,7 +133,7 @@ function randomTensor(
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const u = uniform([100], { low: -1, high: 1 }).toArray();
- * console.assert(u.every((v) => v >= -1 && v < 1));
+ * if (!(u.every((v) => v >= -1 && v < 1))) throw new Error("example: unexpected result");
  * ```
  */
 export function uniform(
@@ -159,7 +159,7 @@ export function uniform(
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const n = normal([2, 3], { std: 0.02 });
- * console.assert(n.shape.join() === "2,3");
+ * if (!(n.shape.join() === "2,3")) throw new Error("example: unexpected result");
  * ```
  */
 export function normal(
@@ -178,7 +178,7 @@ export function normal(
  * import { fans, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(fans([16, 8, 3, 3]).join() === "72,144");
+ * if (!(fans([16, 8, 3, 3]).join() === "72,144")) throw new Error("example: unexpected result");
  * ```
  */
 export function fans(shape: readonly number[]): [number, number] {
@@ -201,7 +201,7 @@ export type Nonlinearity = "linear" | "sigmoid" | "tanh" | "relu" | "leaky_relu"
  * import { gain, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(gain("relu") === Math.SQRT2);
+ * if (!(gain("relu") === Math.SQRT2)) throw new Error("example: unexpected result");
  * ```
  */
 export function gain(nonlinearity: Nonlinearity, param?: number): number {
@@ -247,7 +247,7 @@ function kaimingStd(shape: readonly number[], o: KaimingOptions): number {
  * setDefaultBackend(new ReferenceBackend());
  * const w = kaimingUniform([64, 32], { a: Math.sqrt(5) });
  * const bound = 1 / Math.sqrt(32);
- * console.assert(w.toArray().every((v) => Math.abs(v) <= bound));
+ * if (!(w.toArray().every((v) => Math.abs(v) <= bound))) throw new Error("example: unexpected result");
  * ```
  */
 export function kaimingUniform(shape: readonly number[], options: KaimingOptions = {}): Tensor {
@@ -264,7 +264,7 @@ export function kaimingUniform(shape: readonly number[], options: KaimingOptions
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const w = kaimingNormal([16, 8, 3, 3], { nonlinearity: "relu", mode: "fanOut" });
- * console.assert(w.size === 16 * 8 * 9);
+ * if (!(w.size === 16 * 8 * 9)) throw new Error("example: unexpected result");
  * ```
  */
 export function kaimingNormal(shape: readonly number[], options: KaimingOptions = {}): Tensor {
@@ -280,7 +280,7 @@ export function kaimingNormal(shape: readonly number[], options: KaimingOptions 
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const w = xavierUniform([4, 6]);
- * console.assert(w.toArray().every((v) => Math.abs(v) <= Math.sqrt(6 / 10)));
+ * if (!(w.toArray().every((v) => Math.abs(v) <= Math.sqrt(6 / 10)))) throw new Error("example: unexpected result");
  * ```
  */
 export function xavierUniform(
@@ -300,7 +300,7 @@ export function xavierUniform(
  * import { xavierNormal, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(xavierNormal([4, 6]).shape.join() === "4,6");
+ * if (!(xavierNormal([4, 6]).shape.join() === "4,6")) throw new Error("example: unexpected result");
  * ```
  */
 export function xavierNormal(

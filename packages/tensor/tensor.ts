@@ -260,7 +260,7 @@ export type TensorLike = Tensor | number;
  * const x = tensor([[1, 2], [3, 4]], undefined, { requiresGrad: true });
  * const loss = x.mul(x).sum();
  * loss.backward();
- * console.assert(x.grad!.toArray().join() === "2,4,6,8");
+ * if (!(x.grad!.toArray().join() === "2,4,6,8")) throw new Error("example: unexpected result");
  * ```
  */
 export class Tensor {
@@ -579,7 +579,7 @@ export class Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const t = empty(getDefaultBackend(), [2, 2], "f32");
- * console.assert(t.size === 4);
+ * if (!(t.size === 4)) throw new Error("example: unexpected result");
  * ```
  */
 export function empty(backend: Backend, shape: readonly number[], dtype: DType): Tensor {
@@ -596,7 +596,7 @@ export function empty(backend: Backend, shape: readonly number[], dtype: DType):
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const x = arange(4);
- * console.assert(view(x, [2, 2]).storage === x.storage);
+ * if (!(view(x, [2, 2]).storage === x.storage)) throw new Error("example: unexpected result");
  * ```
  */
 export function view(t: Tensor, shape: readonly number[]): Tensor {
@@ -709,9 +709,9 @@ function finish(t: Tensor, options: TensorOptions): Tensor {
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const t = tensor([[1, 2, 3], [4, 5, 6]]);
- * console.assert(t.shape.join() === "2,3");
+ * if (!(t.shape.join() === "2,3")) throw new Error("example: unexpected result");
  * const ids = tensor([0, 2], [2], { dtype: "i32" });
- * console.assert(ids.dtype === "i32");
+ * if (!(ids.dtype === "i32")) throw new Error("example: unexpected result");
  * ```
  */
 export function tensor(
@@ -759,7 +759,7 @@ export function tensor(
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
  * const t = fromTypedArray(new Float32Array([1, 2, 3, 4]), [2, 2]);
- * console.assert(t.item === t.item && t.size === 4);
+ * if (!(t.item === t.item && t.size === 4)) throw new Error("example: unexpected result");
  * ```
  */
 export function fromTypedArray(
@@ -791,7 +791,7 @@ export function fromTypedArray(
  * import { full, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(full([2], 7).toArray().join() === "7,7");
+ * if (!(full([2], 7).toArray().join() === "7,7")) throw new Error("example: unexpected result");
  * ```
  */
 export function full(shape: readonly number[], value: number, options: TensorOptions = {}): Tensor {
@@ -814,7 +814,7 @@ export function full(shape: readonly number[], value: number, options: TensorOpt
  * import { zeros, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(zeros([2, 3]).sum().item() === 0);
+ * if (!(zeros([2, 3]).sum().item() === 0)) throw new Error("example: unexpected result");
  * ```
  */
 export function zeros(shape: readonly number[], options: TensorOptions = {}): Tensor {
@@ -829,7 +829,7 @@ export function zeros(shape: readonly number[], options: TensorOptions = {}): Te
  * import { ones, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(ones([2, 3]).sum().item() === 6);
+ * if (!(ones([2, 3]).sum().item() === 6)) throw new Error("example: unexpected result");
  * ```
  */
 export function ones(shape: readonly number[], options: TensorOptions = {}): Tensor {
@@ -844,7 +844,7 @@ export function ones(shape: readonly number[], options: TensorOptions = {}): Ten
  * import { zerosLike, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(zerosLike(tensor([1, 2])).toArray().join() === "0,0");
+ * if (!(zerosLike(tensor([1, 2])).toArray().join() === "0,0")) throw new Error("example: unexpected result");
  * ```
  */
 export function zerosLike(t: Tensor): Tensor {
@@ -859,7 +859,7 @@ export function zerosLike(t: Tensor): Tensor {
  * import { onesLike, tensor, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(onesLike(tensor([5])).item() === 1);
+ * if (!(onesLike(tensor([5])).item() === 1)) throw new Error("example: unexpected result");
  * ```
  */
 export function onesLike(t: Tensor): Tensor {
@@ -875,7 +875,7 @@ export function onesLike(t: Tensor): Tensor {
  * import { arange, setDefaultBackend } from "@libra/tensor";
  * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
  * setDefaultBackend(new ReferenceBackend());
- * console.assert(arange(1, 7, 2).toArray().join() === "1,3,5");
+ * if (!(arange(1, 7, 2).toArray().join() === "1,3,5")) throw new Error("example: unexpected result");
  * ```
  */
 export function arange(
