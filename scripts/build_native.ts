@@ -200,7 +200,7 @@ function cpuTarget(out: string, sources: string[], headers: string[], blas: bool
 async function main(): Promise<void> {
   await Deno.mkdir(BUILD, { recursive: true });
   const headers = [
-    ...(await listFiles("native/include", [".h"])),
+    ...(await listFiles("native/include", [".h", ".inc"])),
     ...(await listFiles("native/cpu", [".h"])),
   ];
   const sources = await listFiles("native/cpu", [".c"]);

@@ -300,33 +300,7 @@ LIBRA_API int32_t libra_philox4x32(const uint32_t* ctr, const uint32_t* key, uin
 
 /* ---- registry ---- */
 
-typedef struct {
-  const char* name;
-  kfn fn;
-  int32_t n_in, n_out, n_params;
-} kentry;
-
-static const kentry REGISTRY[] = {
-#define K(name, ni, no, np) {#name, k_##name, ni, no, np},
-#include "libra_kernels.h"
-#undef K
-};
-#define N_KERNELS ((int32_t)(sizeof REGISTRY / sizeof REGISTRY[0]))
-
-LIBRA_API int32_t libra_kernel_count(void) { return N_KERNELS; }
-LIBRA_API const char* libra_kernel_name(int32_t id) {
-  return id >= 0 && id < N_KERNELS ? REGISTRY[id].name : NULL;
-}
-LIBRA_API int32_t libra_kernel_id(const char* name, int32_t* out) {
-  if (!name || !out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_kernel_id: NULL argument");
-  for (int32_t i = 0; i < N_KERNELS; i++) {
-    if (strcmp(REGISTRY[i].name, name) == 0) {
-      *out = i;
-      return LIBRA_OK;
-    }
-  }
-  return set_error(LIBRA_ERR_UNKNOWN_KERNEL, "libra_kernel_id: unknown kernel \"%s\"", name);
-}
+#include "libra_registry.inc"
 
 LIBRA_API int32_t libra_run(int32_t kernel, void* const* inputs, int32_t n_in, void* const* outputs,
                             int32_t n_out, const double* params, int32_t n_params) {
