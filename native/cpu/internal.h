@@ -78,7 +78,7 @@ void libra_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* cm,
                  int64_t ldc);
 /* Philox4x32-10 on one block. */
-void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+#include "libra_philox.h"
 
 /* Number of threads kernels use (for splitting work deterministically). */
 int libra_threads(void);

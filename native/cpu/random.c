@@ -1,5 +1,5 @@
 /*
- * random.c - Philox4x32-10 and the random kernels (dropout, uniform, normal).
+ * random.c - the random kernels (dropout, uniform, normal) on Philox4x32-10 (include/libra_philox.h).
  * Element i of a call with (seed, offset) uses counter offset + i, so any
  * element can be regenerated on its own: a recomputation draws the same numbers
  * whatever the thread count.
@@ -7,32 +7,6 @@
 #include <math.h>
 
 #include "internal.h"
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
-
-void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-  uint32_t k0 = key[0], k1 = key[1];
-  for (int round = 0; round < 10; round++) {
-    const uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
-    const uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
-    const uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-    const uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-    k0 += PHILOX_W0;
-    k1 += PHILOX_W1;
-  }
-  out[0] = c0;
-  out[1] = c1;
-  out[2] = c2;
-  out[3] = c3;
-}
 
 /* Words w0, w1 for element i of (seed, offset). */
 static inline void philox_element(uint64_t seed, uint64_t offset, int64_t i, uint32_t* w0,

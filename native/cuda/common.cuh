@@ -174,27 +174,7 @@ static inline int row_block(int64_t n) {
 
 /* ---- Philox4x32-10 (host and device) ---- */
 
-__host__ __device__ inline void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
-                                              uint32_t out[4]) {
-  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-  uint32_t k0 = key[0], k1 = key[1];
-  for (int r = 0; r < 10; r++) {
-    uint64_t p0 = (uint64_t)0xD2511F53u * c0;
-    uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
-    uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-    uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  out[0] = c0;
-  out[1] = c1;
-  out[2] = c2;
-  out[3] = c3;
-}
+#include "libra_philox.h"
 
 /* Words w0, w1 of element i for key (seed) and 64-bit offset (see kernels.ts). */
 __device__ inline void philox_element(uint32_t k0, uint32_t k1, uint64_t offset, int64_t i,
