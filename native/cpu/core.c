@@ -39,33 +39,7 @@ int32_t kfail(const kcall* c, const char* fmt, ...) {
   return LIBRA_ERR_INVALID_ARGUMENT;
 }
 
-int pint(const kcall* c, int i, int64_t lo, const char* what, int64_t* out) {
-  double v = c->p[i];
-  if (!(v == v) || v != floor(v) || v < (double)lo || v > 9007199254740992.0) {
-    kfail(c, "%s (param %d) must be an integer >= %lld, got %.17g", what, i, (long long)lo, v);
-    return 1;
-  }
-  *out = (int64_t)v;
-  return 0;
-}
-
-int preal(const kcall* c, int i, const char* what, double* out) {
-  double v = c->p[i];
-  if (!isfinite(v)) {
-    kfail(c, "%s (param %d) must be a finite number, got %.17g", what, i, v);
-    return 1;
-  }
-  *out = v;
-  return 0;
-}
-
-int pcount(const kcall* c, int32_t n, const char* layout) {
-  if (c->np != n) {
-    kfail(c, "expected %d params (%s), got %d", n, layout, c->np);
-    return 1;
-  }
-  return 0;
-}
+#include "libra_params.inc"
 
 /* ---- library ---- */
 
