@@ -14,7 +14,7 @@
 
 import type { Backend, DType } from "./backend.ts";
 import type { KernelName } from "./kernels.ts";
-import { convOutSize, MAX_DIMS } from "./kernels.ts";
+import { convOutSize, MAX_DIMS, poolDims } from "./kernels.ts";
 import { type GradNode, type GradRule, isGradEnabled } from "./autograd.ts";
 import { empty, full, savedView, Tensor, type TensorLike, view } from "./tensor.ts";
 import { nextRandom } from "./random.ts";
@@ -1087,19 +1087,8 @@ function pool2dParams(op: string, x: Tensor, opts: Pool2dOptions): number[] {
 function poolForward(op: string, kernel: KernelName, x: Tensor, opts: Pool2dOptions) {
   const be = check(op, [x]);
   const params = pool2dParams(op, x, opts);
-  const [N, C, H, W, kh, kw, sh, sw, ph, pw] = params as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const y = empty(be, [N, C, convOutSize(H, kh, sh, ph), convOutSize(W, kw, sw, pw)], "f32");
+  const { N, C, OH, OW } = poolDims(op, params);
+  const y = empty(be, [N, C, OH, OW], "f32");
   run(kernel, [x], [y], params);
   return { y, params };
 }
