@@ -367,11 +367,14 @@ export class Engine {
         st.drops++;
         st.dropBytes += s.bytes;
       }
-      const t0 = now();
+      // Eager drops (a value freed by its last handle) are not timed: two clock
+      // reads cost more than the merge they would measure, on every free.
+      const eager = why === "eager";
+      const t0 = eager ? 0 : now();
       s.eq = new EqNode(s.compute);
       const ns = this.lineage.evictedNeighbors(s);
       for (const n of ns) if (n.eq !== null) merge(n.eq, s.eq);
-      st.bookkeepingNs += (now() - t0) * 1e6;
+      if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
       if (this.recordDecisions && why !== "eager") this.decisions.push(`drop:${s.name}`);
       if (why !== "eager") this.timeline.mark(this.callIndex, this.used, "drop", s.name);
       if (this.#onEvent) {
