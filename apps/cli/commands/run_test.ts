@@ -128,7 +128,7 @@ Deno.test("libra run rejects bad options with one line and a non-zero exit", asy
       2,
     ],
     [
-      ["--model", "mlp", "--budget-ratio", "0.5", "--seed", "-1"],
+      ["--model", "mlp", "--budget-ratio", "0.5", "--seed=-1"],
       /--seed must be an integer in 0\.\./,
       2,
     ],
