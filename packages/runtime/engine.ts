@@ -255,9 +255,13 @@ export class Engine {
     this.stats.budgetBytes = bytes;
   }
 
-  /** Records that a step completed under `bytes` of budget (reported by later errors). */
+  /**
+   * Records that a step completed under `bytes` of budget (or peaked at `bytes`
+   * without one). Errors report the largest such budget, one every step so far
+   * fits, and only when it is above the budget that failed.
+   */
   noteFeasible(bytes: number): void {
-    if (this.#knownFeasible === undefined || bytes < this.#knownFeasible) {
+    if (this.#knownFeasible === undefined || bytes > this.#knownFeasible) {
       this.#knownFeasible = bytes;
     }
   }
@@ -330,7 +334,10 @@ export class Engine {
           usedBytes: this.used,
           evictableBytes: this.evictableBytes,
           budgetBytes: this.#budget,
-          ...(this.#knownFeasible !== undefined ? { knownFeasibleBytes: this.#knownFeasible } : {}),
+          // A budget at or below this one did not complete this step: not known to work.
+          ...(this.#knownFeasible !== undefined && this.#knownFeasible > this.#budget
+            ? { knownFeasibleBytes: this.#knownFeasible }
+            : {}),
         });
         this.stats.oomErrors++;
         this.timeline.mark(this.callIndex, this.used, "oom", "");

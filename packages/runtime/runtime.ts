@@ -406,7 +406,8 @@ export class Runtime implements Backend {
   /**
    * Marks the end of a training step. With a `{ ratio }` budget and no peak
    * given, the first step runs without a budget and its peak sets the budget
-   * here. Every completed step records its budget as known to work. Call
+   * here. Every completed step records its budget (its peak without one): errors
+   * report the largest, which every step so far fits, as known to work. Call
    * indices (plan hooks, profiled costs) restart at 0, and so do the names of
    * the step's own values: outputs `c<i>.<k>` (output k of call i) and host
    * writes `w<n>`, so a plan made on one step's trace names the same values in
