@@ -204,7 +204,7 @@ export interface RunTrainingResult {
   baselinePeakBytes: number;
   /** floor(budgetRatio * baselinePeakBytes), or the `budgetBytes` given. */
   budgetBytes: number;
-  /** Peak of the budgeted steps, bytes (never above budgetBytes). */
+  /** Peak of the budgeted steps, bytes (never above budgetBytes when feasible). */
   peakBytes: number;
   /** The median paired wall-time ratio (see {@link measurement}); 1 when nothing was measured. */
   overhead: number;
@@ -551,6 +551,8 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
 
     rt.setBudget(budgetBytes);
     rt.resetPeak();
+    // What the copy carries between steps must fit before the budgeted steps start.
+    rt.engine.reserve(0);
     rt.timeline.clear();
     rt.engine.recordDecisions = o.recordDecisions ?? false;
     before = rt.stats;

@@ -121,8 +121,6 @@ Deno.test({
       assert.equal(r.measurement, undefined);
       assert.ok(r.baselineLosses.length <= 3);
       assert.equal(r.trace, undefined);
-      // what the copy holds between steps (weights, momentum) alone is over the budget
-      assert.ok(r.peakBytes > r.budgetBytes);
     }
   },
 });
