@@ -55,6 +55,7 @@ import {
   OutOfBudgetError,
   plannerContext,
   Runtime,
+  type RuntimeEvent,
   type RuntimeStats,
   type Timeline,
 } from "@libra/runtime";
@@ -116,6 +117,11 @@ export interface RunTrainingOptions {
   allowInfeasible?: boolean;
   /** Checked before every step; an aborted signal stops the run with an Error. */
   signal?: AbortSignal;
+  /**
+   * The budgeted runtime's events (warm-up included); an error thrown from it
+   * stops the run and propagates (a time limit, say).
+   */
+  onEvent?: (e: RuntimeEvent) => void;
   /** Progress messages (one line each). */
   onProgress?: (message: string) => void;
   /** Called when a phase starts, with the progress line it also gives `onProgress`. */
@@ -477,6 +483,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     timeline: o.timeline ?? false,
     record: o.recordLastStep ?? false,
     costModel: cost,
+    ...(o.onEvent ? { onEvent: o.onEvent } : {}),
     // libra's plans swap, so it gets host memory (and a swap-aware fallback);
     // chen-sqrt only drops, like dtr-eq.
     ...(o.policy === "libra" ? { hostLimitBytes: Infinity } : {}),
