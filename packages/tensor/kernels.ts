@@ -76,6 +76,29 @@ export const KERNELS: Readonly<Record<KernelName, KernelSpec>> = {
   ...LOSS_OPTIM_KERNELS,
 };
 
+/** A kernel family: one `native/cpu/<family>.c` file, one `kernels/<family>.ts` table, one reference module. */
+export type KernelFamily =
+  | "elementwise"
+  | "reduce"
+  | "matmul"
+  | "layout"
+  | "conv"
+  | "norm"
+  | "random"
+  | "loss_optim";
+
+/** The kernels of each family, in table order. */
+export const KERNEL_FAMILIES: Readonly<Record<KernelFamily, readonly KernelName[]>> = {
+  elementwise: Object.keys(ELEMENTWISE_KERNELS) as KernelName[],
+  reduce: Object.keys(REDUCE_KERNELS) as KernelName[],
+  matmul: Object.keys(MATMUL_KERNELS) as KernelName[],
+  layout: Object.keys(LAYOUT_KERNELS) as KernelName[],
+  conv: Object.keys(CONV_KERNELS) as KernelName[],
+  norm: Object.keys(NORM_KERNELS) as KernelName[],
+  random: Object.keys(RANDOM_KERNELS) as KernelName[],
+  loss_optim: Object.keys(LOSS_OPTIM_KERNELS) as KernelName[],
+};
+
 /** All kernel names, in table order. */
 export const KERNEL_NAMES: readonly KernelName[] = Object.keys(KERNELS) as KernelName[];
 
