@@ -10,7 +10,7 @@ import type { GradNode } from "../autograd.ts";
 import { empty, type Tensor, view } from "../tensor.ts";
 import { fmt, normAxis } from "../_shape.ts";
 import { attrsOf, check, expandRaw, record, run } from "./_core.ts";
-import { scalarRaw } from "./elementwise.ts";
+import { binaryRaw, scalarRaw } from "./elementwise.ts";
 
 // ------------------------------------------------------------------ reductions
 
@@ -20,6 +20,8 @@ export interface ReduceAttrs {
   inner: number;
   xShape: readonly number[];
   keptShape: readonly number[];
+  /** True when every axis was reduced (`max(x)` rather than `max(x, axis)`). */
+  full: boolean;
 }
 
 export function reduceDims(op: string, x: Tensor, axis: number | undefined, keepdim: boolean) {
@@ -60,21 +62,45 @@ export function reduceEntry(name: "sum" | "mean" | "max", kernel: KernelName) {
         inner: d.inner,
         xShape: x.shape,
         keptShape: d.keptShape,
+        full: axis === undefined,
       };
       return record(this, y, [x], name === "max" ? [x] : [], attrs);
     },
     backward(gy: Tensor, node: GradNode): (Tensor | null)[] {
       const a = attrsOf<ReduceAttrs>(node);
-      if (name === "max") {
-        const gx = empty(gy.backend, a.xShape, "f32");
-        run("max_axis_backward", [node.saved[0]!, gy], [gx], [a.outer, a.dim, a.inner]);
-        return [gx];
-      }
+      if (name === "max") return [maxBackward(gy, node.saved[0]!, a)];
       let g = view(gy, a.keptShape);
       if (name === "mean") g = scalarRaw("mean", "mul_scalar", g, 1 / a.dim);
       return [expandRaw(g, a.xShape)];
     },
   };
+}
+
+/**
+ * The gradient of `max` as PyTorch defines it: the output gradient is split
+ * evenly among the elements equal to the maximum. `max(x)` over everything is
+ * PyTorch's `x.max()` (`evenly_distribute_backward`: when the maximum is NaN,
+ * the NaN elements share it); `max(x, axis)` returns values only, like
+ * `torch.amax(x, axis)` (`scale_grad_by_count` over the mask `x == max`).
+ * The temporaries die with the engine's scope around every gradient rule.
+ */
+export function maxBackward(gy: Tensor, x: Tensor, a: ReduceAttrs): Tensor {
+  const p = [a.outer, a.dim, a.inner];
+  const ym = empty(x.backend, a.keptShape, "f32");
+  run("max_axis", [x], [ym], p);
+  let mask = binaryRaw("max", "eq", x, ym);
+  if (a.full) {
+    const nan = binaryRaw(
+      "max",
+      "mul",
+      binaryRaw("max", "ne", x, x),
+      binaryRaw("max", "ne", ym, ym),
+    );
+    mask = binaryRaw("max", "add", mask, nan);
+  }
+  const count = empty(x.backend, a.keptShape, "f32");
+  run("sum_axis", [mask], [count], p);
+  return binaryRaw("max", "mul", mask, binaryRaw("max", "div", view(gy, a.keptShape), count));
 }
 
 /** The reduce ops: forward and gradient rule of each, by name. */
