@@ -17,7 +17,7 @@
  * @module
  */
 
-import { Rng } from "./_rng.ts";
+import { Rng } from "@libra/util/rng";
 import type { HostTensor } from "./safetensors.ts";
 
 /** One training batch: model input and targets (class indices, i32). */
