@@ -16,6 +16,7 @@
  */
 
 import { type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
+import { MODEL_NAMES } from "@libra/nn/zoo";
 import { Hono } from "hono";
 import { parseHTML } from "linkedom";
 import { ensureBundle } from "./build.ts";
@@ -30,9 +31,9 @@ import * as traces from "./routes/traces.tsx";
 export type { Catalog, WebContext } from "./components/context.ts";
 export { buildIslands, ensureBundle } from "./build.ts";
 
-/** Names the forms suggest unless the executor knows better. */
+/** Names the forms suggest unless the executor knows better (models: the `@libra/nn` registry). */
 export const DEFAULT_CATALOG: Catalog = {
-  models: ["mlp", "gpt", "resnet"],
+  models: [...MODEL_NAMES],
   policies: [
     "dtr",
     "dtr-eq",
