@@ -32,15 +32,21 @@ export type ModelName = "mlp" | "resnet" | "gpt" | "unet" | "lstm";
 
 /** Configuration type of each family. */
 export interface ModelConfigs {
+  /** Configuration of {@link MLP}. */
   mlp: MLPConfig;
+  /** Configuration of {@link ResNet}. */
   resnet: ResNetConfig;
+  /** Configuration of {@link GPT}. */
   gpt: GPTConfig;
+  /** Configuration of {@link UNet}. */
   unet: UNetConfig;
+  /** Configuration of {@link LSTMLM}. */
   lstm: LSTMConfig;
 }
 
 /** Batch geometry that goes with a preset (image side or sequence length). */
 export interface InputSpec {
+  /** Samples per batch. */
   batchSize: number;
   /** Image side (resnet, unet). */
   imageSize?: number;
@@ -50,8 +56,11 @@ export interface InputSpec {
 
 /** A named configuration plus the input it is meant for. */
 export interface Preset<C> {
+  /** The model configuration. */
   readonly config: C;
+  /** The batch geometry it is meant for. */
   readonly input: InputSpec;
+  /** What the preset is, in a few words. */
   readonly description: string;
 }
 
@@ -173,9 +182,13 @@ const LSTM_PRESETS: Readonly<Record<string, Preset<LSTMConfig>>> = {
 
 /** The batch geometry and seed {@link ModelEntry.data} gets. */
 export interface DataInput {
+  /** Samples per batch. */
   batchSize: number;
+  /** Image side (image models). */
   imageSize: number;
+  /** Sequence length (token models). */
   seqLen: number;
+  /** Seed of the data generator. */
   seed: number;
 }
 
@@ -339,6 +352,7 @@ export function createModel<K extends ModelName>(
 
 /** Options of {@link createData}: override the preset's batch geometry or the seed. */
 export interface CreateDataOptions extends Partial<InputSpec> {
+  /** Seed of the data generator (default 0). */
   seed?: number;
 }
 

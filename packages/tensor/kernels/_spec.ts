@@ -9,7 +9,9 @@ import { KernelError } from "../backend.ts";
 
 /** Byte sizes a kernel call expects for each input and output buffer. */
 export interface KernelSizes {
+  /** Expected byte size of each input buffer, in order. */
   readonly inputs: readonly number[];
+  /** Expected byte size of each output buffer, in order. */
   readonly outputs: readonly number[];
 }
 

@@ -29,15 +29,25 @@ export function convOutSize(
 
 /** Validated conv2d dimensions: input `N, C, H, W`, weight `K, C, R, S`, output `OH, OW`. */
 export interface ConvDims {
+  /** Batch size. */
   N: number;
+  /** Input channels. */
   C: number;
+  /** Input height. */
   H: number;
+  /** Input width. */
   W: number;
+  /** Output channels (filters). */
   K: number;
+  /** Filter height. */
   R: number;
+  /** Filter width. */
   S: number;
+  /** Output height. */
   OH: number;
+  /** Output width. */
   OW: number;
+  /** True when a bias buffer follows the weights. */
   hasBias: boolean;
 }
 

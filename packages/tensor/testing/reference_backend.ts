@@ -93,6 +93,7 @@ export class ReferenceBackend implements Backend {
   readonly #hostF64 = new WeakMap<HostBuffer, Float64Array>();
   readonly #hostInt = new WeakMap<HostBuffer, boolean>();
 
+  /** A reference backend in the given precision, optionally with a capacity. */
   constructor(options: ReferenceBackendOptions = {}) {
     this.precision = options.precision ?? "f32";
     this.#capacity = options.capacityBytes ?? Infinity;
