@@ -7,11 +7,11 @@
 
 import { Hono } from "hono";
 import type { Context, MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { getCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { access, type AuthConfig, bearer } from "./auth.ts";
+import { boundBody } from "./body.ts";
 import {
   BenchUpload,
   CompareQuery,
@@ -36,7 +36,17 @@ export interface BodyLimits {
   trace: number;
   /** Bench uploads (default 16 MiB). */
   bench: number;
+  /** The dashboard's forms (default 64 KiB). */
+  form: number;
 }
+
+/** The default body limits. */
+export const DEFAULT_LIMITS: Readonly<BodyLimits> = {
+  json: 1 << 20,
+  trace: 64 << 20,
+  bench: 16 << 20,
+  form: 64 << 10,
+};
 
 /** What the API needs. */
 export interface ApiOptions {
@@ -142,12 +152,7 @@ export function runView(r: Run): Run & { links: Record<string, string> } {
 /** Creates the API app; mount it at `/api`. */
 export function createApi(opts: ApiOptions): Hono {
   const { store, auth } = opts;
-  const limits: BodyLimits = {
-    json: 1 << 20,
-    trace: 64 << 20,
-    bench: 16 << 20,
-    ...opts.limits,
-  };
+  const limits: BodyLimits = { ...DEFAULT_LIMITS, ...opts.limits };
   const app = new Hono();
 
   app.onError((e, c) => {
@@ -184,23 +189,14 @@ export function createApi(opts: ApiOptions): Hono {
     if (c.req.path.endsWith("/health")) return next();
     return authenticate(c, next);
   });
-  const limit = (maxSize: number) =>
-    bodyLimit({
-      maxSize,
-      onError: (c) =>
-        c.json({
-          error: `request body too large: the limit for ${c.req.path} is ${maxSize} bytes`,
-        }, 413),
-    });
-  app.use("*", (c, next) => {
-    const p = c.req.path;
-    const max = p.endsWith("/traces")
-      ? limits.trace
-      : p.endsWith("/bench")
-      ? limits.bench
-      : limits.json;
-    return limit(max)(c, next);
-  });
+  // Every body is read as a stream up to its route's limit before a handler sees it.
+  app.use(
+    "*",
+    boundBody((c) => {
+      const p = c.req.path;
+      return /\/traces$/.test(p) ? limits.trace : /\/bench$/.test(p) ? limits.bench : limits.json;
+    }),
+  );
 
   app.get("/", (c) =>
     c.json({

@@ -6,7 +6,7 @@
  */
 
 import type { Hono } from "hono";
-import { type BodyLimits, createApi } from "./app.ts";
+import { type BodyLimits, createApi, DEFAULT_LIMITS } from "./app.ts";
 import { type AuthConfig, loadAuth } from "./auth.ts";
 import { realExecutor } from "./executor.ts";
 import type { RunExecutor } from "./run_executor.ts";
@@ -49,6 +49,8 @@ export interface Lab {
   executor: RunExecutor;
   /** The in-process worker, if any. */
   worker: RunWorker | null;
+  /** Body limits in force (the dashboard bounds its forms and uploads with them). */
+  limits: BodyLimits;
   /** Ends open event streams (call before stopping the HTTP server). */
   beginShutdown(): void;
   /** Ends event streams, stops the worker (failing its run, if any) and closes the store. */
@@ -88,6 +90,7 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       api,
       executor,
       worker,
+      limits: { ...DEFAULT_LIMITS, ...opts.limits },
       beginShutdown() {
         shutdown.abort();
       },

@@ -17,6 +17,7 @@
 
 export * from "./app.ts";
 export * from "./auth.ts";
+export * from "./body.ts";
 export * from "./db.ts";
 export * from "./executor.ts";
 export * from "./lab.ts";

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
+import { boundBody, type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
 import { Hono } from "hono";
 import { parseHTML } from "linkedom";
 import { ensureBundle } from "./build.ts";
@@ -64,6 +64,13 @@ export function createWebApp(lab: Lab, catalog: Catalog = DEFAULT_CATALOG): Hono
     parseHTML("<!DOCTYPE html><html><body></body></html>").document as unknown as Document
   );
   const app = new Hono();
+  // Bodies of the pages are read as a stream up to their limit before any handler (the API
+  // bounds its own): forms at the form limit, the trace upload at the trace limit.
+  const pageBodies = boundBody(
+    (c) => c.req.method === "POST" && c.req.path === "/traces" ? lab.limits.trace : lab.limits.form,
+    (c, e) => c.text(`${e.message} for ${c.req.method} ${c.req.path}`, 413),
+  );
+  app.use("*", (c, next) => /^\/api(\/|$)/.test(c.req.path) ? next() : pageBodies(c, next));
   app.route("/api", lab.api);
   app.get("/static/*", async (c) => {
     const rel = c.req.path.slice("/static/".length);

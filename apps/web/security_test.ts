@@ -1,0 +1,127 @@
+/** Hostile input against the dashboard and the whole server (issue 12). */
+import assert from "node:assert/strict";
+import { openLab } from "@libra/api";
+import { fakeExecutor } from "../api/_fake_executor.ts";
+import { flood } from "../api/_test_helpers.ts";
+import { createWebApp, startServer } from "./main.ts";
+
+const TOKEN = "web-sec-token";
+const COOKIE = { Cookie: `libra_token=${TOKEN}` };
+const LIMITS = { json: 4096, trace: 8192, bench: 6000, form: 2048 };
+
+async function setup() {
+  const dir = await Deno.makeTempDir({ prefix: "libra-web-sec-" });
+  const lab = await openLab({
+    dataDir: dir,
+    dbPath: ":memory:",
+    token: TOKEN,
+    readToken: null,
+    executor: fakeExecutor(),
+    worker: false,
+    limits: LIMITS,
+    log: () => {},
+  });
+  return { lab, app: createWebApp(lab) };
+}
+
+Deno.test("every page route refuses a chunked body over its limit with 413, reading at most the limit", async () => {
+  const { lab, app } = await setup();
+  try {
+    const routes: [string, number][] = [
+      ["/login", LIMITS.form],
+      ["/logout", LIMITS.form],
+      ["/configurations", LIMITS.form],
+      ["/runs/run_x/cancel", LIMITS.form],
+      ["/traces", LIMITS.trace],
+      ["/nowhere", LIMITS.form],
+      ["/api/configurations", LIMITS.json],
+      ["/api/traces", LIMITS.trace],
+    ];
+    for (const [path, limit] of routes) {
+      const body = flood(100 * limit, { chunk: 512 });
+      const res = await app.request(path, {
+        method: "POST",
+        headers: {
+          ...COOKIE,
+          Authorization: `Bearer ${TOKEN}`,
+          "Content-Type": "application/x-www-form-urlencoded",
+        },
+        body: body.stream,
+        duplex: "half",
+      } as RequestInit);
+      assert.equal(res.status, 413, path);
+      assert.match(await res.text(), new RegExp(`limit is ${limit} bytes`), path);
+      assert.ok(body.pulled() <= limit + 1024, `${path}: read ${body.pulled()} for ${limit}`);
+    }
+    // a lying Content-Length on the login form
+    const res = await app.request("/login", {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "Content-Length": "10",
+      },
+      body: `token=${"x".repeat(10 * LIMITS.form)}`,
+    });
+    assert.equal(res.status, 413);
+    // the dashboard's multipart trace upload is bounded at the trace limit
+    const big = new FormData();
+    big.append("trace", new File(['{"INSTRUCTION":"CONSTANT","NAME":"x"}\n'.repeat(700)], "a.log"));
+    const up = await app.request("/traces", { method: "POST", headers: COOKIE, body: big });
+    assert.equal(up.status, 413);
+    assert.equal((await lab.store.listRuns({ limit: 5, offset: 0 })).total, 0);
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("a real server stays up and small after large chunked and lying bodies on /login", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "libra-web-sec-" });
+  const server = await startServer({
+    port: 0,
+    dataDir: dir,
+    dbPath: ":memory:",
+    token: TOKEN,
+    readToken: null,
+    executor: fakeExecutor(),
+    worker: false,
+    build: false,
+    catalog: { models: ["gpt"], policies: ["dtr"] },
+    log: () => {},
+  });
+  try {
+    const before = Deno.memoryUsage().rss;
+    for (const path of ["/login", "/api/configurations", "/traces"]) {
+      const body = flood(256 << 20, { chunk: 64 << 10 });
+      const res = await fetch(`${server.url}${path}`, {
+        method: "POST",
+        headers: {
+          Authorization: `Bearer ${TOKEN}`,
+          "Content-Type": "application/x-www-form-urlencoded",
+        },
+        body: body.stream,
+        duplex: "half",
+      } as RequestInit).catch((e) => e as Error);
+      if (res instanceof Response) {
+        assert.equal(res.status, 413, path);
+        await res.body?.cancel();
+      }
+      assert.ok(body.pulled() < 128 << 20, `${path}: the client sent ${body.pulled()} bytes`);
+    }
+    // a Content-Length far below the real size: the rest is not read as this body
+    const conn = await Deno.connect({ port: server.port, hostname: "127.0.0.1" });
+    const head = `POST /login HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n` +
+      "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 5\r\n\r\n";
+    await conn.write(new TextEncoder().encode(head + "token" + "=".repeat(1 << 20)));
+    const reply = new Uint8Array(4096);
+    const n = await conn.read(reply);
+    conn.close();
+    assert.match(new TextDecoder().decode(reply.subarray(0, n ?? 0)), /^HTTP\/1\.1 \d{3}/);
+    const health = await fetch(`${server.url}/api/health`);
+    assert.equal(health.status, 200, "the server is still up");
+    await health.body?.cancel();
+    const grown = Deno.memoryUsage().rss - before;
+    assert.ok(grown < 200 << 20, `rss grew by ${(grown / 2 ** 20).toFixed(0)} MiB`);
+  } finally {
+    await server.close();
+  }
+});
