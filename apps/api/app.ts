@@ -11,7 +11,7 @@ import { getCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { access, type AuthConfig, bearer } from "./auth.ts";
-import { boundBody } from "./body.ts";
+import { boundBody, jsonDepth, MAX_JSON_DEPTH } from "./body.ts";
 import {
   BenchUpload,
   CompareQuery,
@@ -77,7 +77,17 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; response: Response };
 async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<Parsed<z.output<S>>> {
   let raw: unknown;
   try {
-    raw = await c.req.json();
+    const text = await c.req.text();
+    if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      return {
+        ok: false,
+        response: badRequest(c, [{
+          field: "body",
+          reason: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
+        }]),
+      };
+    }
+    raw = JSON.parse(text);
   } catch (e) {
     return {
       ok: false,

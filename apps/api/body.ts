@@ -107,3 +107,31 @@ export function boundBody(
     await next();
   };
 }
+
+/** Deepest nesting of arrays and objects a JSON body may have. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * The nesting depth of the JSON text `text` (arrays and objects), counted without
+ * parsing it, stopping as soon as it exceeds `stopAbove`: a deep document is refused
+ * before `JSON.parse` or anything after it recurses into it.
+ */
+export function jsonDepth(text: string, stopAbove = Infinity): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++; // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > stopAbove) return deepest;
+      }
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return deepest;
+}

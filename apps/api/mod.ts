@@ -18,6 +18,7 @@
 export * from "./app.ts";
 export * from "./auth.ts";
 export * from "./body.ts";
+export * from "./catalog.ts";
 export * from "./db.ts";
 export * from "./executor.ts";
 export * from "./lab.ts";

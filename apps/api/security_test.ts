@@ -24,7 +24,6 @@ async function lab(opts: { worker?: boolean } = {}) {
   });
 }
 
-
 const POST_ROUTES: [string, number][] = [
   ["/configurations", LIMITS.json],
   ["/runs", LIMITS.json],
@@ -99,6 +98,133 @@ Deno.test("a multipart trace upload over the trace limit is refused while readin
     form.append("trace", new File(["x".repeat(3 * LIMITS.trace)], "big.log"));
     const res = await l.api.request("/traces", { method: "POST", headers: auth, body: form });
     assert.equal(res.status, 413);
+  } finally {
+    await l.close();
+  }
+});
+
+const CONFIG = { name: "c", model: "gpt", preset: "tiny", budgetRatio: 0.6, policy: "dtr" };
+const BIG = { json: 1 << 20, trace: 8192, bench: 6000 };
+
+async function post(l: Awaited<ReturnType<typeof lab>>, path: string, body: unknown) {
+  const res = await l.api.request(path, {
+    method: "POST",
+    headers: json,
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+Deno.test("a deeply nested JSON body is refused with 400 and writes nothing", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "libra-sec-test-" });
+  const l = await openLab({
+    dataDir: dir,
+    dbPath: ":memory:",
+    token: TOKEN,
+    executor: fakeExecutor(),
+    worker: false,
+    limits: BIG,
+    log: () => {},
+  });
+  try {
+    const n = 400_000;
+    const deep = JSON.stringify({ ...CONFIG, config: { a: 0 } })
+      .replace('"a":0', `"a":${"[".repeat(n)}${"]".repeat(n)}`);
+    const r = await post(l, "/configurations", deep);
+    assert.equal(r.status, 400);
+    assert.match(r.body.issues[0].reason, /nested deeper than 32/);
+    // strings with brackets do not count as nesting
+    const ok = await post(l, "/configurations", { ...CONFIG, name: "[[[[".repeat(20) });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+    const list = await l.api.request("/configurations");
+    assert.equal(list.status, 200);
+    assert.equal((await list.json()).total, 1, "only the valid configuration was stored");
+    assert.equal((await l.api.request("/runs")).status, 200);
+  } finally {
+    await l.close();
+  }
+});
+
+Deno.test("unknown model, preset, policy, cost model and trace policies are refused naming the choices", async () => {
+  const l = await lab();
+  try {
+    const cases: [Record<string, unknown>, string, RegExp][] = [
+      [{ model: "nosuch" }, "model", /unknown model "nosuch"; valid: mlp, resnet, gpt/],
+      [{ preset: "huge" }, "preset", /unknown preset for gpt "huge"; valid: tiny, small, paper/],
+      [{ policy: "magic" }, "policy", /unknown policy "magic"; valid: dtr, .*lru\+swap.*chen-sqrt/],
+      [{ costModel: "psychic" }, "costModel", /unknown cost model "psychic"; valid: measured/],
+      [{ config: { depth: 3 } }, "config", /depth.*gpt takes: vocabSize, contextLength/],
+      [{ config: { nEmbd: "wide" } }, "config.nEmbd", /number/],
+      [{ config: { nEmbd: 30, nHead: 4 } }, "config.nEmbd", /divisible by nHead/],
+      [{ config: { nLayer: 1e9 } }, "config.nLayer", /<= 256/],
+      [{ model: "mlp", config: { hidden: [-1] } }, "config.hidden.0", />= 1/],
+    ];
+    for (const [patch, field, reason] of cases) {
+      const r = await post(l, "/configurations", { ...CONFIG, ...patch });
+      assert.equal(r.status, 400, JSON.stringify(patch));
+      const issue = r.body.issues.find((i: { field: string }) => i.field === field);
+      assert.ok(issue, `${JSON.stringify(patch)}: no issue on ${field}: ${JSON.stringify(r.body)}`);
+      assert.match(issue.reason, reason);
+    }
+    for (const policy of ["dtr", "dtr-eq+swap", "libra", "chen-sqrt"]) {
+      const r = await post(l, "/configurations", { ...CONFIG, policy, model: "mlp" });
+      assert.equal(r.status, 201, `${policy}: ${JSON.stringify(r.body)}`);
+    }
+    const t = await l.api.request("/traces?policies=dtr,bogus", {
+      method: "POST",
+      headers: auth,
+      body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+    });
+    assert.equal(t.status, 400);
+    assert.match(JSON.stringify(await t.json()), /unknown trace policy \\"bogus\\"; valid: dtr/);
+    const planners = await l.api.request("/traces?policies=libra,chen-sqrt,dtr", {
+      method: "POST",
+      headers: auth,
+      body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+    });
+    assert.equal(planners.status, 201);
+    // PATCH validates the merged configuration the same way
+    const id = (await post(l, "/configurations", CONFIG)).body.id;
+    const p = await l.api.request(`/configurations/${id}`, {
+      method: "PATCH",
+      headers: json,
+      body: JSON.stringify({ model: "unet" }),
+    });
+    assert.equal(p.status, 200, "gpt's preset tiny exists for unet");
+    const q = await l.api.request(`/configurations/${id}`, {
+      method: "PATCH",
+      headers: json,
+      body: JSON.stringify({ preset: "resnet50" }),
+    });
+    assert.equal(q.status, 400);
+  } finally {
+    await l.close();
+  }
+});
+
+Deno.test("names with control characters are refused (NUL would fail on PostgreSQL)", async () => {
+  const l = await lab();
+  try {
+    for (const name of ["a\u0000b", "line\nbreak", "esc\u001b[31m", "del\u007f"]) {
+      const r = await post(l, "/configurations", { ...CONFIG, name });
+      assert.equal(r.status, 400, JSON.stringify(name));
+      assert.equal(r.body.issues[0].field, "name");
+      assert.match(r.body.issues[0].reason, /control characters/);
+    }
+    const bench = await post(l, "/bench", {
+      suite: "s\u0000",
+      results: [{
+        kind: "live",
+        model: "m",
+        policy: "p",
+        ratio: 1,
+        feasible: false,
+        overhead: null,
+      }],
+    });
+    assert.equal(bench.status, 400);
+    assert.equal(bench.body.issues[0].field, "suite");
+    assert.equal((await (await l.api.request("/configurations")).json()).total, 0);
   } finally {
     await l.close();
   }

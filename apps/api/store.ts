@@ -237,32 +237,38 @@ export class Store {
 
   // --- configurations -------------------------------------------------------
 
-  /** Stores a new configuration. */
-  async createConfiguration(input: ConfigurationInput): Promise<Configuration> {
+  /**
+   * Stores a new configuration. The row is read back inside the transaction, so a
+   * configuration that cannot be read back is never committed.
+   */
+  createConfiguration(input: ConfigurationInput): Promise<Configuration> {
     const now = Date.now();
     const c: Configuration = { ...input, id: newId("cfg"), createdAt: now, updatedAt: now };
-    await this.db.run(
-      `INSERT INTO configurations (id, name, model, preset, config, device, budget_ratio,
-        budget_bytes, policy, cost_model, steps, seed, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        c.id,
-        c.name,
-        c.model,
-        c.preset,
-        c.config === null ? null : JSON.stringify(c.config),
-        c.device,
-        c.budgetRatio,
-        c.budgetBytes,
-        c.policy,
-        c.costModel,
-        c.steps,
-        c.seed,
-        c.createdAt,
-        c.updatedAt,
-      ],
-    );
-    return c;
+    return this.db.transaction(async (tx) => {
+      await tx.run(
+        `INSERT INTO configurations (id, name, model, preset, config, device, budget_ratio,
+          budget_bytes, policy, cost_model, steps, seed, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          c.id,
+          c.name,
+          c.model,
+          c.preset,
+          c.config === null ? null : JSON.stringify(c.config),
+          c.device,
+          c.budgetRatio,
+          c.budgetBytes,
+          c.policy,
+          c.costModel,
+          c.steps,
+          c.seed,
+          c.createdAt,
+          c.updatedAt,
+        ],
+      );
+      const rows = await tx.all("SELECT * FROM configurations WHERE id = ?", [c.id]);
+      return toConfiguration(rows[0]!);
+    });
   }
 
   /** One configuration, or null. */
@@ -272,29 +278,33 @@ export class Store {
   }
 
   /** Replaces a configuration's fields; null if it does not exist. */
-  async updateConfiguration(id: string, input: ConfigurationInput): Promise<Configuration | null> {
+  updateConfiguration(id: string, input: ConfigurationInput): Promise<Configuration | null> {
     const now = Date.now();
-    const n = await this.db.run(
-      `UPDATE configurations SET name = ?, model = ?, preset = ?, config = ?, device = ?,
+    return this.db.transaction(async (tx) => {
+      const n = await tx.run(
+        `UPDATE configurations SET name = ?, model = ?, preset = ?, config = ?, device = ?,
         budget_ratio = ?, budget_bytes = ?, policy = ?, cost_model = ?, steps = ?, seed = ?,
         updated_at = ? WHERE id = ?`,
-      [
-        input.name,
-        input.model,
-        input.preset,
-        input.config === null ? null : JSON.stringify(input.config),
-        input.device,
-        input.budgetRatio,
-        input.budgetBytes,
-        input.policy,
-        input.costModel,
-        input.steps,
-        input.seed,
-        now,
-        id,
-      ],
-    );
-    return n === 0 ? null : this.getConfiguration(id);
+        [
+          input.name,
+          input.model,
+          input.preset,
+          input.config === null ? null : JSON.stringify(input.config),
+          input.device,
+          input.budgetRatio,
+          input.budgetBytes,
+          input.policy,
+          input.costModel,
+          input.steps,
+          input.seed,
+          now,
+          id,
+        ],
+      );
+      if (n === 0) return null;
+      const rows = await tx.all("SELECT * FROM configurations WHERE id = ?", [id]);
+      return toConfiguration(rows[0]!);
+    });
   }
 
   /** Deletes a configuration (its runs keep their snapshot); false if it did not exist. */
@@ -377,7 +387,7 @@ export class Store {
     trace?: string,
   ): Promise<Run> {
     const id = newId("run");
-    await this.db.transaction(async (tx) => {
+    return await this.db.transaction(async (tx) => {
       await tx.run(
         `INSERT INTO runs (id, kind, configuration_id, spec, model, preset, policy, status,
           created_at, budget_ratio, budget_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
@@ -397,8 +407,10 @@ export class Store {
       if (trace !== undefined) {
         await tx.run("INSERT INTO run_inputs (run_id, trace) VALUES (?, ?)", [id, trace]);
       }
+      // read back before committing: a run that cannot be listed is never stored
+      const rows = await tx.all(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`, [id]);
+      return toRun(rows[0]!);
     });
-    return (await this.getRun(id))!;
   }
 
   /** Stores a bench upload; each measurement becomes a finished run. Returns the run ids. */
