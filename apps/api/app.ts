@@ -217,7 +217,7 @@ export function createApi(opts: ApiOptions): Hono {
         "GET|PUT|PATCH|DELETE /api/configurations/:id",
         "POST /api/configurations/:id/runs",
         "GET|POST /api/runs",
-        "GET /api/runs/:id",
+        "GET|DELETE /api/runs/:id",
         "POST /api/runs/:id/cancel",
         "GET /api/runs/:id/results",
         "GET /api/runs/:id/memory",
@@ -225,6 +225,7 @@ export function createApi(opts: ApiOptions): Hono {
         "GET /api/runs/:id/trace",
         "GET /api/runs/:id/events (server-sent events)",
         "GET|POST /api/traces",
+        "DELETE /api/traces/:id",
         "GET /api/compare?model=M[&preset=P][&source=live|simulated]",
         "GET /api/compare/models",
         "POST /api/bench",
@@ -269,7 +270,7 @@ export function createApi(opts: ApiOptions): Hono {
     const id = c.req.param("id");
     const old = await store.getConfiguration(id);
     if (!old) return notFound(c, "configuration", id);
-    const { id: _i, createdAt: _c, updatedAt: _u, ...fields } = old;
+    const { id: _i, createdAt: _c, updatedAt: _u, corrupt: _x, ...fields } = old;
     const merged = ConfigurationInput.safeParse({ ...fields, ...b.value });
     if (!merged.success) return badRequest(c, fieldErrors(merged.error));
     const cfg = await store.updateConfiguration(id, merged.data);
@@ -303,6 +304,19 @@ export function createApi(opts: ApiOptions): Hono {
     const run = await store.getRun(c.req.param("id"));
     return run ? c.json(runView(run)) : notFound(c, "run", c.req.param("id"));
   });
+  const deleteRun = (what: string, kind?: "simulate") => async (c: Context) => {
+    const id = c.req.param("id")!;
+    const r = await store.deleteRun(id, kind);
+    if (r === "not-found") return notFound(c, what, id);
+    if (r === "active") {
+      return c.json({
+        error:
+          `${what} ${id} is still queued or running; cancel it first (POST /api/runs/${id}/cancel)`,
+      }, 409);
+    }
+    return c.body(null, 204);
+  };
+  app.delete("/runs/:id", deleteRun("run"));
   app.post("/runs/:id/cancel", async (c) => {
     const id = c.req.param("id");
     const run = await store.getRun(id);
@@ -411,6 +425,7 @@ export function createApi(opts: ApiOptions): Hono {
     const page = await store.listRuns({ ...q.value, kind: "simulate" });
     return c.json({ ...page, items: page.items.map(runView) });
   });
+  app.delete("/traces/:id", deleteRun("trace simulation", "simulate"));
   app.post("/traces", async (c) => {
     const q = query(c, TraceUploadQuery);
     if (!q.ok) return q.response;

@@ -177,6 +177,8 @@ export interface Configuration extends ConfigurationInput {
   createdAt: number;
   /** Last update, ms since the epoch. */
   updatedAt: number;
+  /** Set when stored values of this row could not be read: why. */
+  corrupt?: string;
 }
 
 /** A page of a list. */

@@ -229,3 +229,119 @@ Deno.test("names with control characters are refused (NUL would fail on PostgreS
     await l.close();
   }
 });
+
+Deno.test("one stored value beyond 2^53 does not break a listing; the row says what is wrong", async () => {
+  const l = await lab();
+  try {
+    const a = await post(l, "/configurations", CONFIG);
+    const run = await post(l, `/configurations/${a.body.id}/runs`, {});
+    const sim = await l.api.request("/traces", {
+      method: "POST",
+      headers: auth,
+      body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+    });
+    const simId = (await sim.json()).id;
+    // values as an older version stored them (a peak above 2^53 from a hostile trace)
+    await l.store.db.run("UPDATE runs SET peak_bytes = ?, baseline_peak_bytes = ? WHERE id = ?", [
+      2n ** 60n + 1n,
+      2n ** 53n + 1n,
+      simId,
+    ]);
+    await l.store.db.run("UPDATE runs SET spec = ? WHERE id = ?", ["{not json", run.body.id]);
+    for (const path of ["/runs", "/traces", `/runs/${simId}`]) {
+      const res = await l.api.request(path);
+      assert.equal(res.status, 200, path);
+    }
+    const items = (await (await l.api.request("/runs")).json()).items;
+    const bad = items.find((r: { id: string }) => r.id === simId);
+    assert.equal(bad.peakBytes, null);
+    assert.match(bad.corrupt, /peak_bytes = 1152921504606846977 is not a safe integer/);
+    assert.match(bad.corrupt, /baseline_peak_bytes = 9007199254740993/);
+    const badSpec = items.find((r: { id: string }) => r.id === run.body.id);
+    assert.match(badSpec.corrupt, /spec is not valid JSON/);
+  } finally {
+    await l.close();
+  }
+});
+
+Deno.test("a result with a byte count beyond 2^53 fails its run and is not stored", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "libra-sec-test-" });
+  const base = fakeExecutor();
+  const l = await openLab({
+    dataDir: dir,
+    dbPath: ":memory:",
+    token: TOKEN,
+    executor: {
+      name: "huge",
+      async execute(spec, ctx) {
+        const r = await base.execute(spec, ctx);
+        return { ...r, peakBytes: 2 ** 60, baselinePeakBytes: 2 ** 53 + 2 };
+      },
+    },
+    worker: true,
+    workerOptions: { pollMs: 20, heartbeatMs: 50 },
+    log: () => {},
+  });
+  try {
+    const res = await l.api.request("/traces", {
+      method: "POST",
+      headers: auth,
+      body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+    });
+    const id = (await res.json()).id;
+    let run;
+    for (let i = 0; i < 250; i++) {
+      run = await (await l.api.request(`/runs/${id}`)).json();
+      if (run.status !== "queued" && run.status !== "running") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(run.status, "failed");
+    assert.match(run.error, /peakBytes = 1152921504606847000 is not a byte count/);
+    assert.equal((await l.api.request(`/runs/${id}/results`)).status, 409);
+    assert.equal((await l.api.request("/runs")).status, 200);
+  } finally {
+    await l.close();
+  }
+});
+
+Deno.test("DELETE removes an ended run or trace with its results; it needs the write token", async () => {
+  const l = await lab({ worker: true });
+  try {
+    const cfg = await post(l, "/configurations", CONFIG);
+    const run = (await post(l, `/configurations/${cfg.body.id}/runs`, {})).body;
+    const sim = await (await l.api.request("/traces", {
+      method: "POST",
+      headers: auth,
+      body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+    })).json();
+    for (let i = 0; i < 250; i++) {
+      const [a, b] = await Promise.all(
+        [run.id, sim.id].map(async (id) => (await (await l.api.request(`/runs/${id}`)).json())),
+      );
+      if (a.status === "succeeded" && b.status === "succeeded") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const del = (path: string, headers: Record<string, string> = auth) =>
+      l.api.request(path, { method: "DELETE", headers });
+    assert.equal((await del(`/runs/${run.id}`, {})).status, 401);
+    assert.equal((await del(`/runs/${run.id}`, { Cookie: `libra_token=${TOKEN}` })).status, 401);
+    assert.equal((await del(`/traces/${run.id}`)).status, 404, "a training run is not a trace");
+    assert.equal((await del(`/runs/${run.id}`)).status, 204);
+    assert.equal((await l.api.request(`/runs/${run.id}`)).status, 404);
+    assert.equal((await del(`/runs/${run.id}`)).status, 404);
+    assert.equal((await del(`/traces/${sim.id}`)).status, 204);
+    assert.equal((await l.api.request(`/runs/${sim.id}/trace`)).status, 404);
+    const left = await l.store.db.all(
+      "SELECT (SELECT COUNT(*) FROM run_points) AS p, (SELECT COUNT(*) FROM run_results) AS r, (SELECT COUNT(*) FROM run_inputs) AS i",
+    );
+    assert.deepEqual({ ...left[0] }, { p: 0, r: 0, i: 0 });
+    // a queued run must be canceled first
+    await l.worker!.stop();
+    const queued = (await post(l, `/configurations/${cfg.body.id}/runs`, {})).body;
+    const busy = await del(`/runs/${queued.id}`);
+    assert.equal(busy.status, 409);
+    assert.match((await busy.json()).error, /cancel it first/);
+  } finally {
+    await l.close();
+  }
+});

@@ -125,3 +125,22 @@ Deno.test("a real server stays up and small after large chunked and lying bodies
     await server.close();
   }
 });
+
+Deno.test("a row with a value beyond 2^53 renders as an error cell, not a 500", async () => {
+  const { lab, app } = await setup();
+  try {
+    const sim = await lab.store.createSimulation(
+      { kind: "simulate", name: "t", policies: ["dtr"], ratios: [1] },
+      '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+    );
+    await lab.store.db.run("UPDATE runs SET peak_bytes = ? WHERE id = ?", [2n ** 60n, sim.id]);
+    for (const path of ["/runs", "/traces", `/runs/${sim.id}`]) {
+      const res = await app.request(path, { headers: COOKIE });
+      assert.equal(res.status, 200, path);
+      const html = await res.text();
+      if (path === "/runs") assert.match(html, /unreadable row/);
+    }
+  } finally {
+    await lab.close();
+  }
+});
