@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { fakeExecutor } from "./_fake_executor.ts";
 import { flood } from "./_test_helpers.ts";
+import { openPostgres } from "./db.ts";
 import { openLab } from "./lab.ts";
 
 const TOKEN = "sec-write-token";
@@ -9,11 +10,35 @@ const auth = { Authorization: `Bearer ${TOKEN}` };
 const json = { ...auth, "Content-Type": "application/json" };
 const LIMITS = { json: 4096, trace: 8192, bench: 6000 };
 
-async function lab(opts: { worker?: boolean } = {}) {
+const pgUrl = Deno.env.get("LIBRA_TEST_DATABASE_URL");
+/** A fresh PostgreSQL database on the test server (dropped when the process ends). */
+async function freshPostgres(): Promise<string> {
+  const name = `libra_sec_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`;
+  const admin = await openPostgres(pgUrl!);
+  await admin.run(`CREATE DATABASE ${name}`);
+  await admin.close();
+  const url = new URL(pgUrl!);
+  url.pathname = `/${name}`;
+  return url.href;
+}
+/** The databases the store tests run on: SQLite, and PostgreSQL when a server is given. */
+const DATABASES: [string, () => Promise<{ databaseUrl: string } | { dbPath: string }>][] = [
+  ["SQLite", () => Promise.resolve({ dbPath: ":memory:" })],
+  ...(pgUrl
+    ? [["PostgreSQL", async () => ({ databaseUrl: await freshPostgres() })] as [
+      string,
+      () => Promise<{ databaseUrl: string }>,
+    ]]
+    : []),
+];
+
+async function lab(
+  opts: { worker?: boolean; db?: { databaseUrl: string } | { dbPath: string } } = {},
+) {
   const dir = await Deno.makeTempDir({ prefix: "libra-sec-test-" });
   return await openLab({
     dataDir: dir,
-    dbPath: ":memory:",
+    ...(opts.db ?? { dbPath: ":memory:" }),
     token: TOKEN,
     readToken: null,
     executor: fakeExecutor(),
@@ -202,67 +227,71 @@ Deno.test("unknown model, preset, policy, cost model and trace policies are refu
   }
 });
 
-Deno.test("names with control characters are refused (NUL would fail on PostgreSQL)", async () => {
-  const l = await lab();
-  try {
-    for (const name of ["a\u0000b", "line\nbreak", "esc\u001b[31m", "del\u007f"]) {
-      const r = await post(l, "/configurations", { ...CONFIG, name });
-      assert.equal(r.status, 400, JSON.stringify(name));
-      assert.equal(r.body.issues[0].field, "name");
-      assert.match(r.body.issues[0].reason, /control characters/);
+for (const [dbName, db] of DATABASES) {
+  Deno.test(`${"names with control characters are refused (NUL would fail on PostgreSQL)"} (${dbName})`, async () => {
+    const l = await lab({ db: await db() });
+    try {
+      for (const name of ["a\u0000b", "line\nbreak", "esc\u001b[31m", "del\u007f"]) {
+        const r = await post(l, "/configurations", { ...CONFIG, name });
+        assert.equal(r.status, 400, JSON.stringify(name));
+        assert.equal(r.body.issues[0].field, "name");
+        assert.match(r.body.issues[0].reason, /control characters/);
+      }
+      const bench = await post(l, "/bench", {
+        suite: "s\u0000",
+        results: [{
+          kind: "live",
+          model: "m",
+          policy: "p",
+          ratio: 1,
+          feasible: false,
+          overhead: null,
+        }],
+      });
+      assert.equal(bench.status, 400);
+      assert.equal(bench.body.issues[0].field, "suite");
+      assert.equal((await (await l.api.request("/configurations")).json()).total, 0);
+    } finally {
+      await l.close();
     }
-    const bench = await post(l, "/bench", {
-      suite: "s\u0000",
-      results: [{
-        kind: "live",
-        model: "m",
-        policy: "p",
-        ratio: 1,
-        feasible: false,
-        overhead: null,
-      }],
-    });
-    assert.equal(bench.status, 400);
-    assert.equal(bench.body.issues[0].field, "suite");
-    assert.equal((await (await l.api.request("/configurations")).json()).total, 0);
-  } finally {
-    await l.close();
-  }
-});
+  });
+}
 
-Deno.test("one stored value beyond 2^53 does not break a listing; the row says what is wrong", async () => {
-  const l = await lab();
-  try {
-    const a = await post(l, "/configurations", CONFIG);
-    const run = await post(l, `/configurations/${a.body.id}/runs`, {});
-    const sim = await l.api.request("/traces", {
-      method: "POST",
-      headers: auth,
-      body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
-    });
-    const simId = (await sim.json()).id;
-    // values as an older version stored them (a peak above 2^53 from a hostile trace)
-    await l.store.db.run("UPDATE runs SET peak_bytes = ?, baseline_peak_bytes = ? WHERE id = ?", [
-      2n ** 60n + 1n,
-      2n ** 53n + 1n,
-      simId,
-    ]);
-    await l.store.db.run("UPDATE runs SET spec = ? WHERE id = ?", ["{not json", run.body.id]);
-    for (const path of ["/runs", "/traces", `/runs/${simId}`]) {
-      const res = await l.api.request(path);
-      assert.equal(res.status, 200, path);
+for (const [dbName, db] of DATABASES) {
+  Deno.test(`${"one stored value beyond 2^53 does not break a listing; the row says what is wrong"} (${dbName})`, async () => {
+    const l = await lab({ db: await db() });
+    try {
+      const a = await post(l, "/configurations", CONFIG);
+      const run = await post(l, `/configurations/${a.body.id}/runs`, {});
+      const sim = await l.api.request("/traces", {
+        method: "POST",
+        headers: auth,
+        body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+      });
+      const simId = (await sim.json()).id;
+      // values as an older version stored them (a peak above 2^53 from a hostile trace)
+      await l.store.db.run("UPDATE runs SET peak_bytes = ?, baseline_peak_bytes = ? WHERE id = ?", [
+        2n ** 60n + 1n,
+        2n ** 53n + 1n,
+        simId,
+      ]);
+      await l.store.db.run("UPDATE runs SET spec = ? WHERE id = ?", ["{not json", run.body.id]);
+      for (const path of ["/runs", "/traces", `/runs/${simId}`]) {
+        const res = await l.api.request(path);
+        assert.equal(res.status, 200, path);
+      }
+      const items = (await (await l.api.request("/runs")).json()).items;
+      const bad = items.find((r: { id: string }) => r.id === simId);
+      assert.equal(bad.peakBytes, null);
+      assert.match(bad.corrupt, /peak_bytes = 1152921504606846977 is not a safe integer/);
+      assert.match(bad.corrupt, /baseline_peak_bytes = 9007199254740993/);
+      const badSpec = items.find((r: { id: string }) => r.id === run.body.id);
+      assert.match(badSpec.corrupt, /spec is not valid JSON/);
+    } finally {
+      await l.close();
     }
-    const items = (await (await l.api.request("/runs")).json()).items;
-    const bad = items.find((r: { id: string }) => r.id === simId);
-    assert.equal(bad.peakBytes, null);
-    assert.match(bad.corrupt, /peak_bytes = 1152921504606846977 is not a safe integer/);
-    assert.match(bad.corrupt, /baseline_peak_bytes = 9007199254740993/);
-    const badSpec = items.find((r: { id: string }) => r.id === run.body.id);
-    assert.match(badSpec.corrupt, /spec is not valid JSON/);
-  } finally {
-    await l.close();
-  }
-});
+  });
+}
 
 Deno.test("a result with a byte count beyond 2^53 fails its run and is not stored", async () => {
   const dir = await Deno.makeTempDir({ prefix: "libra-sec-test-" });
@@ -304,44 +333,46 @@ Deno.test("a result with a byte count beyond 2^53 fails its run and is not store
   }
 });
 
-Deno.test("DELETE removes an ended run or trace with its results; it needs the write token", async () => {
-  const l = await lab({ worker: true });
-  try {
-    const cfg = await post(l, "/configurations", CONFIG);
-    const run = (await post(l, `/configurations/${cfg.body.id}/runs`, {})).body;
-    const sim = await (await l.api.request("/traces", {
-      method: "POST",
-      headers: auth,
-      body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
-    })).json();
-    for (let i = 0; i < 250; i++) {
-      const [a, b] = await Promise.all(
-        [run.id, sim.id].map(async (id) => (await (await l.api.request(`/runs/${id}`)).json())),
+for (const [dbName, db] of DATABASES) {
+  Deno.test(`${"DELETE removes an ended run or trace with its results; it needs the write token"} (${dbName})`, async () => {
+    const l = await lab({ worker: true, db: await db() });
+    try {
+      const cfg = await post(l, "/configurations", CONFIG);
+      const run = (await post(l, `/configurations/${cfg.body.id}/runs`, {})).body;
+      const sim = await (await l.api.request("/traces", {
+        method: "POST",
+        headers: auth,
+        body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+      })).json();
+      for (let i = 0; i < 250; i++) {
+        const [a, b] = await Promise.all(
+          [run.id, sim.id].map(async (id) => (await (await l.api.request(`/runs/${id}`)).json())),
+        );
+        if (a.status === "succeeded" && b.status === "succeeded") break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const del = (path: string, headers: Record<string, string> = auth) =>
+        l.api.request(path, { method: "DELETE", headers });
+      assert.equal((await del(`/runs/${run.id}`, {})).status, 401);
+      assert.equal((await del(`/runs/${run.id}`, { Cookie: `libra_token=${TOKEN}` })).status, 401);
+      assert.equal((await del(`/traces/${run.id}`)).status, 404, "a training run is not a trace");
+      assert.equal((await del(`/runs/${run.id}`)).status, 204);
+      assert.equal((await l.api.request(`/runs/${run.id}`)).status, 404);
+      assert.equal((await del(`/runs/${run.id}`)).status, 404);
+      assert.equal((await del(`/traces/${sim.id}`)).status, 204);
+      assert.equal((await l.api.request(`/runs/${sim.id}/trace`)).status, 404);
+      const left = await l.store.db.all(
+        "SELECT (SELECT COUNT(*) FROM run_points) AS p, (SELECT COUNT(*) FROM run_results) AS r, (SELECT COUNT(*) FROM run_inputs) AS i",
       );
-      if (a.status === "succeeded" && b.status === "succeeded") break;
-      await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual([left[0]!.p, left[0]!.r, left[0]!.i].map(Number), [0, 0, 0]);
+      // a queued run must be canceled first
+      await l.worker!.stop();
+      const queued = (await post(l, `/configurations/${cfg.body.id}/runs`, {})).body;
+      const busy = await del(`/runs/${queued.id}`);
+      assert.equal(busy.status, 409);
+      assert.match((await busy.json()).error, /cancel it first/);
+    } finally {
+      await l.close();
     }
-    const del = (path: string, headers: Record<string, string> = auth) =>
-      l.api.request(path, { method: "DELETE", headers });
-    assert.equal((await del(`/runs/${run.id}`, {})).status, 401);
-    assert.equal((await del(`/runs/${run.id}`, { Cookie: `libra_token=${TOKEN}` })).status, 401);
-    assert.equal((await del(`/traces/${run.id}`)).status, 404, "a training run is not a trace");
-    assert.equal((await del(`/runs/${run.id}`)).status, 204);
-    assert.equal((await l.api.request(`/runs/${run.id}`)).status, 404);
-    assert.equal((await del(`/runs/${run.id}`)).status, 404);
-    assert.equal((await del(`/traces/${sim.id}`)).status, 204);
-    assert.equal((await l.api.request(`/runs/${sim.id}/trace`)).status, 404);
-    const left = await l.store.db.all(
-      "SELECT (SELECT COUNT(*) FROM run_points) AS p, (SELECT COUNT(*) FROM run_results) AS r, (SELECT COUNT(*) FROM run_inputs) AS i",
-    );
-    assert.deepEqual({ ...left[0] }, { p: 0, r: 0, i: 0 });
-    // a queued run must be canceled first
-    await l.worker!.stop();
-    const queued = (await post(l, `/configurations/${cfg.body.id}/runs`, {})).body;
-    const busy = await del(`/runs/${queued.id}`);
-    assert.equal(busy.status, 409);
-    assert.match((await busy.json()).error, /cancel it first/);
-  } finally {
-    await l.close();
-  }
-});
+  });
+}
