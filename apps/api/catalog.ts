@@ -74,7 +74,7 @@ export const MODEL_OVERRIDES: Readonly<Record<string, z.ZodType<Record<string, u
   }).partial().strict(),
   unet: z.object({
     inChannels: count(64),
-    numClasses: count(1000),
+    numClasses: z.literal(2, "must be 2 (the segmentation data has two classes)"),
     baseWidth: count(4096),
     depth: count(8),
   }).partial().strict(),

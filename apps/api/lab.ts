@@ -6,7 +6,8 @@
  */
 
 import type { Hono } from "hono";
-import { type BodyLimits, createApi, DEFAULT_LIMITS } from "./app.ts";
+import { type BodyLimits, createApi, DEFAULT_LIMITS, DEFAULT_MAX_RUN_BYTES } from "./app.ts";
+import { type Estimator, threadEstimator } from "./estimate.ts";
 import { type AuthConfig, loadAuth } from "./auth.ts";
 import { realExecutor } from "./executor.ts";
 import type { RunExecutor } from "./run_executor.ts";
@@ -33,6 +34,13 @@ export interface LabOptions {
   workerOptions?: Partial<Omit<WorkerOptions, "store" | "executor">>;
   /** Body limits. */
   limits?: Partial<BodyLimits>;
+  /**
+   * Estimates a training run's memory before queuing it (default: on the meta backend
+   * in a thread when the executor is the real one; null: no check).
+   */
+  estimator?: Estimator | null;
+  /** Most memory a run may need by the estimate (default `LIBRA_MAX_RUN_BYTES`, else 4 GiB). */
+  maxRunBytes?: number;
   /** Log lines (default console.log). */
   log?: (line: string) => void;
 }
@@ -76,7 +84,16 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       ? null
       : new RunWorker({ store, executor, log, ...opts.workerOptions });
     const shutdown = new AbortController();
+    const envMax = Number(Deno.env.get("LIBRA_MAX_RUN_BYTES") ?? NaN);
+    const maxRunBytes = opts.maxRunBytes ??
+      (Number.isSafeInteger(envMax) && envMax > 0 ? envMax : DEFAULT_MAX_RUN_BYTES);
+    // the real executor (given or default) gets the real estimate unless told otherwise
+    const real = !opts.executor || "memoryLimitBytes" in opts.executor;
+    const ownedEstimator = opts.estimator === undefined && real ? threadEstimator() : null;
+    const estimate = opts.estimator ?? ownedEstimator?.estimate;
     const api = createApi({
+      maxRunBytes,
+      ...(estimate ? { estimate } : {}),
       store,
       auth,
       signal: shutdown.signal,
@@ -98,6 +115,7 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
         shutdown.abort();
         await worker?.stop("the server shut down");
         owned?.close();
+        ownedEstimator?.close();
         await store.close();
       },
     };

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { fakeExecutor } from "./_fake_executor.ts";
 import { flood } from "./_test_helpers.ts";
 import { openPostgres } from "./db.ts";
+import { threadEstimator } from "./estimate.ts";
 import { openLab } from "./lab.ts";
 
 const TOKEN = "sec-write-token";
@@ -376,3 +377,41 @@ for (const [dbName, db] of DATABASES) {
     }
   });
 }
+
+Deno.test("a run whose estimated memory is above the limit is refused before it is queued", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "libra-sec-test-" });
+  const est = threadEstimator();
+  const l = await openLab({
+    dataDir: dir,
+    dbPath: ":memory:",
+    token: TOKEN,
+    executor: fakeExecutor(),
+    estimator: est.estimate,
+    maxRunBytes: 2 ** 30,
+    worker: false,
+    log: () => {},
+  });
+  try {
+    const huge = await post(l, "/configurations", {
+      ...CONFIG,
+      model: "mlp",
+      config: { hidden: [16384, 16384] },
+    });
+    assert.equal(huge.status, 201);
+    const r = await post(l, `/configurations/${huge.body.id}/runs`, {});
+    assert.equal(r.status, 400);
+    assert.equal(r.body.issues[0].field, "configuration");
+    assert.match(
+      r.body.issues[0].reason,
+      /would need about 4\.0 GiB \(estimated on the meta backend.*limit of 1\.0 GiB per run/,
+    );
+    const r2 = await post(l, "/runs", { configurationId: huge.body.id });
+    assert.equal(r2.status, 400);
+    assert.equal((await (await l.api.request("/runs")).json()).total, 0, "nothing was queued");
+    const tiny = await post(l, "/configurations", { ...CONFIG, model: "mlp" });
+    assert.equal((await post(l, `/configurations/${tiny.body.id}/runs`, {})).status, 201);
+  } finally {
+    await l.close();
+    est.close();
+  }
+});

@@ -22,6 +22,7 @@ import type {
   RunResult,
   RunSpec,
   SimulateSpec,
+  TrainSpec,
 } from "./run_executor.ts";
 
 /** Kinds of run. */
@@ -231,6 +232,23 @@ function toRun(r: Row): Run {
   return x.problem ? { ...run, corrupt: x.problem } : run;
 }
 
+/** What a training run of configuration `c` executes. */
+export function trainSpecOf(c: Configuration): TrainSpec {
+  return {
+    kind: "train",
+    model: c.model,
+    preset: c.preset,
+    config: c.config,
+    device: c.device,
+    budgetRatio: c.budgetRatio,
+    budgetBytes: c.budgetBytes,
+    policy: c.policy,
+    costModel: c.costModel,
+    steps: c.steps,
+    seed: c.seed,
+  };
+}
+
 /** Checks the numbers of a run's result against what the columns hold. */
 export function checkResult(r: RunResult): void {
   const bad: string[] = [];
@@ -418,19 +436,7 @@ export class Store {
   async createRunFromConfiguration(configurationId: string): Promise<Run | null> {
     const c = await this.getConfiguration(configurationId);
     if (!c) return null;
-    const spec: RunSpec = {
-      kind: "train",
-      model: c.model,
-      preset: c.preset,
-      config: c.config,
-      device: c.device,
-      budgetRatio: c.budgetRatio,
-      budgetBytes: c.budgetBytes,
-      policy: c.policy,
-      costModel: c.costModel,
-      steps: c.steps,
-      seed: c.seed,
-    };
+    const spec = trainSpecOf(c);
     return this.#insertRun({
       kind: "train",
       configurationId: c.id,
