@@ -203,8 +203,9 @@ export function createApi(opts: ApiOptions): Hono {
     }
     await next();
   };
+  // Only the health route itself is public (mounted at /api, or the app on its own).
   app.use("*", (c, next) => {
-    if (c.req.path.endsWith("/health")) return next();
+    if (c.req.method === "GET" && /^(\/api)?\/health$/.test(c.req.path)) return next();
     return authenticate(c, next);
   });
   // Every body is read as a stream up to its route's limit before a handler sees it.

@@ -101,6 +101,15 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       ...(opts.limits ? { limits: opts.limits } : {}),
     });
     worker?.start();
+    // Without a worker of its own, the server still fails the runs of workers that died.
+    const staleMs = opts.workerOptions?.staleMs ?? 30_000;
+    const reaper = worker ? null : setInterval(() => {
+      store.reapStaleRuns(staleMs).then(
+        (ids) =>
+          ids.forEach((id) => log(`libra: marked run ${id} failed (its worker went silent)`)),
+        (e) => log(`libra: reaping stale runs: ${e instanceof Error ? e.message : e}`),
+      );
+    }, Math.min(5000, Math.max(50, staleMs / 4)));
     return {
       store,
       auth,
@@ -113,6 +122,7 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       },
       async close() {
         shutdown.abort();
+        if (reaper !== null) clearInterval(reaper);
         await worker?.stop("the server shut down");
         owned?.close();
         ownedEstimator?.close();

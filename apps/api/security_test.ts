@@ -415,3 +415,61 @@ Deno.test("a run whose estimated memory is above the limit is refused before it 
     est.close();
   }
 });
+
+Deno.test("only the health route is public; paths ending in /health need the token", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "libra-sec-test-" });
+  const l = await openLab({
+    dataDir: dir,
+    dbPath: ":memory:",
+    token: TOKEN,
+    readToken: "reader",
+    executor: fakeExecutor(),
+    worker: false,
+    log: () => {},
+  });
+  try {
+    assert.equal((await l.api.request("/health")).status, 200);
+    for (const path of ["/configurations/health", "/runs/health", "/x/health", "/health/"]) {
+      assert.equal((await l.api.request(path)).status, 401, `GET ${path}`);
+    }
+    for (const method of ["PUT", "PATCH", "DELETE", "POST"]) {
+      const res = await l.api.request("/configurations/health", {
+        method,
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(CONFIG),
+      });
+      assert.equal(res.status, 401, `${method} /configurations/health`);
+    }
+    assert.equal((await l.api.request("/health", { method: "POST" })).status, 401);
+  } finally {
+    await l.close();
+  }
+});
+
+Deno.test("a server without a worker still fails the runs of a worker that died", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "libra-sec-test-" });
+  const l = await openLab({
+    dataDir: dir,
+    dbPath: ":memory:",
+    token: TOKEN,
+    executor: fakeExecutor(),
+    worker: false,
+    workerOptions: { staleMs: 200 },
+    log: () => {},
+  });
+  try {
+    const cfg = await post(l, "/configurations", CONFIG);
+    const run = (await post(l, `/configurations/${cfg.body.id}/runs`, {})).body;
+    assert.equal((await l.store.claimNextRun("dead-worker"))!.id, run.id);
+    let now;
+    for (let i = 0; i < 100; i++) {
+      now = (await l.store.getRun(run.id))!;
+      if (now.status !== "running") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(now!.status, "failed");
+    assert.match(now!.error!, /worker dead-worker stopped sending heartbeats/);
+  } finally {
+    await l.close();
+  }
+});

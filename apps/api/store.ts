@@ -298,6 +298,11 @@ export interface StoreOptions {
   url?: string | undefined;
   /** SQLite file (default `.libra/libra.db`); `:memory:` for a throw-away database. */
   path?: string | undefined;
+  /**
+   * Create the SQLite file and its folder when missing (default true). A worker passes
+   * false: it joins an existing lab and never makes a new one.
+   */
+  create?: boolean;
 }
 
 /** Opens the store and applies pending migrations. */
@@ -307,7 +312,18 @@ export async function openStore(opts: StoreOptions = {}): Promise<Store> {
     db = await openPostgres(opts.url);
   } else {
     const path = opts.path ?? ".libra/libra.db";
-    if (path !== ":memory:") {
+    if (path !== ":memory:" && opts.create === false) {
+      try {
+        if (!(await Deno.stat(path)).isFile) throw new Error(`${path} is not a file`);
+      } catch (e) {
+        throw new Error(
+          `no lab database at ${path} (${
+            e instanceof Deno.errors.NotFound ? "no such file" : e instanceof Error ? e.message : e
+          }); start the server first (deno task libra serve) or pass the --db it uses`,
+          { cause: e },
+        );
+      }
+    } else if (path !== ":memory:") {
       const dir = path.replace(/[^/]*$/, "");
       if (dir) await Deno.mkdir(dir, { recursive: true });
     }
