@@ -26,8 +26,7 @@ import {
   RunFilter,
   TraceUploadQuery,
 } from "./schemas.ts";
-import { type Estimator, formatBytes } from "./estimate.ts";
-import { type Run, type Store, trainSpecOf } from "./store.ts";
+import { type Run, RunRefusedError, type Store } from "./store.ts";
 
 /** Body size limits in bytes. */
 export interface BodyLimits {
@@ -63,14 +62,7 @@ export interface ApiOptions {
   eventPollMs?: number;
   /** Ends open event streams when aborted (server shutdown). */
   signal?: AbortSignal;
-  /** Estimates a training run's memory before it is queued (none: no check). */
-  estimate?: Estimator;
-  /** Most memory a training run may need by the estimate, bytes (default 4 GiB). */
-  maxRunBytes?: number;
 }
-
-/** Default of {@linkcode ApiOptions.maxRunBytes}: 4 GiB. */
-export const DEFAULT_MAX_RUN_BYTES = 4 * 2 ** 30;
 
 /** Cookie that carries a token for browsers (set by the dashboard's login page). */
 export const TOKEN_COOKIE = "libra_token";
@@ -289,34 +281,14 @@ export function createApi(opts: ApiOptions): Hono {
     const ok = await store.deleteConfiguration(c.req.param("id"));
     return ok ? c.body(null, 204) : notFound(c, "configuration", c.req.param("id"));
   });
-  const maxRunBytes = opts.maxRunBytes ?? DEFAULT_MAX_RUN_BYTES;
   const launch = async (c: Context, configurationId: string) => {
-    const cfg = await store.getConfiguration(configurationId);
-    if (!cfg) return notFound(c, "configuration", configurationId);
-    if (opts.estimate) {
-      let need;
-      try {
-        need = await opts.estimate(trainSpecOf(cfg));
-      } catch (e) {
-        return badRequest(c, [{
-          field: "configuration",
-          reason: `the run cannot be set up: ${e instanceof Error ? e.message : e}`,
-        }]);
-      }
-      if (need.totalBytes > maxRunBytes) {
-        return badRequest(c, [{
-          field: "configuration",
-          reason:
-            `the run would need about ${formatBytes(need.totalBytes)} (estimated on the meta ` +
-            `backend: ${formatBytes(need.tensorBytes)} of tensors, ${
-              formatBytes(need.dataBytes)
-            } of data), above this server's limit of ${
-              formatBytes(maxRunBytes)
-            } per run (LIBRA_MAX_RUN_BYTES); choose a smaller preset or smaller overrides`,
-        }]);
-      }
+    let run;
+    try {
+      run = await store.createRunFromConfiguration(configurationId);
+    } catch (e) {
+      if (!(e instanceof RunRefusedError)) throw e;
+      return badRequest(c, [{ field: "configuration", reason: e.message }]);
     }
-    const run = await store.createRunFromConfiguration(configurationId);
     if (!run) return notFound(c, "configuration", configurationId);
     opts.onQueued?.();
     return c.json(runView(run), 201, { Location: `/api/runs/${run.id}` });

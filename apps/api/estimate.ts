@@ -11,6 +11,7 @@
  */
 
 import type { TrainSpec } from "./run_executor.ts";
+import { RunRefusedError } from "./store.ts";
 
 /** The estimate of one run. */
 export interface RunEstimate {
@@ -130,6 +131,39 @@ export function threadEstimator(opts: ThreadEstimatorOptions = {}): ThreadEstima
       worker?.terminate();
       worker = null;
     },
+  };
+}
+
+/** Default of the most memory a run may need by the estimate: 4 GiB. */
+export const DEFAULT_MAX_RUN_BYTES = 4 * 2 ** 30;
+
+/**
+ * An admission check for `Store.admit`: refuses (with `RunRefusedError`) a run
+ * whose estimate is above `maxRunBytes`, or that cannot be set up at all.
+ */
+export function admitByEstimate(
+  estimate: Estimator,
+  maxRunBytes: number,
+): (spec: TrainSpec) => Promise<void> {
+  return async (spec) => {
+    let need: RunEstimate;
+    try {
+      need = await estimate(spec);
+    } catch (e) {
+      throw new RunRefusedError(`the run cannot be set up: ${e instanceof Error ? e.message : e}`, {
+        cause: e,
+      });
+    }
+    if (need.totalBytes > maxRunBytes) {
+      throw new RunRefusedError(
+        `the run would need about ${formatBytes(need.totalBytes)} (estimated on the meta ` +
+          `backend: ${formatBytes(need.tensorBytes)} of tensors, ${
+            formatBytes(need.dataBytes)
+          } of data), above this server's limit of ${
+            formatBytes(maxRunBytes)
+          } per run (LIBRA_MAX_RUN_BYTES); choose a smaller preset or smaller overrides`,
+      );
+    }
   };
 }
 

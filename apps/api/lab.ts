@@ -6,8 +6,13 @@
  */
 
 import type { Hono } from "hono";
-import { type BodyLimits, createApi, DEFAULT_LIMITS, DEFAULT_MAX_RUN_BYTES } from "./app.ts";
-import { type Estimator, threadEstimator } from "./estimate.ts";
+import { type BodyLimits, createApi, DEFAULT_LIMITS } from "./app.ts";
+import {
+  admitByEstimate,
+  DEFAULT_MAX_RUN_BYTES,
+  type Estimator,
+  threadEstimator,
+} from "./estimate.ts";
 import { type AuthConfig, loadAuth } from "./auth.ts";
 import { realExecutor } from "./executor.ts";
 import type { RunExecutor } from "./run_executor.ts";
@@ -91,9 +96,8 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
     const real = !opts.executor || "memoryLimitBytes" in opts.executor;
     const ownedEstimator = opts.estimator === undefined && real ? threadEstimator() : null;
     const estimate = opts.estimator ?? ownedEstimator?.estimate;
+    if (estimate) store.admit = admitByEstimate(estimate, maxRunBytes);
     const api = createApi({
-      maxRunBytes,
-      ...(estimate ? { estimate } : {}),
       store,
       auth,
       signal: shutdown.signal,

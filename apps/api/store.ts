@@ -338,10 +338,25 @@ export async function openStore(opts: StoreOptions = {}): Promise<Store> {
   return new Store(db);
 }
 
+/** Thrown by {@linkcode Store.createRunFromConfiguration} when its admission check refuses a run. */
+export class RunRefusedError extends Error {
+  /** Creates the error. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "RunRefusedError";
+  }
+}
+
 /** Configurations, runs and results. */
 export class Store {
   /** The database (exposed for tests and migrations). */
   readonly db: Db;
+  /**
+   * Checked before a training run is queued, by every caller (the API and the
+   * dashboard alike); throws {@linkcode RunRefusedError} to refuse it. The lab sets it
+   * to the memory estimate.
+   */
+  admit: ((spec: TrainSpec) => Promise<void>) | null = null;
 
   /** Wraps a migrated database; use {@linkcode openStore}. */
   constructor(db: Db) {
@@ -453,6 +468,7 @@ export class Store {
     const c = await this.getConfiguration(configurationId);
     if (!c) return null;
     const spec = trainSpecOf(c);
+    await this.admit?.(spec);
     return this.#insertRun({
       kind: "train",
       configurationId: c.id,
