@@ -122,14 +122,36 @@ static void gather_kl(const float* src, float* dst, int64_t g, int64_t K, int64_
   });
 }
 
-static float* scratch(const kcall* c, int64_t floats, int32_t* status) {
-  float* p = malloc(sizeof(float) * (size_t)(floats > 0 ? floats : 1));
-  if (!p) {
+/* Scratch buffers kept between calls (per thread, two slots: the column matrix and a
+ * gathered/regrouped operand) so that a conv does not pay malloc and first-touch page
+ * faults every call; buffers over SCRATCH_KEEP bytes are released after the call. */
+#define SCRATCH_KEEP ((int64_t)64 << 20)
+static _Thread_local float* scratch_buf[2];
+static _Thread_local int64_t scratch_cap[2];
+
+static float* scratch_get(const kcall* c, int slot, int64_t floats, int32_t* status) {
+  if (floats < 1) floats = 1;
+  if (scratch_cap[slot] >= floats) return scratch_buf[slot];
+  free(scratch_buf[slot]);
+  scratch_buf[slot] = malloc(sizeof(float) * (size_t)floats);
+  scratch_cap[slot] = scratch_buf[slot] ? floats : 0;
+  if (!scratch_buf[slot]) {
     *status = set_error(LIBRA_ERR_OUT_OF_MEMORY,
                         "libra_run(%s): could not allocate %lld bytes of im2col scratch", c->name,
                         (long long)(floats * 4));
   }
-  return p;
+  return scratch_buf[slot];
+}
+
+/* Ends a call's use of the scratch: large buffers are not kept. */
+static void scratch_done(void) {
+  for (int i = 0; i < 2; i++) {
+    if (scratch_cap[i] * 4 > SCRATCH_KEEP) {
+      free(scratch_buf[i]);
+      scratch_buf[i] = NULL;
+      scratch_cap[i] = 0;
+    }
+  }
 }
 
 int32_t k_conv2d(const kcall* c) {
@@ -146,11 +168,10 @@ int32_t k_conv2d(const kcall* c) {
   const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW, G = group_size(&q);
   const int64_t CHW = q.C * q.H * q.W;
   const int direct = G == 1 && is_pointwise(&q); /* x_n is already the column matrix */
-  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
-  float* tmp = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);
+  float* tmp = G > 1 ? scratch_get(c, 1, q.K * G * L, &st) : NULL;
   if ((!direct && !col) || (G > 1 && !tmp)) {
-    free(col);
-    free(tmp);
+    scratch_done();
     return st;
   }
   for (int64_t n0 = 0; n0 < q.N; n0 += G) {
@@ -171,8 +192,7 @@ int32_t k_conv2d(const kcall* c) {
       }
     });
   }
-  free(col);
-  free(tmp);
+  scratch_done();
   return LIBRA_OK;
 }
 
@@ -186,11 +206,10 @@ int32_t k_conv2d_backward_input(const kcall* c) {
   const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW, G = group_size(&q);
   const int64_t CHW = q.C * q.H * q.W;
   const int direct = G == 1 && is_pointwise(&q); /* the column matrix is gx_n itself */
-  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
-  float* gyg = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);
+  float* gyg = G > 1 ? scratch_get(c, 1, q.K * G * L, &st) : NULL;
   if ((!direct && !col) || (G > 1 && !gyg)) {
-    free(col);
-    free(gyg);
+    scratch_done();
     return st;
   }
   for (int64_t n0 = 0; n0 < q.N; n0 += G) {
@@ -204,8 +223,7 @@ int32_t k_conv2d_backward_input(const kcall* c) {
                 direct ? GX + n0 * CHW : col, ld);
     for (int64_t i = 0; i < g && !direct; i++) col2im(&q, col + i * L, ld, GX + (n0 + i) * CHW);
   }
-  free(col);
-  free(gyg);
+  scratch_done();
   return LIBRA_OK;
 }
 
@@ -222,11 +240,10 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
     return LIBRA_OK;
   }
   const int direct = G == 1 && is_pointwise(&q);
-  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
-  float* gyg = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);
+  float* gyg = G > 1 ? scratch_get(c, 1, q.K * G * L, &st) : NULL;
   if ((!direct && !col) || (G > 1 && !gyg)) {
-    free(col);
-    free(gyg);
+    scratch_done();
     return st;
   }
   for (int64_t n0 = 0; n0 < q.N; n0 += G) {
@@ -240,8 +257,7 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
     libra_sgemm(0, 1, q.K, CRS, ld, 1.0f, lhs, ld, direct ? X + n0 * CHW : col, ld,
                 n0 == 0 ? 0.0f : 1.0f, GW, CRS > 0 ? CRS : 1);
   }
-  free(col);
-  free(gyg);
+  scratch_done();
   return LIBRA_OK;
 }
 
