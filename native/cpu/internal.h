@@ -77,6 +77,11 @@ int pcount(const kcall* c, int32_t n, const char* layout);
 void libra_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* cm,
                  int64_t ldc);
+/* Single-threaded GEMM for convolution shapes (gemm_small.c): C (+)= A B with A read as
+ * a[i*ars + k*acs] and B, C row-major; each C element summed in k order. -1 when out of
+ * memory for the packed A. */
+int libra_sgemm_small(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
+                      const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate);
 /* Philox4x32-10 on one block. */
 #include "libra_philox.h"
 

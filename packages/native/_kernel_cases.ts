@@ -334,6 +334,9 @@ function convCases(): KernelCase[] {
     ["batch 5 in image groups of 4 and 1", [5, 3, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
     ["pointwise, small images grouped", [6, 8, 4, 4, 5, 1, 1, 1, 1, 0, 0, 1, 1, 0]],
     ["resnet-ish", [2, 16, 16, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["odd sizes: 8-row and 32-column tails", [3, 5, 7, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["stride 2 pad 1, odd sizes", [2, 4, 11, 13, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1]],
+    ["large weights (grouped sgemm path)", [3, 64, 5, 5, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
   ];
   for (const [label, p] of convs) {
     out.push({ kernel: "conv2d", label, params: p, tol: GEMM });
