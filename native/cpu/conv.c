@@ -147,12 +147,12 @@ static void gather_kl(const float* src, float* dst, int64_t g, int64_t K, int64_
   });
 }
 
-/* Scratch buffers kept between calls (per thread, two slots: the column matrix and a
- * gathered/regrouped operand) so that a conv does not pay malloc and first-touch page
+/* Scratch buffers kept between calls (per thread, three slots: the column matrix, a
+ * gathered/regrouped operand and a transposed result) so that a conv does not pay malloc and first-touch page
  * faults every call; buffers over SCRATCH_KEEP bytes are released after the call. */
 #define SCRATCH_KEEP ((int64_t)64 << 20)
-static _Thread_local float* scratch_buf[2];
-static _Thread_local int64_t scratch_cap[2];
+static _Thread_local float* scratch_buf[3];
+static _Thread_local int64_t scratch_cap[3];
 
 static float* scratch_get(const kcall* c, int slot, int64_t floats, int32_t* status) {
   if (floats < 1) floats = 1;
@@ -170,7 +170,7 @@ static float* scratch_get(const kcall* c, int slot, int64_t floats, int32_t* sta
 
 /* Ends a call's use of the scratch: large buffers are not kept. */
 static void scratch_done(void) {
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     if (scratch_cap[i] * 4 > SCRATCH_KEEP) {
       free(scratch_buf[i]);
       scratch_buf[i] = NULL;
@@ -337,7 +337,56 @@ int32_t k_conv2d_backward_input(const kcall* c) {
   return LIBRA_OK;
 }
 
+static int32_t conv_backward_weight_small(const kcall* c, const convp* q, const float* X,
+                                          const float* GY, float* GW) {
+  const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
+  const int direct = is_pointwise(q);
+  int32_t st = 0;
+  float* col = direct ? NULL : scratch_get(c, 0, CRS * L, &st);
+  float* gyt = scratch_get(c, 1, L * q->K, &st);
+  float* gwt = scratch_get(c, 2, CRS * q->K, &st);
+  if ((!direct && !col) || !gyt || !gwt) {
+    scratch_done();
+    return st;
+  }
+  /* gw^T[CRS, K] = sum over images, in order, of col_n [CRS, L] gy_n^T [L, K]; the rows of
+   * gw^T are split across threads, so each element is summed by one thread in (n, l) order. */
+  const int threads = libra_threads();
+  const int64_t blocks = (CRS + 7) / 8;
+  const int64_t T = threads < blocks ? threads : blocks;
+  const int par = T > 1 && q->K * CRS * L > PAR_MIN;
+  int failed = 0;
+  for (int64_t n = 0; n < q->N && !failed; n++) {
+    const float* a = direct ? X + n * CHW : col;
+    if (!direct) im2col(q, X + n * CHW, col, L, par);
+    const float* gy = GY + n * q->K * L;
+    for (int64_t l = 0; l < L; l++) {
+      for (int64_t k = 0; k < q->K; k++) gyt[l * q->K + k] = gy[k * L + l];
+    }
+    PAR_FOR(par,
+    for (int64_t t = 0; t < T; t++) {
+      const int64_t b0 = blocks * t / T, b1 = blocks * (t + 1) / T;
+      const int64_t r0 = b0 * 8, r1 = b1 * 8 < CRS ? b1 * 8 : CRS;
+      if (r1 > r0 && libra_sgemm_small(r1 - r0, q->K, L, a + r0 * L, L, 1, gyt, q->K,
+                                       gwt + r0 * q->K, q->K, n > 0)) {
+        failed = 1;
+      }
+    });
+  }
+  if (failed) {
+    scratch_done();
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
+                     c->name);
+  }
+  for (int64_t k = 0; k < q->K; k++) {
+    for (int64_t r = 0; r < CRS; r++) GW[k * CRS + r] = gwt[r * q->K + k];
+  }
+  scratch_done();
+  return LIBRA_OK;
+}
+
 int32_t k_conv2d_backward_weight(const kcall* c) {
+
   convp q;
   int32_t st = conv_parse(c, &q);
   if (st) return st;
@@ -349,6 +398,7 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
     if (q.K * CRS > 0) memset(GW, 0, sizeof(float) * (size_t)(q.K * CRS));
     return LIBRA_OK;
   }
+  if (use_small(&q)) return conv_backward_weight_small(c, &q, X, GY, GW);
   const int direct = G == 1 && is_pointwise(&q);
   float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);
   float* gyg = G > 1 ? scratch_get(c, 1, q.K * G * L, &st) : NULL;
