@@ -226,6 +226,7 @@ function cpuTarget(
       "-fvisibility=hidden",
       "-Wall",
       "-Wextra",
+      "-Wno-psabi", // vector-typed static helpers: no ABI crosses the library boundary
       // Never unmapped by dlclose: OpenMP and OpenBLAS worker threads outlive the
       // Deno.DynamicLibrary (a test worker closing it would pull code from under them).
       "-Wl,-z,nodelete",

@@ -316,29 +316,6 @@ static int32_t read_n(const kcall* c, int64_t* n) {
     return LIBRA_OK;                                             \
   }
 
-/* expf without a library call, so loops over it vectorize: Cephes' range reduction
- * (x = k ln2 + r) and degree-6 polynomial, 2^k built in the exponent bits; within
- * ~2 ulp of expf on [-87.3, 88.7] (arguments are clamped to that range). */
-static inline float fast_expf(float x) {
-  x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
-  const float k = __builtin_rintf(x * 1.44269504088896341f);
-  float r = x - k * 0.693359375f;
-  r = r - k * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  union {
-    int32_t i;
-    float f;
-  } e;
-  e.i = ((int32_t)k + 127) << 23;
-  return p * e.f;
-}
-
 static inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
 
 /* 0.5 x (1 + tanh(u)) written as x sigmoid(2u), which has no cancellation for x << 0. */
