@@ -237,6 +237,36 @@ static int32_t conv_backward_input_small(const kcall* c, const convp* q, const f
                                          const float* Wt, float* GX) {
   const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
   const int direct = is_pointwise(q);
+  /* Stride 1: the input gradient is the forward conv of gy with the weights transposed
+   * over channels and flipped in space, padded by dil*(R-1) - pad; that runs on the
+   * forward path (reduction over K*R*S, no col2im). */
+  if (!direct && q->sh == 1 && q->sw == 1 && q->dh * (q->R - 1) >= q->ph &&
+      q->dw * (q->S - 1) >= q->pw) {
+    convp t = *q;
+    t.C = q->K;
+    t.K = q->C;
+    t.H = q->OH;
+    t.W = q->OW;
+    t.ph = q->dh * (q->R - 1) - q->ph;
+    t.pw = q->dw * (q->S - 1) - q->pw;
+    t.has_bias = 0;
+    t.OH = out_size(t.H, t.R, 1, t.ph, t.dh);
+    t.OW = out_size(t.W, t.S, 1, t.pw, t.dw);
+    if (t.OH == q->H && t.OW == q->W && use_small(&t)) {
+      int32_t st = 0;
+      float* wf = scratch_get(c, 2, q->K * CRS, &st);
+      if (!wf) return st;
+      const int64_t RS = q->R * q->S;
+      for (int64_t k = 0; k < q->K; k++) {
+        for (int64_t ch = 0; ch < q->C; ch++) {
+          const float* src = Wt + (k * q->C + ch) * RS;
+          float* dst = wf + (ch * q->K + k) * RS;
+          for (int64_t i = 0; i < RS; i++) dst[i] = src[RS - 1 - i];
+        }
+      }
+      return conv_forward_small(c, &t, GY, wf, NULL, GX);
+    }
+  }
   int failed = 0;
   PAR_FOR(par_images(q),
   for (int64_t n = 0; n < q->N; n++) {
