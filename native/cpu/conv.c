@@ -74,36 +74,38 @@ static inline void valid_cols(const convp* q, int64_t off, int64_t* lo, int64_t*
   *hi = h;
 }
 
-/* col[row * ld + oh*OW + ow] = x[ch, oh*sh - ph + r*dh, ow*sw - pw + s*dw] (0 outside),
- * row = (ch*R + r)*S + s. The valid column range of each (r, s) is computed once, so
- * the inner loop is a plain copy (memcpy for stride 1). */
+/* Row `row` of the column matrix: dst[oh*OW + ow] = x[ch, oh*sh - ph + r*dh, ow*sw - pw + s*dw]
+ * (0 outside), row = (ch*R + r)*S + s. The valid column range is computed once per row,
+ * so the inner loop is a plain copy (memcpy for stride 1). */
+static inline void im2col_row(const convp* q, const float* x, float* dst, int64_t row) {
+  const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, s = row % q->S;
+  const float* plane = x + ch * q->H * q->W;
+  const int64_t off = s * q->dw;
+  int64_t lo, hi;
+  valid_cols(q, off, &lo, &hi);
+  for (int64_t oh = 0; oh < q->OH; oh++) {
+    const int64_t h = oh * q->sh - q->ph + r * q->dh;
+    float* d = dst + oh * q->OW;
+    if (h < 0 || h >= q->H || lo >= hi) {
+      memset(d, 0, sizeof(float) * (size_t)q->OW);
+      continue;
+    }
+    const float* src = plane + h * q->W - q->pw + off;
+    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+    if (q->sw == 1) {
+      memcpy(d + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
+    } else {
+      for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * q->sw];
+    }
+    for (int64_t ow = hi; ow < q->OW; ow++) d[ow] = 0.0f;
+  }
+}
+
+/* The column matrix col[CRS, ld] of one image (its columns [0, OH*OW)). */
 static void im2col(const convp* q, const float* x, float* col, int64_t ld, int par) {
   const int64_t rows = q->C * q->R * q->S, L = q->OH * q->OW;
   PAR_FOR(par && rows * L > PAR_MIN,
-  for (int64_t row = 0; row < rows; row++) {
-    const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, s = row % q->S;
-    float* dst = col + row * ld;
-    const float* plane = x + ch * q->H * q->W;
-    const int64_t off = s * q->dw;
-    int64_t lo, hi;
-    valid_cols(q, off, &lo, &hi);
-    for (int64_t oh = 0; oh < q->OH; oh++) {
-      const int64_t h = oh * q->sh - q->ph + r * q->dh;
-      float* d = dst + oh * q->OW;
-      if (h < 0 || h >= q->H || lo >= hi) {
-        memset(d, 0, sizeof(float) * (size_t)q->OW);
-        continue;
-      }
-      const float* src = plane + h * q->W - q->pw + off;
-      for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-      if (q->sw == 1) {
-        memcpy(d + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
-      } else {
-        for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * q->sw];
-      }
-      for (int64_t ow = hi; ow < q->OW; ow++) d[ow] = 0.0f;
-    }
-  });
+  for (int64_t row = 0; row < rows; row++) im2col_row(q, x, col + row * ld, row););
 }
 
 /* x[ch] = sum of the col entries that came from it; one channel per thread. Terms are
@@ -372,37 +374,44 @@ static int32_t conv_backward_weight_small(const kcall* c, const convp* q, const 
   const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
   const int direct = is_pointwise(q);
   int32_t st = 0;
-  float* col = direct ? NULL : scratch_get(c, 0, CRS * L, &st);
-  float* gyt = scratch_get(c, 1, L * q->K, &st);
   float* gwt = scratch_get(c, 2, CRS * q->K, &st);
-  if ((!direct && !col) || !gyt || !gwt) {
-    scratch_done();
-    return st;
-  }
-  /* gw^T[CRS, K] = sum over images, in order, of col_n [CRS, L] gy_n^T [L, K]; the rows of
-   * gw^T are split across threads, so each element is summed by one thread in (n, l) order. */
+  if (!gwt) return st;
+  /* gw^T[CRS, K] = sum over images, in order, of col_n [CRS, L] gy_n^T [L, K]. The rows
+   * of gw^T are split across threads in one parallel region: each thread builds its own
+   * rows of col_n and its own copy of gy_n^T, so every element is summed by one thread
+   * in (n, l) order whatever the thread count. */
   const int threads = libra_threads();
   const int64_t blocks = (CRS + 7) / 8;
   const int64_t T = threads < blocks ? threads : blocks;
   const int par = T > 1 && q->K * CRS * L > PAR_MIN;
   int failed = 0;
-  for (int64_t n = 0; n < q->N && !failed; n++) {
-    const float* a = direct ? X + n * CHW : col;
-    if (!direct) im2col(q, X + n * CHW, col, L, par);
-    const float* gy = GY + n * q->K * L;
-    for (int64_t l = 0; l < L; l++) {
-      for (int64_t k = 0; k < q->K; k++) gyt[l * q->K + k] = gy[k * L + l];
+  PAR_FOR(par,
+  for (int64_t t = 0; t < T; t++) {
+    const int64_t b0 = blocks * t / T, b1 = blocks * (t + 1) / T;
+    const int64_t r0 = b0 * 8, r1 = b1 * 8 < CRS ? b1 * 8 : CRS;
+    if (r1 <= r0) continue;
+    int32_t st2 = 0;
+    float* col = direct ? NULL : scratch_get(c, 0, (r1 - r0) * L, &st2);
+    float* gyt = scratch_get(c, 1, L * q->K, &st2);
+    if ((!direct && !col) || !gyt) {
+      failed = 1;
+      continue;
     }
-    PAR_FOR(par,
-    for (int64_t t = 0; t < T; t++) {
-      const int64_t b0 = blocks * t / T, b1 = blocks * (t + 1) / T;
-      const int64_t r0 = b0 * 8, r1 = b1 * 8 < CRS ? b1 * 8 : CRS;
-      if (r1 > r0 && libra_sgemm_small(r1 - r0, q->K, L, a + r0 * L, L, 1, gyt, q->K,
-                                       gwt + r0 * q->K, q->K, n > 0)) {
-        failed = 1;
+    for (int64_t n = 0; n < q->N; n++) {
+      const float* a = direct ? X + n * CHW + r0 * L : col;
+      if (!direct) {
+        for (int64_t row = r0; row < r1; row++) im2col_row(q, X + n * CHW, col + (row - r0) * L, row);
       }
-    });
-  }
+      const float* gy = GY + n * q->K * L;
+      for (int64_t l = 0; l < L; l++) {
+        for (int64_t k = 0; k < q->K; k++) gyt[l * q->K + k] = gy[k * L + l];
+      }
+      if (libra_sgemm_small(r1 - r0, q->K, L, a, L, 1, gyt, q->K, gwt + r0 * q->K, q->K, n > 0)) {
+        failed = 1;
+        break;
+      }
+    }
+  });
   if (failed) {
     scratch_done();
     return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
