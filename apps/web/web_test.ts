@@ -144,7 +144,7 @@ Deno.test("run pages render results on the server, with island props for the cha
     assert.match(rule, /stroke="#d62728"/, "the budget line is drawn");
     const props = detail.match(/data-island="MemoryChart" data-props="([^"]*)"/)![1]!;
     const parsed = JSON.parse(props.replaceAll("&quot;", '"'));
-    assert.equal(parsed.budgetBytes, 500000);
+    assert.equal(parsed.view.budgetBytes, 500000);
     assert.match(detail, /script type="module" src="\/static\/build\/islands.js"/);
 
     const bad = await (await app.request(`/runs/${b.id}`)).text();

@@ -1,18 +1,43 @@
 /** Pages `/runs` (list with filters, newest first) and `/runs/:id` (detail). @module */
 
-import { type Run, RUN_STATUSES, RunFilter, type RunResults, thinSamples } from "@libra/api";
+import { type Run, RUN_STATUSES, RunFilter, type RunResults } from "@libra/api";
 import type { Hono } from "hono";
 import type { VNode } from "preact";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
 import { formatBytes, formatDuration, formatNumber, formatTime } from "../components/format.ts";
 import { Layout, StatusBadge } from "../components/layout.tsx";
+import { type MemoryView, memoryView } from "../components/memory_view.ts";
 import { LiveProgress } from "../islands/live_progress.tsx";
 import { LossChart } from "../islands/loss_chart.tsx";
 import { MemoryChart } from "../islands/memory_chart.tsx";
 import { OverheadChart } from "../islands/overhead_chart.tsx";
 
-/** Samples the memory chart draws at most (the stored timeline is thinned further, peaks kept). */
-const CHART_SAMPLES = 1500;
+/** Links and a form to zoom the memory chart into one step (they work without JavaScript). */
+function StepNav(p: { runId: string; view: MemoryView }): VNode | null {
+  const { view } = p;
+  if (view.steps === null || (view.mode === "events" && view.zoom === null)) return null;
+  const at = view.zoom ? view.zoom.step + 1 : null;
+  const link = (s: number) => `/runs/${p.runId}?step=${s}#memory`;
+  return (
+    <form class="step-nav" method="get" action={`/runs/${p.runId}#memory`}>
+      {at !== null && at > 1 && <a href={link(at - 1)} rel="prev">← step {at - 1}</a>}
+      <label>
+        step{" "}
+        <input
+          type="number"
+          name="step"
+          min={1}
+          max={view.steps}
+          value={at ?? ""}
+          placeholder={`1–${view.steps}`}
+        />
+      </label>
+      <button type="submit" class="small">Zoom in</button>
+      {at !== null && at < view.steps && <a href={link(at + 1)} rel="next">step {at + 1} →</a>}
+      {at !== null && <a href={`/runs/${p.runId}#memory`}>all steps</a>}
+    </form>
+  );
+}
 
 function budgetText(r: Run): string {
   if (r.kind === "simulate") return "sweep";
@@ -202,6 +227,12 @@ export function register(app: Hono, ctx: WebContext): void {
       );
     }
     const results = await store.getResults(id);
+    const stepParam = Number(c.req.query("step"));
+    const memory = results?.memory
+      ? memoryView(results.memory, results.stats, {
+        step: Number.isInteger(stepParam) && stepParam >= 1 ? stepParam - 1 : null,
+      })
+      : null;
     const live = run.status === "queued" || run.status === "running";
     const points = results?.points ?? [];
     const byPolicy = [...new Set(points.map((p) => p.policy))].map((policy) => ({
@@ -268,15 +299,11 @@ export function register(app: Hono, ctx: WebContext): void {
                   </section>
                 </div>
               )}
-            {results.memory && (
-              <section>
+            {memory && (
+              <section id="memory">
                 <h2>Memory over time</h2>
-                <MemoryChart
-                  samples={thinSamples(results.memory.samples, CHART_SAMPLES)}
-                  budgetBytes={results.memory.budgetBytes}
-                  unit={results.memory.unit}
-                  markers={results.memory.markers.slice(0, 3000)}
-                />
+                <MemoryChart view={memory} />
+                <StepNav runId={run.id} view={memory} />
               </section>
             )}
             {results.hasTrace || run.kind === "simulate"
