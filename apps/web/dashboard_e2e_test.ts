@@ -107,3 +107,140 @@ e2e(
     }
   },
 );
+
+e2e(
+  "Compare: ratio axis to the right, plain ticks, apart infeasible marks, hover, click-through, overlay and permalinks",
+  async () => {
+    const h = await startE2E();
+    try {
+      const curve = (policy: string, f: (r: number) => number | null) =>
+        [1, 0.8, 0.6, 0.5, 0.4, 0.3].map((ratio) => ({
+          kind: "live" as const,
+          model: "mlp",
+          preset: "tiny",
+          policy,
+          ratio,
+          feasible: f(ratio) !== null,
+          overhead: f(ratio),
+        }));
+      const up = await fetch(`${h.server.url}/api/bench`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${h.server.token}`, "Content-Type": "application/json" },
+        body: JSON.stringify({
+          suite: "e2e",
+          results: [
+            ...curve("dtr", (r) => 1 + (1 - r) / 3),
+            ...curve("lru", (r) => (r >= 0.6 ? 1 + (1 - r) : r === 0.5 ? 14 : null)),
+            ...curve("msps", (r) => (r === 1 ? 0.5 : r >= 0.5 ? 1 + (1 - r) / 2 : null)),
+          ],
+        }),
+      });
+      assert.equal(up.status, 201);
+      const { runIds } = await up.json();
+      const dtrAt03 = runIds[5]; // dtr's sixth point: ratio 0.3, where no other policy fits
+      const losses = (k: number) =>
+        [0, 1, 2].map((s) => ({ step: s, loss: 2 / (s + k), baseline: null }));
+      const memory = (peak: number) => ({
+        budgetBytes: peak,
+        unit: "call",
+        samples: [[0, 0], [10, peak * 0.9], [20, peak * 0.5]] as [number, number][],
+        markers: [],
+      });
+      const a = await storeRun(
+        h.server.lab.store,
+        result({ memory: memory(500_000), loss: losses(1) }),
+        { steps: 3 },
+      );
+      const b = await storeRun(
+        h.server.lab.store,
+        result({
+          budgetRatio: 0.7,
+          budgetBytes: 700_000,
+          memory: memory(700_000),
+          loss: losses(2),
+          points: [{ policy: "dtr-eq", ratio: 0.7, feasible: true, overhead: 1.1 }],
+        }),
+        { steps: 3, budgetRatio: 0.7 },
+      );
+
+      const page = await h.page();
+      await page.goto(`${h.server.url}/compare?model=mlp/tiny`);
+      await page.waitForSelector("[data-chart=overhead] .plot[data-drawn] svg");
+      const chart = "[data-chart=overhead] svg";
+      const ticks = await page.$$eval(
+        `${chart} g[aria-label='x-axis tick label'] text`,
+        (ts: SVGGraphicsElement[]) =>
+          ts.map((t) => [t.textContent, t.getBoundingClientRect().x, getComputedStyle(t).fontSize]),
+      );
+      const x = (label: string) => ticks.find((t: string[]) => t[0] === label)?.[1];
+      assert.ok(x("0.2") < x("0.8"), `the ratio axis grows to the right: ${JSON.stringify(ticks)}`);
+      for (const t of ticks) assert.ok(parseFloat(t[2]) >= 12, `tick text ${t[2]}`);
+      const yTicks = await page.$$eval(
+        `${chart} g[aria-label='y-axis tick label'] text`,
+        (ts: Element[]) => ts.map((t) => t.textContent),
+      );
+      assert.ok(yTicks.length > 2);
+      for (const t of yTicks) assert.match(t, /^[0-9.,]*$/, `plain tick labels: ${yTicks}`);
+      assert.ok(yTicks.includes("0.5"), `0.5, not 500m: ${yTicks}`);
+      assert.ok(await page.locator(`${chart} g.thrashing path`).count() === 1);
+      // infeasible crosses of lru and msps at 0.4 and 0.3: same x, different rows
+      const cross = (p: string) =>
+        page.$$eval(
+          `${chart} g.infeasible a`,
+          (as: Element[], p: string) =>
+            as.filter((a) => a.querySelector("title")!.textContent!.startsWith(`${p} at`))
+              .map((e) => e.getBoundingClientRect()).map((r) => [r.x, r.y]),
+          p,
+        );
+      const [lru, msps] = [await cross("lru"), await cross("msps")];
+      assert.equal(lru.length, 2);
+      assert.equal(msps.length, 2);
+      for (let i = 0; i < 2; i++) {
+        assert.ok(Math.abs(lru[i][0] - msps[i][0]) < 1, "same ratio, same x");
+        assert.ok(Math.abs(lru[i][1] - msps[i][1]) >= 10, "but rows apart");
+      }
+      // hover a point: the tip gives its values
+      const dot = page.locator(`${chart} g.point a`, {
+        has: page.locator("title", { hasText: "dtr at ratio 0.3:" }),
+      });
+      await dot.scrollIntoViewIfNeeded();
+      await dot.hover();
+      const tip = await page.waitForSelector(`${chart} g[aria-label=tip]`);
+      assert.match(await tip.textContent(), /dtr at ratio 0\.3: overhead 1\.233/);
+      await page.screenshot({ path: `${h.shots}/compare-hover.png`, fullPage: true });
+      await dot.click();
+      await page.waitForURL(new RegExp(`/runs/${dtrAt03}$`));
+
+      // overlay two runs, picked with the checkboxes; the URL is the permalink
+      await page.goto(`${h.server.url}/compare?model=mlp/tiny`);
+      await page.check(`input[name=run][value=${a.id}]`);
+      await page.check(`input[name=run][value=${b.id}]`);
+      await page.click("form.overlay-pick button.primary");
+      await page.waitForURL(new RegExp(`run=${b.id}`));
+      assert.match(page.url(), new RegExp(`run=${a.id}`));
+      await page.waitForSelector("[data-chart=overlay-loss] .plot[data-drawn] svg");
+      assert.equal(
+        await page.locator("[data-chart=overlay-memory] svg g[aria-label=line] path").count(),
+        2,
+      );
+      assert.equal(
+        await page.locator("[data-chart=overlay-loss] svg g[aria-label=dot] a").count(),
+        6,
+      );
+      await page.screenshot({ path: `${h.shots}/compare-overlay.png`, fullPage: true });
+      await page.locator("[data-chart=overlay-loss] svg g[aria-label=dot] a").first().click();
+      await page.waitForURL(/\/runs\/run_/);
+      const permalink =
+        await (await fetch(`${h.server.url}/compare?model=mlp/tiny&run=${a.id}&run=${b.id}`))
+          .text();
+      assert.match(permalink, /data-island="RunOverlay"/);
+      assert.ok(
+        permalink.includes(`checked`) && permalink.includes(a.id) && permalink.includes(b.id),
+      );
+      assert.deepEqual(h.errors, []);
+      console.log(`screenshots in ${h.shots}`);
+    } finally {
+      await h.close();
+    }
+  },
+);

@@ -10,6 +10,7 @@
 
 import * as Plot from "@observablehq/plot";
 import type { VNode } from "preact";
+import { plainTick } from "../components/format.ts";
 import { island } from "../components/island.tsx";
 import { memoryCaption, type MemoryView } from "../components/memory_view.ts";
 import { PlotFigure } from "../components/plot_figure.tsx";
@@ -54,9 +55,9 @@ function drawEvents(v: MemoryView, width: number, scale: number, unit: string, d
     x: {
       label: v.unit === "call" ? "kernel call" : v.unit,
       ...(v.zoom ? { domain: [v.zoom.from, v.zoom.to - 1] } : {}),
-      tickFormat: "~f",
+      tickFormat: plainTick,
     },
-    y: { label: `${unit} in use`, grid: true, zero: true },
+    y: { label: `${unit} in use`, grid: true, zero: true, tickFormat: plainTick },
     color: { ...COLORS, legend: true },
     marks: [
       Plot.areaY(data, { x: "t", y: "v", fill: "#7a5cc6", fillOpacity: 0.15, curve: "step-after" }),
@@ -103,8 +104,8 @@ function drawBins(v: MemoryView, width: number, scale: number, unit: string, doc
     width,
     height: 260,
     marginLeft: 60,
-    x: { label, tickFormat: "~f" },
-    y: { label: `${unit} in use`, grid: true, zero: true },
+    x: { label, tickFormat: plainTick },
+    y: { label: `${unit} in use`, grid: true, zero: true, tickFormat: plainTick },
     marks: [
       Plot.rectY(rows, {
         x1: "x1",
@@ -129,7 +130,7 @@ function drawBins(v: MemoryView, width: number, scale: number, unit: string, doc
     width,
     height: 180,
     marginLeft: 60,
-    x: { label, tickFormat: "~f" },
+    x: { label, tickFormat: plainTick },
     y: { label: `events per ${v.binUnit}`, grid: true },
     color: COLORS,
     marks: [
