@@ -244,3 +244,91 @@ e2e(
     }
   },
 );
+
+e2e(
+  "statistics: human labels with a glossary, units, nothing measured shown for an infeasible run, no duration on bench runs",
+  async () => {
+    const h = await startE2E();
+    try {
+      const { id } = await storeRun(
+        h.server.lab.store,
+        result({
+          feasible: false,
+          overhead: null,
+          peakBytes: null,
+          stats: {
+            calls: 1234,
+            evictions: 40,
+            budgetMs: 0,
+            budgetStepMs: null as unknown as number, // NaN travels as null in JSON
+            baselineStepMs: 12.5,
+            bookkeepingMs: 0,
+            swapOutBytes: 3 * 1024 * 1024,
+            planMismatchedSteps: 0,
+          },
+          points: [{ policy: "dtr-eq", ratio: 0.5, feasible: false, overhead: null }],
+          note: "out of memory at call 17",
+        }),
+      );
+      const page = await h.page();
+      await page.goto(`${h.server.url}/runs/${id}`);
+      const row = async (k: string) => [
+        await page.textContent(`[data-stat='${k}'] th`),
+        await page.textContent(`[data-stat='${k}'] td`),
+        await page.getAttribute(`[data-stat='${k}'] th .term`, "title"),
+      ];
+      assert.deepEqual((await row("budgetMs")).slice(0, 2), [
+        "time under the budget",
+        "— (did not fit)",
+      ]);
+      assert.deepEqual((await row("budgetStepMs")).slice(0, 2), [
+        "median step under the budget",
+        "— (did not fit)",
+      ]);
+      const base = await row("baselineStepMs");
+      assert.deepEqual(base.slice(0, 2), ["median step without a budget", "12.5 ms"]);
+      assert.match(base[2], /Median time of one training step without a budget/);
+      assert.deepEqual((await row("swapOutBytes")).slice(0, 2), ["bytes swapped out", "3.00 MiB"]);
+      assert.deepEqual((await row("calls")).slice(0, 2), ["kernel calls", "1,234"]);
+      assert.deepEqual((await row("overhead")).slice(0, 2), ["overhead", "— (did not fit)"]);
+      const labels = await page.$$eval(
+        "table.stats th",
+        (ths: Element[]) => ths.map((t) => t.textContent),
+      );
+      for (const l of labels) assert.doesNotMatch(l, /[a-z][A-Z]|Ms$/, `no camelCase key: ${l}`);
+      // the glossary lists every label with its meaning (readable without hovering, on phones)
+      await page.click("details.glossary summary");
+      const terms = await page.$$eval(
+        "details.glossary dt",
+        (d: Element[]) => d.map((x) => x.textContent),
+      );
+      assert.deepEqual(terms, labels);
+      await page.screenshot({ path: `${h.shots}/statistics-infeasible.png`, fullPage: true });
+
+      const up = await fetch(`${h.server.url}/api/bench`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${h.server.token}`, "Content-Type": "application/json" },
+        body: JSON.stringify({
+          results: [{
+            kind: "live",
+            model: "mlp",
+            policy: "dtr",
+            ratio: 0.5,
+            feasible: true,
+            overhead: 1.25,
+            bookkeepingMs: 3.25,
+            steps: 30,
+          }],
+        }),
+      });
+      const { runIds } = await up.json();
+      await page.goto(`${h.server.url}/runs/${runIds[0]}`);
+      assert.equal(await page.locator("[data-stat=duration]").count(), 0, "no duration 0 ms");
+      assert.deepEqual((await row("bookkeepingMs")).slice(0, 2), ["bookkeeping time", "3.25 ms"]);
+      assert.deepEqual((await row("overhead")).slice(0, 2), ["overhead", "1.250×"]);
+      assert.deepEqual(h.errors, []);
+    } finally {
+      await h.close();
+    }
+  },
+);

@@ -4,7 +4,8 @@ import { type Run, RUN_STATUSES, RunFilter, type RunResults } from "@libra/api";
 import type { Hono } from "hono";
 import type { VNode } from "preact";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
-import { formatBytes, formatDuration, formatNumber, formatTime } from "../components/format.ts";
+import { formatBytes, formatNumber, formatTime } from "../components/format.ts";
+import { entryFor, formatStat } from "../components/glossary.ts";
 import { Layout, StatusBadge } from "../components/layout.tsx";
 import { type MemoryView, memoryView } from "../components/memory_view.ts";
 import { LiveProgress } from "../islands/live_progress.tsx";
@@ -121,41 +122,63 @@ function select(name: string, values: string[], current: string | undefined): VN
 
 function StatsTable(p: { run: Run; results: RunResults }): VNode {
   const { run, results } = p;
-  const rows: [string, string][] = [
+  const infeasible = run.feasible === false;
+  const bench = run.kind === "bench";
+  const rows: [string, number | string | null][] = [
     ["feasible", run.feasible === null ? "—" : run.feasible ? "yes" : "no"],
-    ["overhead", formatNumber(run.overhead)],
-    ["budget ratio", formatNumber(run.budgetRatio)],
-    ["budget", formatBytes(run.budgetBytes)],
-    ["budget-free peak", formatBytes(run.baselinePeakBytes)],
-    ["peak under budget", formatBytes(run.peakBytes)],
-    [
-      "duration",
-      formatDuration(run.finishedAt && run.startedAt ? run.finishedAt - run.startedAt : null),
-    ],
+    ["overhead", infeasible ? "— (did not fit)" : run.overhead],
+    ["budget ratio", run.budgetRatio],
+    ["budget", run.budgetBytes],
+    ["budget-free peak", run.baselinePeakBytes],
+    ["peak under budget", run.peakBytes],
   ];
-  for (const [k, v] of Object.entries(results.stats)) {
+  // bench uploads carry no timing of their own: their runs are stored at upload time
+  if (!bench) {
     rows.push([
-      k,
-      /bytes/i.test(k)
-        ? formatBytes(v)
-        : /Ms$/.test(k)
-        ? `${formatNumber(v, 2)} ms`
-        : Number.isInteger(v)
-        ? String(v)
-        : formatNumber(v),
+      "duration",
+      run.finishedAt && run.startedAt ? run.finishedAt - run.startedAt : null,
     ]);
   }
+  for (const [k, v] of Object.entries(results.stats)) rows.push([k, v]);
   return (
-    <table class="stats">
-      <tbody>
-        {rows.map(([k, v]) => (
-          <tr data-stat={k}>
-            <th>{k}</th>
-            <td class="num">{v}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <>
+      <table class="stats" data-export="statistics">
+        <tbody>
+          {rows.map(([k, v]) => {
+            const e = entryFor(k);
+            const notMeasured = infeasible && e.underBudget && (v === null || v === 0);
+            return (
+              <tr data-stat={k}>
+                <th>
+                  <span class="term" title={e.help} tabindex={0}>{e.label}</span>
+                </th>
+                <td class="num">
+                  {typeof v === "string"
+                    ? v
+                    : notMeasured
+                    ? "— (did not fit)"
+                    : formatStat(v, e.unit)}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      <details class="glossary">
+        <summary>What these mean</summary>
+        <dl>
+          {rows.map(([k]) => {
+            const e = entryFor(k);
+            return (
+              <>
+                <dt>{e.label}</dt>
+                <dd>{e.help}</dd>
+              </>
+            );
+          })}
+        </dl>
+      </details>
+    </>
   );
 }
 
