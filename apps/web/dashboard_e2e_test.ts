@@ -332,3 +332,99 @@ e2e(
     }
   },
 );
+
+/** WCAG contrast ratio of two `rgb(...)` colours. */
+function contrast(a: string, b: string): number {
+  const lum = (c: string) => {
+    const [r, g, bl] = c.match(/\d+(\.\d+)?/g)!.slice(0, 3).map((x) => {
+      const v = Number(x) / 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * bl!;
+  };
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (hi! + 0.05) / (lo! + 0.05);
+}
+
+e2e(
+  "phone width (390 px): the header spans the page, navigation is legible, tables scroll inside the page",
+  async () => {
+    const h = await startE2E();
+    try {
+      const { memory, stats } = syntheticTimeline(30, 1000, 3);
+      let id = "";
+      for (const policy of ["dtr-eq", "lru", "dtr-local+swap"]) {
+        ({ id } = await storeRun(
+          h.server.lab.store,
+          result({
+            memory,
+            stats,
+            points: [{ policy, ratio: 0.5, feasible: true, overhead: 1.2 }],
+          }),
+          { policy, steps: 30, name: `a long configuration name for ${policy}` },
+        ));
+      }
+      const page = await h.page({ width: 390, height: 844 });
+      for (
+        const path of [
+          "/runs",
+          `/runs/${id}`,
+          "/compare?model=mlp/tiny",
+          "/configurations",
+          "/traces",
+        ]
+      ) {
+        await page.goto(`${h.server.url}${path}`);
+        await page.waitForLoadState("load");
+        const m = await page.evaluate(() => {
+          const header = document.querySelector("header.top")!.getBoundingClientRect();
+          const tables = [...document.querySelectorAll("main table")].map((t) => ({
+            cls: t.className,
+            // the box the table shows in: its scrolling wrapper, when it has one
+            right: (t.parentElement!.classList.contains("table-scroll") ? t.parentElement! : t)
+              .getBoundingClientRect().right,
+            scrolls: t.scrollWidth > t.clientWidth + 1 ||
+              (t.parentElement!.classList.contains("table-scroll") &&
+                t.parentElement!.scrollWidth > t.parentElement!.clientWidth + 1),
+          }));
+          const links = [...document.querySelectorAll("header.top nav a, header.top .who a")].map(
+            (a) => [getComputedStyle(a).color, a.getBoundingClientRect().right],
+          );
+          return {
+            pageWidth: document.documentElement.scrollWidth,
+            header: [header.left, header.width],
+            headerBg: getComputedStyle(document.querySelector("header.top")!).backgroundColor,
+            tables,
+            links,
+          };
+        });
+        assert.ok(m.pageWidth <= 390, `${path}: the page is ${m.pageWidth}px wide at 390`);
+        assert.deepEqual(m.header, [0, 390], `${path}: the header spans the page`);
+        for (const t of m.tables) {
+          assert.ok(t.right <= 391, `${path}: table ${t.cls} inside the page`);
+        }
+        for (const [color, right] of m.links) {
+          assert.ok(contrast(color, m.headerBg) >= 4.5, `${path}: nav contrast ${color}`);
+          assert.ok(right <= 390, `${path}: nav link inside the page`);
+        }
+        if (path === "/runs") {
+          assert.ok(m.tables[0].scrolls, "the runs table scrolls sideways within the page");
+          await page.screenshot({ path: `${h.shots}/phone-runs.png`, fullPage: true });
+        }
+        if (path.startsWith("/runs/")) {
+          await page.waitForSelector("[data-chart=memory] .plot[data-drawn] svg");
+          const chartRight = await page.$eval(
+            "[data-chart=memory] svg",
+            (s: Element) => s.getBoundingClientRect().right,
+          );
+          assert.ok(chartRight <= 390, `the memory chart fits: ${chartRight}`);
+          await page.screenshot({ path: `${h.shots}/phone-run.png`, fullPage: true });
+        }
+      }
+      assert.deepEqual(h.errors, []);
+      console.log(`screenshots in ${h.shots}`);
+    } finally {
+      await h.close();
+    }
+  },
+);
