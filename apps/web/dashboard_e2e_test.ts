@@ -428,3 +428,75 @@ e2e(
     }
   },
 );
+
+/** Clicks a download link and returns the file's text and suggested name. */
+async function download(page: Page, selector: string): Promise<[string, string]> {
+  const [d] = await Promise.all([page.waitForEvent("download"), page.click(selector)]);
+  return [await Deno.readTextFile(await d.path()), d.suggestedFilename()];
+}
+
+e2e(
+  "export: every table of runs, run statistics and Compare downloads as CSV and JSON with raw values",
+  async () => {
+    const h = await startE2E();
+    try {
+      const stats = { calls: 1500, drops: 12, remats: 9, budgetStepMs: 4.75, swapOutBytes: 2048 };
+      const runs = [];
+      for (const [policy, ratio, overhead] of [["dtr-eq", 0.5, 1.25], ["lru", 0.7, 1.5]] as const) {
+        runs.push(
+          await storeRun(
+            h.server.lab.store,
+            result({
+              budgetRatio: ratio,
+              overhead,
+              stats,
+              points: [{ policy, ratio, feasible: true, overhead }],
+            }),
+            { policy, budgetRatio: ratio, name: `cfg, "${policy}"` },
+          ),
+        );
+      }
+      const page = await h.page();
+      await page.goto(`${h.server.url}/runs`);
+      const [csv, name] = await download(page, "[data-export-links=runs] a:text('CSV')");
+      assert.equal(name, "runs-runs.csv");
+      const lines = csv.trimEnd().split("\r\n");
+      assert.equal(lines[0], "Run,Kind,Model,Policy,Budget,Status,Overhead,Created (UTC)");
+      assert.equal(lines.length, 3);
+      assert.match(lines[1]!, new RegExp(`^${runs[1]!.id},train,mlp/tiny,lru,.*,1\\.5,20`));
+      assert.match(lines[2]!, new RegExp(`^${runs[0]!.id},train,mlp/tiny,dtr-eq,.*,1\\.25,20`));
+
+      await page.goto(`${h.server.url}/runs/${runs[0]!.id}`);
+      const [json] = await download(page, "[data-export-links=statistics] a:text('JSON')");
+      const rows = JSON.parse(json) as { statistic: string; value: number | string | null }[];
+      const value = (label: string) => rows.find((r) => r.statistic === label)?.value;
+      assert.equal(value("median step under the budget"), 4.75);
+      assert.equal(value("bytes swapped out"), 2048);
+      assert.equal(value("kernel calls"), 1500);
+      assert.equal(value("overhead"), 1.25);
+
+      await page.goto(`${h.server.url}/compare?model=mlp/tiny`);
+      const [matrix] = await download(page, "[data-export-links=overhead-by-ratio] a:text('JSON')");
+      const api = await (await fetch(`${h.server.url}/api/compare?model=mlp&preset=tiny`)).json();
+      const expected = api.policies.map((
+        p: { policy: string; points: { ratio: number; overhead: number }[] },
+      ) => ({
+        Policy: p.policy,
+        "0.5": p.points.find((x) => x.ratio === 0.5)?.overhead ?? null,
+        "0.7": p.points.find((x) => x.ratio === 0.7)?.overhead ?? null,
+      }));
+      assert.deepEqual(JSON.parse(matrix), expected);
+      const [pick] = await download(page, "[data-export-links=runs] a:text('CSV')");
+      assert.match(pick.split("\r\n")[0]!, /^Run,Kind,Policy,Budget ratio,Steps,Overhead,Created/);
+      await page.goto(`${h.server.url}/configurations`);
+      const [cfgs] = await download(page, "[data-export-links=configurations] a:text('CSV')");
+      assert.ok(cfgs.includes(`"cfg, ""lru"""`), `quotes and commas escaped: ${cfgs}`);
+      const missing = await fetch(`${h.server.url}/runs?export=nope&format=csv`);
+      assert.equal(missing.status, 404);
+      assert.match((await missing.json()).error, /this page exports: runs/);
+      assert.deepEqual(h.errors, []);
+    } finally {
+      await h.close();
+    }
+  },
+);

@@ -20,6 +20,7 @@ import { Hono } from "hono";
 import { parseHTML } from "linkedom";
 import { ensureBundle } from "./build.ts";
 import { type Catalog, level, type WebContext } from "./components/context.ts";
+import { tableExport } from "./components/export.tsx";
 import { setServerDocument } from "./components/plot_figure.tsx";
 import * as compare from "./routes/compare.tsx";
 import * as configurations from "./routes/configurations.tsx";
@@ -89,6 +90,7 @@ export function createWebApp(lab: Lab, catalog: Catalog = DEFAULT_CATALOG): Hono
     c.header("X-Frame-Options", "DENY");
     await next();
   });
+  app.use("*", tableExport()); // ?export=<table>&format=csv|json on any page
   app.get("/", (c) => c.redirect("/runs"));
   for (const r of ROUTES) r.register(app, ctx);
   app.notFound((c) => c.text(`no page at ${c.req.path}`, 404));

@@ -10,6 +10,7 @@ import { CompareQuery, type Run, thinSamples } from "@libra/api";
 import type { Hono } from "hono";
 import type { VNode } from "preact";
 import { level, page, type WebContext } from "../components/context.ts";
+import { ExportLinks } from "../components/export.tsx";
 import { formatNumber, formatTime } from "../components/format.ts";
 import { Layout } from "../components/layout.tsx";
 import { OverheadChart } from "../islands/overhead_chart.tsx";
@@ -56,7 +57,7 @@ function PickTable(p: { runs: Run[]; picked: Set<string> }): VNode {
       <table class="runs pick" data-export="runs">
         <thead>
           <tr>
-            <th>Overlay</th>
+            <th data-no-export>Overlay</th>
             <th>Run</th>
             <th>Kind</th>
             <th>Policy</th>
@@ -71,7 +72,7 @@ function PickTable(p: { runs: Run[]; picked: Set<string> }): VNode {
             const steps = (r.spec as { steps?: number }).steps;
             return (
               <tr data-run={r.id}>
-                <td>
+                <td data-no-export>
                   <input
                     type="checkbox"
                     name="run"
@@ -185,13 +186,16 @@ export function register(app: Hono, ctx: WebContext): void {
               />
               <h2>Smallest feasible ratio</h2>
               <SmallestTable policies={policies} />
+              <ExportLinks url={c.req.url} name="smallest-feasible" />
               <h2>Overhead by ratio</h2>
               <div class="table-scroll">
                 <table class="matrix" data-export="overhead-by-ratio">
                   <thead>
                     <tr>
                       <th>Policy</th>
-                      {ratios.map((r) => <th key={r} class="num">{formatNumber(r, 2)}</th>)}
+                      {ratios.map((r) => (
+                        <th key={r} class="num" data-column={String(r)}>{formatNumber(r, 2)}</th>
+                      ))}
                     </tr>
                   </thead>
                   <tbody>
@@ -201,7 +205,10 @@ export function register(app: Hono, ctx: WebContext): void {
                         {ratios.map((r) => {
                           const x = p.points.find((y) => y.ratio === r);
                           return (
-                            <td class={x && !x.feasible ? "num infeasible" : "num"}>
+                            <td
+                              class={x && !x.feasible ? "num infeasible" : "num"}
+                              data-value={!x ? "" : x.feasible ? x.overhead ?? "" : "infeasible"}
+                            >
                               {!x ? "" : x.feasible ? formatNumber(x.overhead) : "✗"}
                             </td>
                           );
@@ -211,6 +218,7 @@ export function register(app: Hono, ctx: WebContext): void {
                   </tbody>
                 </table>
               </div>
+              <ExportLinks url={c.req.url} name="overhead-by-ratio" />
             </>
           )}
         <h2 id="overlay">Overlay runs</h2>
@@ -225,6 +233,7 @@ export function register(app: Hono, ctx: WebContext): void {
                 Pick up to {MAX_OVERLAY} runs and overlay their memory over time and loss.
               </p>
               <PickTable runs={pickable} picked={new Set(pickedIds)} />
+              <ExportLinks url={c.req.url} name="runs" />
               <div class="actions">
                 <button type="submit" class="primary">Overlay the picked runs</button>
               </div>

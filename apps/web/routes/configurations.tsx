@@ -8,6 +8,7 @@ import {
   EMPTY_FORM,
   parseConfigForm,
 } from "../components/config_form_data.ts";
+import { ExportLinks } from "../components/export.tsx";
 import { formatBytes, formatNumber, formatTime } from "../components/format.ts";
 import { Layout } from "../components/layout.tsx";
 import { ConfigForm } from "../islands/config_form.tsx";
@@ -39,47 +40,50 @@ export function register(app: Hono, ctx: WebContext): void {
         </section>
         <section>
           <h2>Saved ({list.total})</h2>
-          {list.items.length === 0 ? <p class="empty">None yet.</p> : (
-            <table class="configs">
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>Model</th>
-                  <th>Policy</th>
-                  <th>Budget</th>
-                  <th class="num">Steps</th>
-                  <th>Created (UTC)</th>
-                  <th></th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.items.map((cfg: Configuration) => (
-                  <tr id={cfg.id} data-config={cfg.name}>
-                    <td>{cfg.name}</td>
-                    <td>{cfg.model}/{cfg.preset} · {cfg.device}</td>
-                    <td>{cfg.policy} · {cfg.costModel}</td>
-                    <td>
-                      {cfg.budgetRatio !== null
-                        ? `${formatNumber(cfg.budgetRatio, 2)}×`
-                        : formatBytes(cfg.budgetBytes)}
-                    </td>
-                    <td class="num">{cfg.steps}</td>
-                    <td>{formatTime(cfg.createdAt)}</td>
-                    <td class="row-actions">
-                      <form method="post" action={`/configurations/${cfg.id}/launch`}>
-                        <button type="submit" disabled={!write} class="primary small">
-                          Launch run
-                        </button>
-                      </form>
-                      <form method="post" action={`/configurations/${cfg.id}/delete`}>
-                        <button type="submit" disabled={!write} class="small">Delete</button>
-                      </form>
-                    </td>
+          {list.items.length === 0
+            ? <p class="empty">None yet.</p>
+            : (
+              <table class="configs" data-export="configurations">
+                <thead>
+                  <tr>
+                    <th>Name</th>
+                    <th>Model</th>
+                    <th>Policy</th>
+                    <th>Budget</th>
+                    <th class="num">Steps</th>
+                    <th>Created (UTC)</th>
+                    <th data-no-export></th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+                </thead>
+                <tbody>
+                  {list.items.map((cfg: Configuration) => (
+                    <tr id={cfg.id} data-config={cfg.name}>
+                      <td>{cfg.name}</td>
+                      <td>{cfg.model}/{cfg.preset} · {cfg.device}</td>
+                      <td>{cfg.policy} · {cfg.costModel}</td>
+                      <td>
+                        {cfg.budgetRatio !== null
+                          ? `${formatNumber(cfg.budgetRatio, 2)}×`
+                          : formatBytes(cfg.budgetBytes)}
+                      </td>
+                      <td class="num">{cfg.steps}</td>
+                      <td>{formatTime(cfg.createdAt)}</td>
+                      <td class="row-actions" data-no-export>
+                        <form method="post" action={`/configurations/${cfg.id}/launch`}>
+                          <button type="submit" disabled={!write} class="primary small">
+                            Launch run
+                          </button>
+                        </form>
+                        <form method="post" action={`/configurations/${cfg.id}/delete`}>
+                          <button type="submit" disabled={!write} class="small">Delete</button>
+                        </form>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          {list.items.length > 0 && <ExportLinks url={c.req.url} name="configurations" />}
         </section>
       </Layout>,
       status,

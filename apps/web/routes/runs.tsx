@@ -5,6 +5,7 @@ import type { Hono } from "hono";
 import type { VNode } from "preact";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
 import { formatBytes, formatNumber, formatTime } from "../components/format.ts";
+import { ExportLinks } from "../components/export.tsx";
 import { entryFor, formatStat } from "../components/glossary.ts";
 import { Layout, StatusBadge } from "../components/layout.tsx";
 import { type MemoryView, memoryView } from "../components/memory_view.ts";
@@ -50,42 +51,44 @@ function budgetText(r: Run): string {
 
 function RunsTable(p: { runs: Run[] }): VNode {
   return (
-    <table class="runs">
-      <thead>
-        <tr>
-          <th>Run</th>
-          <th>Kind</th>
-          <th>Model</th>
-          <th>Policy</th>
-          <th>Budget</th>
-          <th>Status</th>
-          <th class="num">Overhead</th>
-          <th>Created (UTC)</th>
-        </tr>
-      </thead>
-      <tbody>
-        {p.runs.map((r) => (
-          <tr data-run={r.id}>
-            <td>
-              <a href={`/runs/${r.id}`}>{r.id}</a>
-            </td>
-            <td>{r.kind}</td>
-            <td>{r.model}/{r.preset}</td>
-            <td>{r.policy}</td>
-            <td>{budgetText(r)}</td>
-            <td>
-              <StatusBadge status={r.status} />
-              {r.feasible === false && <span class="badge warn">infeasible</span>}
-              {r.status === "running" && r.progress && (
-                <span class="muted small">{` ${r.progress.done}/${r.progress.total}`}</span>
-              )}
-            </td>
-            <td class="num">{formatNumber(r.overhead)}</td>
-            <td>{formatTime(r.createdAt)}</td>
+    <div class="table-scroll">
+      <table class="runs" data-export="runs">
+        <thead>
+          <tr>
+            <th>Run</th>
+            <th>Kind</th>
+            <th>Model</th>
+            <th>Policy</th>
+            <th>Budget</th>
+            <th>Status</th>
+            <th class="num">Overhead</th>
+            <th>Created (UTC)</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {p.runs.map((r) => (
+            <tr data-run={r.id}>
+              <td>
+                <a href={`/runs/${r.id}`}>{r.id}</a>
+              </td>
+              <td>{r.kind}</td>
+              <td>{r.model}/{r.preset}</td>
+              <td>{r.policy}</td>
+              <td>{budgetText(r)}</td>
+              <td>
+                <StatusBadge status={r.status} />
+                {r.feasible === false && <span class="badge warn">infeasible</span>}
+                {r.status === "running" && r.progress && (
+                  <span class="muted small">{` ${r.progress.done}/${r.progress.total}`}</span>
+                )}
+              </td>
+              <td class="num" data-value={r.overhead ?? ""}>{formatNumber(r.overhead)}</td>
+              <td data-value={new Date(r.createdAt).toISOString()}>{formatTime(r.createdAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
@@ -142,7 +145,7 @@ function StatsTable(p: { run: Run; results: RunResults }): VNode {
   for (const [k, v] of Object.entries(results.stats)) rows.push([k, v]);
   return (
     <>
-      <table class="stats" data-export="statistics">
+      <table class="stats" data-export="statistics" data-columns="statistic,value">
         <tbody>
           {rows.map(([k, v]) => {
             const e = entryFor(k);
@@ -152,7 +155,7 @@ function StatsTable(p: { run: Run; results: RunResults }): VNode {
                 <th>
                   <span class="term" title={e.help} tabindex={0}>{e.label}</span>
                 </th>
-                <td class="num">
+                <td class="num" data-value={typeof v === "number" && !notMeasured ? v : ""}>
                   {typeof v === "string"
                     ? v
                     : notMeasured
@@ -220,7 +223,12 @@ export function register(app: Hono, ctx: WebContext): void {
               <a href="/traces">upload a trace</a>.
             </p>
           )
-          : <RunsTable runs={runs.items} />}
+          : (
+            <>
+              <RunsTable runs={runs.items} />
+              <ExportLinks url={c.req.url} name="runs" />
+            </>
+          )}
         <Pager total={runs.total} limit={runs.limit} offset={runs.offset} query={q} />
       </Layout>,
     );
@@ -306,6 +314,7 @@ export function register(app: Hono, ctx: WebContext): void {
                     caption={`Replay of ${run.model} under each policy; × marks infeasible ratios`}
                   />
                   <SmallestTable policies={byPolicy} />
+                  <ExportLinks url={c.req.url} name="smallest-feasible" />
                 </section>
               )
               : (
@@ -313,6 +322,7 @@ export function register(app: Hono, ctx: WebContext): void {
                   <section>
                     <h2>Statistics</h2>
                     <StatsTable run={run} results={results} />
+                    <ExportLinks url={c.req.url} name="statistics" />
                   </section>
                   <section>
                     <h2>Loss</h2>
@@ -357,7 +367,7 @@ export function SmallestTable(
   },
 ): VNode {
   return (
-    <table class="smallest">
+    <table class="smallest" data-export="smallest-feasible">
       <thead>
         <tr>
           <th>Policy</th>
@@ -376,8 +386,10 @@ export function SmallestTable(
           return (
             <tr data-policy={c.policy}>
               <td>{c.policy}</td>
-              <td class="num">{best ? formatNumber(best.ratio, 2) : "none"}</td>
-              <td class="num">{formatNumber(best?.overhead)}</td>
+              <td class="num" data-value={best?.ratio ?? ""}>
+                {best ? formatNumber(best.ratio, 2) : "none"}
+              </td>
+              <td class="num" data-value={best?.overhead ?? ""}>{formatNumber(best?.overhead)}</td>
               <td class="num">{c.points.length}</td>
             </tr>
           );
