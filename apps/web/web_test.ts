@@ -227,8 +227,14 @@ Deno.test("the compare page lists the smallest feasible ratio per policy", async
       ],
     });
     const html = await (await app.request("/compare?model=resnet/tiny")).text();
-    assert.match(html, /data-policy="dtr"><td>dtr<\/td><td class="num">0\.40<\/td>/);
-    assert.match(html, /data-policy="lru"><td>lru<\/td><td class="num">0\.60<\/td>/);
+    assert.match(
+      html,
+      /data-policy="dtr"><td>dtr<\/td><td class="num" data-value="0.4">0\.40<\/td>/,
+    );
+    assert.match(
+      html,
+      /data-policy="lru"><td>lru<\/td><td class="num" data-value="0.6">0\.60<\/td>/,
+    );
     assert.match(html, /data-island="OverheadChart"/);
   } finally {
     await lab.close();
