@@ -500,3 +500,79 @@ e2e(
     }
   },
 );
+
+e2e(
+  "forms: names from the server's lists, validation as you type, clone a configuration with edits",
+  async () => {
+    const h = await startE2E();
+    try {
+      const { PRESETS } = await import("@libra/nn");
+      const page = await h.page();
+      await page.goto(`${h.server.url}/configurations`);
+      await page.waitForSelector("[data-island=ConfigForm][data-hydrated]");
+      const options = (sel: string) =>
+        page.$$eval(`${sel} option`, (os: HTMLOptionElement[]) => os.map((o) => o.value));
+      const models = await options("select[name=model]");
+      assert.deepEqual(models, Object.keys(PRESETS));
+      await page.selectOption("select[name=model]", "gpt");
+      assert.deepEqual(await options("select[name=preset]"), Object.keys(PRESETS.gpt));
+      assert.deepEqual(await options("select[name=costModel]"), ["measured", "analytic"]);
+      const policies = await options("select[name=policy]");
+      assert.ok(policies.includes("libra") && policies.includes("dtr-eq"), String(policies));
+
+      // validation as you type: no submit needed, and the message goes once fixed
+      await page.fill("input[name=budgetRatio]", "1.5");
+      assert.equal(await page.textContent("[data-field=budgetRatio] .error"), "must be <= 1");
+      await page.fill("input[name=budgetRatio]", "0.6");
+      assert.equal(await page.locator("[data-field=budgetRatio] .error").count(), 0);
+      await page.fill("input[name=steps]", "2.5");
+      assert.equal(await page.textContent("[data-field=steps] .error"), "must be an integer");
+      assert.equal(
+        await page.locator("[data-field=name] .error").count(),
+        0,
+        "untouched fields stay quiet",
+      );
+      await page.screenshot({ path: `${h.shots}/form-as-you-type.png`, fullPage: true });
+
+      // clone with edits
+      const src = await h.server.lab.store.createConfiguration({
+        name: "base",
+        model: "mlp",
+        preset: "small",
+        config: null,
+        device: "cpu",
+        budgetRatio: 0.5,
+        budgetBytes: null,
+        policy: "dtr-eq",
+        costModel: "analytic",
+        steps: 7,
+        seed: 3,
+      });
+      await page.goto(`${h.server.url}/configurations`);
+      await page.click(`tr#${src.id} a:text('Clone')`);
+      await page.waitForSelector("[data-island=ConfigForm][data-hydrated]");
+      assert.equal(await page.getAttribute("[data-clone-of]", "data-clone-of"), src.id);
+      assert.equal(await page.inputValue("input[name=name]"), "base (copy)");
+      assert.equal(await page.inputValue("select[name=preset]"), "small");
+      assert.equal(await page.inputValue("select[name=costModel]"), "analytic");
+      await page.selectOption("select[name=policy]", "lru");
+      await page.fill("input[name=budgetRatio]", "0.7");
+      await page.fill("input[name=name]", "base with lru");
+      await page.click("button:text-is('Create')");
+      await page.waitForURL(/\/configurations#cfg_/);
+      const list = await h.server.lab.store.listConfigurations({ limit: 10, offset: 0 });
+      const clone = list.items.find((c) => c.name === "base with lru")!;
+      assert.ok(clone, "the clone was created");
+      const strip = ({ id: _i, createdAt: _c, updatedAt: _u, ...rest }: typeof clone) => rest;
+      assert.deepEqual(strip(clone), {
+        ...strip(src),
+        name: "base with lru",
+        policy: "lru",
+        budgetRatio: 0.7,
+      });
+      assert.deepEqual(h.errors, []);
+    } finally {
+      await h.close();
+    }
+  },
+);

@@ -125,7 +125,7 @@ Deno.test({
 
       // client-side validation with the API's schema
       await page.fill("input[name=name]", "e2e tiny run");
-      await page.fill("input[name=model]", model);
+      await page.selectOption("select[name=model]", model);
       await page.fill("input[name=budgetRatio]", "1.5");
       await page.click("button.primary");
       const msg = await page.waitForSelector("[data-field=budgetRatio] .error");

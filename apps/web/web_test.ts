@@ -240,3 +240,26 @@ Deno.test("the compare page lists the smallest feasible ratio per policy", async
     await lab.close();
   }
 });
+
+Deno.test("the configuration form refuses names that are not in the server's lists", async () => {
+  const { lab, app } = await setup();
+  try {
+    const res = await app.request(
+      "/configurations",
+      form({ ...VALID, policy: "nonsense", costModel: "profiled" }),
+    );
+    assert.equal(res.status, 400);
+    const html = await res.text();
+    assert.match(
+      html,
+      /data-field="policy"[^]*?unknown policy &quot;nonsense&quot;; choose one of dtr,/,
+    );
+    assert.match(html, /data-field="costModel"[^]*?unknown cost model &quot;profiled&quot;/);
+    const preset = await app.request("/configurations", form({ ...VALID, preset: "huge" }));
+    assert.equal(preset.status, 400);
+    assert.match(await preset.text(), /unknown preset of gpt &quot;huge&quot;/);
+    assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
+  } finally {
+    await lab.close();
+  }
+});

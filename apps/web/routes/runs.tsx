@@ -287,7 +287,8 @@ export function register(app: Hono, ctx: WebContext): void {
           {run.configurationId && (
             <>
               {" "}· from configuration{" "}
-              <a href={`/configurations#${run.configurationId}`}>{run.configurationId}</a>
+              <a href={`/configurations#${run.configurationId}`}>{run.configurationId}</a>{" "}
+              (<a href={`/configurations?clone=${run.configurationId}#new`}>clone it with edits</a>)
             </>
           )}
         </p>
