@@ -8,7 +8,15 @@
 import assert from "node:assert/strict";
 import { thinSamples } from "@libra/api";
 import { syntheticTimeline } from "./components/_synthetic_timeline.ts";
-import { CHROMIUM, HAVE_CHROMIUM, type Page, result, startE2E, storeRun } from "./_e2e_harness.ts";
+import {
+  CHROMIUM,
+  configuration,
+  HAVE_CHROMIUM,
+  type Page,
+  result,
+  startE2E,
+  storeRun,
+} from "./_e2e_harness.ts";
 
 const e2e = (name: string, fn: (t: Deno.TestContext) => Promise<void>) =>
   Deno.test({
@@ -570,6 +578,66 @@ e2e(
         policy: "lru",
         budgetRatio: 0.7,
       });
+      assert.deepEqual(h.errors, []);
+    } finally {
+      await h.close();
+    }
+  },
+);
+
+e2e(
+  "live progress names the phase plainly and estimates the time left, then shows the results",
+  async () => {
+    const h = await startE2E();
+    try {
+      const store = h.server.lab.store;
+      const cfg = await store.createConfiguration(configuration({ steps: 4 }));
+      const run = (await store.createRunFromConfiguration(cfg.id))!;
+      await store.claimNextRun("w");
+      const startedAt = (await store.getRun(run.id))!.startedAt!;
+      await store.heartbeat(run.id, "w", {
+        phase: "baseline",
+        done: 2,
+        total: 8,
+        message: "without a budget: step 2/4, loss 1.2000",
+      });
+      const page = await h.page();
+      await page.goto(`${h.server.url}/runs/${run.id}`);
+      await page.waitForSelector("[data-island=LiveProgress][data-hydrated] .live");
+      assert.equal(
+        await page.textContent(".live strong"),
+        "Measuring the training steps without a budget",
+      );
+      const eta = async () => {
+        const t = await page.textContent(".live .eta");
+        const m = t.match(/^(\d+) of (\d+) done \((\d+)%\) · about (\d+) s left$/);
+        assert.ok(m, t);
+        return m.slice(1).map(Number);
+      };
+      let [done, total, pct, left] = await eta();
+      assert.deepEqual([done, total, pct], [2, 8, 25]);
+      // the pace so far: 2 units in the elapsed time, 6 to go
+      const bound = (d: number, n: number) =>
+        Math.ceil(((Date.now() - startedAt) * (n - d)) / d / 1000) + 1;
+      assert.ok(left >= 1 && left <= bound(2, 8), `${left} s left, at most ${bound(2, 8)}`);
+      await page.screenshot({ path: `${h.shots}/live-baseline.png` });
+
+      await store.heartbeat(run.id, "w", {
+        phase: "budget",
+        done: 6,
+        total: 8,
+        message: "under the budget: step 2/4, loss 1.1000",
+      });
+      await page.waitForSelector(".live strong[data-phase=budget]");
+      assert.equal(await page.textContent(".live strong"), "Training under the memory budget");
+      [done, total, pct, left] = await eta();
+      assert.deepEqual([done, total, pct], [6, 8, 75]);
+      assert.ok(left >= 1 && left <= bound(6, 8), `${left} s left, at most ${bound(6, 8)}`);
+      assert.match(await page.textContent(".live .message"), /under the budget: step 2\/4/);
+
+      await store.completeRun(run.id, "w", result());
+      await page.waitForSelector("h1 .status-succeeded");
+      assert.equal(await page.locator(".live").count(), 0);
       assert.deepEqual(h.errors, []);
     } finally {
       await h.close();

@@ -292,7 +292,14 @@ export function register(app: Hono, ctx: WebContext): void {
             </>
           )}
         </p>
-        {live && <LiveProgress runId={run.id} status={run.status} progress={run.progress} />}
+        {live && (
+          <LiveProgress
+            runId={run.id}
+            status={run.status}
+            progress={run.progress}
+            elapsedMs={run.startedAt ? Date.now() - run.startedAt : null}
+          />
+        )}
         {live && write && (
           <form method="post" action={`/runs/${run.id}/cancel`} class="cancel">
             <button type="submit" class="small">Cancel this run</button>
