@@ -93,7 +93,15 @@ export function createWebApp(lab: Lab, catalog: Catalog = DEFAULT_CATALOG): Hono
   app.use("*", tableExport()); // ?export=<table>&format=csv|json on any page
   app.get("/", (c) => c.redirect("/runs"));
   for (const r of ROUTES) r.register(app, ctx);
-  app.notFound((c) => c.text(`no page at ${c.req.path}`, 404));
+  // a mounted app's own notFound is not consulted by Hono: answer unknown API routes in JSON here
+  app.notFound((c) =>
+    c.req.path === "/api" || c.req.path.startsWith("/api/")
+      ? c.json(
+        { error: `no route ${c.req.method} ${c.req.path}; see GET /api for the routes` },
+        404,
+      )
+      : c.text(`no page at ${c.req.path}`, 404)
+  );
   return app;
 }
 

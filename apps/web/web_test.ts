@@ -263,3 +263,25 @@ Deno.test("the configuration form refuses names that are not in the server's lis
     await lab.close();
   }
 });
+
+Deno.test("unknown /api/* routes answer JSON 404 through the dashboard server too", async () => {
+  const { lab, app } = await setup();
+  try {
+    for (const [method, path] of [["GET", "/api/nope"], ["POST", "/api/runs/x/nope"]] as const) {
+      const res = await app.request(path, {
+        method,
+        headers: { Authorization: `Bearer ${TOKEN}` },
+      });
+      assert.equal(res.status, 404);
+      assert.match(res.headers.get("content-type")!, /application\/json/);
+      assert.deepEqual(await res.json(), {
+        error: `no route ${method} ${path}; see GET /api for the routes`,
+      });
+    }
+    const page = await app.request("/nope");
+    assert.equal(page.status, 404);
+    assert.match(await page.text(), /no page at \/nope/);
+  } finally {
+    await lab.close();
+  }
+});
