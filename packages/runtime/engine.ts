@@ -39,7 +39,7 @@ import {
   type StorageNode,
   type TensorNode,
 } from "@libra/lineage";
-import { OutOfBudgetError } from "./errors.ts";
+import { OutOfBudgetError, ThrashingError } from "./errors.ts";
 import { newStats, type RuntimeEvent, type RuntimeStats, Timeline } from "./stats.ts";
 
 /** What actually moves bytes and runs kernels (live) or only accounts for them (simulation). */
@@ -89,10 +89,28 @@ export interface EngineOptions {
    * is released while values computed from it may need it for recomputation:
    * `"keep-if-needed"` (default) keeps it; `"free-unless-evicted"` frees it
    * unless an evicted value needs it, and its resident dependents become leaves
-   * (swap-only). Leaves nothing needs are always freed.
+   * (swap-only); `"free"` always frees it (DTR's budget-free baseline, which
+   * banishes every storage no handle refers to); `"keep-pinned"` keeps a pinned
+   * leaf resident for good (DTR's budgeted runtime: constants are pinned and a
+   * release never frees them). Otherwise leaves nothing needs are freed.
    */
-  leafRelease?: "keep-if-needed" | "free-unless-evicted";
+  leafRelease?: LeafRelease;
+  /**
+   * Thrash limit X: once recomputation plus stalls pass `(X - 1)` times the
+   * budget-free compute, the call in progress throws {@link ThrashingError}
+   * (reason `"thrashing"`). Default `Infinity` (no limit); drivers pass 2.0,
+   * as the published DTR evaluation did.
+   */
+  overheadLimit?: number;
+  /**
+   * The budget-free compute the limit is relative to, ns (a simulation knows
+   * it from the trace). Default: the cost of the model calls run so far.
+   */
+  baselineComputeNs?: number;
 }
+
+/** See {@link EngineOptions.leafRelease}. */
+export type LeafRelease = "keep-if-needed" | "free-unless-evicted" | "keep-pinned" | "free";
 
 /**
  * The evictable pool: an array for O(1) random access (sampling) and an
@@ -208,8 +226,10 @@ export class Engine {
   #onEvent: ((e: RuntimeEvent) => void) | undefined;
   #knownFeasible: number | undefined;
   readonly #gc: boolean;
-  readonly #leafRelease: "keep-if-needed" | "free-unless-evicted";
+  readonly #leafRelease: LeafRelease;
   #deadCandidates = 0;
+  #overheadLimit: number;
+  #baselineComputeNs: number | undefined;
   readonly #ctx: EvictionContext;
   #bytesNeeded = 0;
 
@@ -226,6 +246,8 @@ export class Engine {
     this.#leafRelease = options.leafRelease ?? "keep-if-needed";
     this.timeline = new Timeline(options.timeline ?? true);
     this.stats.budgetBytes = this.#budget;
+    this.#overheadLimit = checkLimit(options.overheadLimit ?? Infinity);
+    this.#baselineComputeNs = options.baselineComputeNs;
     const clock = (): number => this.clock;
     const needed = (): number => this.#bytesNeeded;
     this.#ctx = {
@@ -260,6 +282,45 @@ export class Engine {
     if (this.#knownFeasible === undefined || bytes < this.#knownFeasible) {
       this.#knownFeasible = bytes;
     }
+  }
+
+  /** The thrash limit X (see {@link EngineOptions.overheadLimit}). */
+  get overheadLimit(): number {
+    return this.#overheadLimit;
+  }
+
+  /** Sets the thrash limit and, optionally, the budget-free compute it is relative to. */
+  setOverheadLimit(limit: number, baselineComputeNs?: number): void {
+    this.#overheadLimit = checkLimit(limit);
+    if (baselineComputeNs !== undefined) this.#baselineComputeNs = baselineComputeNs;
+  }
+
+  /**
+   * Throws {@link ThrashingError} when recomputation plus stalls passed
+   * `(limit - 1)` x the budget-free compute (the check DTR's simulator makes
+   * after every materialization).
+   */
+  #checkThrash(): void {
+    const limit = this.#overheadLimit;
+    if (limit === Infinity) return;
+    const st = this.stats;
+    const base = this.#baselineComputeNs ?? st.computeNs;
+    const extra = st.recomputeNs + st.swapStallNs;
+    if (extra <= (limit - 1) * base) return;
+    st.oomErrors++;
+    this.timeline.mark(this.callIndex, this.used, "oom", "thrashing");
+    this.#emit({ type: "oom", bytes: 0, usedBytes: this.used, reason: "thrashing" });
+    throw new ThrashingError({
+      neededBytes: 0,
+      usedBytes: this.used,
+      evictableBytes: this.evictableBytes,
+      budgetBytes: this.#budget,
+      ...(this.#knownFeasible !== undefined ? { knownFeasibleBytes: this.#knownFeasible } : {}),
+      recomputeNs: st.recomputeNs,
+      stallNs: st.swapStallNs,
+      overheadLimit: limit,
+      baselineComputeNs: base,
+    });
   }
 
   /** The policy in use. */
@@ -432,6 +493,7 @@ export class Engine {
     this.#refreshPool(s);
     this.timeline.mark(this.callIndex, this.used, "swap-in", s.name);
     if (this.#onEvent) this.#emit({ type: "remat", how: "swap", name: s.name, bytes: s.bytes });
+    this.#checkThrash();
   }
 
   #lock(s: StorageNode): void {
@@ -607,8 +669,10 @@ export class Engine {
     if (s.residency === "resident") {
       if (s.droppable && !s.pinned) {
         if (this.#eager) this.evict(s, "drop", "eager");
+      } else if (this.#leafRelease === "keep-pinned" && s.pinned) {
+        return; // DTR's constants: pinned, resident until the end
       } else if (
-        !this.isNeeded(s, true) ||
+        this.#leafRelease === "free" || !this.isNeeded(s, true) ||
         (this.#leafRelease === "free-unless-evicted" && !this.#evictedNeeds(s))
       ) {
         // A leaf (or pinned value) no handle refers to: free it for good. Calls
@@ -1146,8 +1210,16 @@ export class Engine {
           bytes: call.totalBytes,
         });
       }
+      this.#checkThrash();
     }
   }
+}
+
+function checkLimit(limit: number): number {
+  if (!(limit >= 1)) {
+    throw new RangeError(`overhead limit must be a number >= 1 (or Infinity), got ${limit}`);
+  }
+  return limit;
 }
 
 function allFreed(call: CallNode): boolean {

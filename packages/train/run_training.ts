@@ -74,6 +74,11 @@ export interface RunTrainingOptions {
    * budget is infeasible (planning or the budgeted run hit `OutOfBudgetError`). Default false.
    */
   allowInfeasible?: boolean;
+  /**
+   * Thrash limit X of the budgeted run (default 2.0): it stops, infeasible with
+   * reason `"thrashing"`, once recomputation plus stalls pass (X - 1) x its compute.
+   */
+  overheadLimit?: number;
   /** Checked before every step; an aborted signal stops the run with an Error. */
   signal?: AbortSignal;
   /** Progress messages (one line each). */
@@ -344,6 +349,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     search: { seed: o.seed ?? 0 },
     timeline: o.timeline ?? false,
     record: o.recordLastStep ?? false,
+    overheadLimit: o.overheadLimit ?? 2,
     ...(o.costModel ? { costModel: o.costModel } : {}),
     // libra's plans swap, so it gets host memory (and a swap-aware fallback);
     // chen-sqrt only drops, like dtr-eq.

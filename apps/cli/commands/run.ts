@@ -31,6 +31,8 @@ Options:
   --steps N          training steps; default 3
   --device D         cpu (default) or cuda
   --seed S           seed of the model, data and policy; default 0
+  --overhead-limit X thrash limit (default 2.0): the budgeted run stops, infeasible for
+                     the reason "thrashing", once recomputation passes (X-1) x its compute
   --json             print { baselinePeakBytes, budgetBytes, peakBytes, overhead, losses,
                      baselineLosses, stats } as one JSON object
   --quiet            no progress on stderr`;
@@ -87,6 +89,7 @@ export function main(args: string[]): number {
         steps: { type: "string", default: "3" },
         device: { type: "string", default: "cpu" },
         seed: { type: "string", default: "0" },
+        "overhead-limit": { type: "string", default: "2" },
         json: { type: "boolean", default: false },
         quiet: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -124,9 +127,15 @@ export function main(args: string[]): number {
   if (values.device !== "cpu" && values.device !== "cuda") {
     return fail(`--device must be cpu or cuda, got "${values.device}"`);
   }
+  const limitText = values["overhead-limit"].trim();
+  const overheadLimit = /^inf(inity)?$/i.test(limitText) ? Infinity : Number(limitText);
+  if (limitText === "" || !(overheadLimit >= 1)) {
+    return fail(`--overhead-limit must be a number >= 1 or inf, got "${values["overhead-limit"]}"`);
+  }
   const enc = new TextEncoder();
   try {
     const r = runTraining({
+      overheadLimit,
       model: values.model,
       preset: values.preset,
       policy: values.policy,
