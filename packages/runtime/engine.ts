@@ -39,6 +39,7 @@ import {
   type StorageNode,
   type TensorNode,
 } from "@libra/lineage";
+import { CopyEngine, type Link } from "./copy_engine.ts";
 import { OutOfBudgetError, ThrashingError } from "./errors.ts";
 import { newStats, type RuntimeEvent, type RuntimeStats, Timeline } from "./stats.ts";
 
@@ -107,6 +108,13 @@ export interface EngineOptions {
    * it from the trace). Default: the cost of the model calls run so far.
    */
   baselineComputeNs?: number;
+  /**
+   * Swaps on their own copy stream at this link's bandwidth (see
+   * {@link CopyEngine}), overlapping compute: a call waits only for a copy it
+   * needs. Default: none, a swap stalls for the cost model's swap cost. A
+   * measured swap time (live executors) always wins.
+   */
+  link?: Link;
 }
 
 /** See {@link EngineOptions.leafRelease}. */
@@ -230,6 +238,9 @@ export class Engine {
   #deadCandidates = 0;
   #overheadLimit: number;
   #baselineComputeNs: number | undefined;
+  /** The copy stream (with a link), and when each swapped-in storage is back. */
+  readonly copyEngine: CopyEngine | null;
+  readonly #readyAt = new Map<StorageNode, number>();
   readonly #ctx: EvictionContext;
   #bytesNeeded = 0;
 
@@ -242,6 +253,7 @@ export class Engine {
     this.#hostLimit = options.hostLimitBytes ?? 0;
     this.#onEvent = options.onEvent;
     this.#knownFeasible = options.knownFeasibleBytes;
+    this.copyEngine = options.link !== undefined ? new CopyEngine(options.link) : null;
     this.#gc = options.gc ?? true;
     this.#leafRelease = options.leafRelease ?? "keep-if-needed";
     this.timeline = new Timeline(options.timeline ?? true);
@@ -452,7 +464,13 @@ export class Engine {
       }
       const defined = s.tensors.filter((t) => t.defined);
       const measured = this.#exec.swapOut(s);
-      const stall = measured ?? this.#cost.swapCost(s.bytes);
+      let stall: number;
+      if (measured === undefined && this.copyEngine !== null) {
+        // Asynchronous: the memory stays held until the copy ends (a call that
+        // needs it waits in #run); nothing stalls now.
+        this.copyEngine.swapOut(s.bytes);
+        stall = 0;
+      } else stall = measured ?? this.#cost.swapCost(s.bytes);
       s.residency = "swapped";
       s.host = s.host ?? undefined;
       swappedDefined.set(s, defined);
@@ -478,7 +496,12 @@ export class Engine {
   #swapIn(s: StorageNode): void {
     this.reserve(s.bytes);
     const measured = this.#exec.swapIn(s);
-    const stall = measured ?? this.#cost.swapCost(s.bytes);
+    let stall: number;
+    if (measured === undefined && this.copyEngine !== null) {
+      // Asynchronous: the call that reads it waits for the copy in #run.
+      this.#readyAt.set(s, this.copyEngine.swapIn(s.bytes).endNs);
+      stall = 0;
+    } else stall = measured ?? this.#cost.swapCost(s.bytes);
     s.residency = "resident";
     this.hostUsed -= s.bytes;
     this.#addUsed(s.bytes);
@@ -635,6 +658,7 @@ export class Engine {
       measuredNs,
     );
     this.clock += cost;
+    this.copyEngine?.compute(cost);
     this.stats.computeNs += cost;
     this.lastOutputs = [];
     if (measuredNs !== undefined) this.stats.kernelNs += measuredNs;
@@ -1142,6 +1166,32 @@ export class Engine {
     }
   }
 
+  /**
+   * Before `call` runs on the compute stream: waits for its swapped-in inputs
+   * to be back and for swap-outs in flight to release the memory it needs.
+   */
+  #awaitCopies(call: CallNode): void {
+    const ce = this.copyEngine!;
+    let wait = 0;
+    if (this.#readyAt.size > 0) {
+      for (const inp of call.inputs) {
+        const t = this.#readyAt.get(inp.storage);
+        if (t === undefined) continue;
+        this.#readyAt.delete(inp.storage);
+        wait += ce.waitUntil(t);
+      }
+    }
+    if (this.#budget !== Infinity) {
+      const excess = this.used + ce.heldBytes() + call.totalBytes - this.#budget;
+      if (excess > 0) wait += ce.waitForMemory(excess);
+    }
+    if (wait > 0) {
+      this.stats.swapStallNs += wait;
+      this.clock += wait;
+      this.#checkThrash();
+    }
+  }
+
   #run(call: CallNode, remat: boolean): void {
     const outs = call.outputs;
     const fresh: StorageNode[] = [];
@@ -1151,6 +1201,7 @@ export class Engine {
         fresh.push(s);
       }
     }
+    if (this.copyEngine !== null) this.#awaitCopies(call);
     const measured = this.#exec.execute(call, remat);
     const st = this.stats;
     if (!remat) {
@@ -1177,6 +1228,7 @@ export class Engine {
       if (measured !== undefined) st.kernelNs += measured;
     }
     this.clock += call.cost;
+    this.copyEngine?.compute(remat ? (measured ?? call.cost) : call.cost);
     this.#addUsed(call.totalBytes);
     for (let i = 0; i < outs.length; i++) {
       const o = outs[i]!;

@@ -19,6 +19,7 @@ import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
 import type { Trace } from "@libra/lineage/trace";
 import type { DeviceBuffer } from "@libra/tensor/backend";
 import { MetaBackend } from "@libra/tensor/meta-backend";
+import type { Link } from "./copy_engine.ts";
 import { Engine, type Executor, type LeafRelease } from "./engine.ts";
 import { type InfeasibleReason, OutOfBudgetError } from "./errors.ts";
 import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
@@ -94,6 +95,13 @@ export interface ReplayOptions {
    * `"thrashing"`. `Infinity` turns it off.
    */
   overheadLimit?: number;
+  /**
+   * Swaps on an asynchronous copy stream at this link (`"pcie4"`, `"pcie5"`,
+   * `"nvlink-c2c"` or GB/s; see `CopyEngine`): compute waits only for a copy it
+   * needs. Default: none, a swap stalls for the cost model's swap cost
+   * (`libra simulate` defaults to `pcie5`).
+   */
+  link?: Link;
 }
 
 /** Outcome of one replay. */
@@ -170,6 +178,7 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
       ((options.budgetBytes ?? Infinity) === Infinity ? "free" : "keep-pinned"),
     overheadLimit: options.overheadLimit ?? 2,
     baselineComputeNs,
+    ...(options.link !== undefined ? { link: options.link } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     ...(options.knownFeasibleBytes !== undefined
       ? { knownFeasibleBytes: options.knownFeasibleBytes }

@@ -7,7 +7,13 @@
 
 import { parseArgs } from "node:util";
 import { POLICY_NAMES } from "@libra/evict";
-import { readTrace, simulateTrace, type SimulationReport } from "@libra/runtime";
+import {
+  DEFAULT_LINK,
+  linkBandwidth,
+  readTrace,
+  simulateTrace,
+  type SimulationReport,
+} from "@libra/runtime";
 import { isPlannerName, PLANNER_NAMES } from "@libra/evict";
 import { plannerSimulation } from "@libra/train/simulate-plan";
 
@@ -16,7 +22,7 @@ export const summary = "replay a trace under a policy at budget ratios (the simu
 
 const HELP =
   `Usage: deno task libra simulate --trace FILE [--policy P] [--ratios 1,0.9,...] [--search full|sqrt]
-                               [--overhead-limit X] [--json]
+                               [--overhead-limit X] [--link L] [--json]
        deno task libra simulate --list
 
 Replays a DTR-format trace (one JSON object per line) under an eviction policy at
@@ -34,6 +40,9 @@ Options:
                   thrash limit (default 2.0, as in the published DTR evaluation): a
                   replay whose recomputation plus stalls pass (X-1) x the budget-free
                   compute stops, infeasible for the reason "thrashing"; inf turns it off
+  --link L        swaps run on their own copy stream over this link, overlapping
+                  compute: pcie4 (25 GB/s), pcie5 (55, default), nvlink-c2c (450) or
+                  a bandwidth in GB/s; compute waits only for a copy it needs
   --list          print every policy and planner name, one a line, and exit
   --json          print one JSON object instead of a table
 
@@ -96,6 +105,7 @@ export async function main(args: string[]): Promise<number> {
         "no-eager": { type: "boolean", default: false },
         "overhead-limit": { type: "string", default: "2" },
         list: { type: "boolean", default: false },
+        link: { type: "string", default: DEFAULT_LINK },
         json: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
@@ -140,6 +150,12 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   try {
+    linkBandwidth(values.link);
+  } catch (e) {
+    console.error(`libra simulate: --link: ${(e as Error).message}`);
+    return 2;
+  }
+  try {
     const trace = await readTrace(values.trace);
     if (!trace.events.some((e) => e.kind === "call" || e.kind === "mutate")) {
       console.error(
@@ -158,6 +174,7 @@ export async function main(args: string[]): Promise<number> {
       search: { mode: values.search },
       eagerEviction: !values["no-eager"],
       overheadLimit,
+      link: values.link,
       onProgress: (done, total, row) => {
         if (progress) {
           Deno.stderr.writeSync(
