@@ -16,8 +16,10 @@
  */
 
 import type { Trace } from "@libra/lineage/trace";
+import { chooseIntervals } from "./_drop_intervals.ts";
+import { analyzeTrace } from "./_trace_analysis.ts";
 import { buildSchedule, type LookaheadVariant } from "./lookahead.ts";
-import type { Plan, Planner, PlannerContext } from "./planner.ts";
+import type { Plan, Planner, PlannerContext, PlanStep } from "./planner.ts";
 
 /** Options of {@link LookaheadPlanner}. */
 export interface LookaheadOptions {
@@ -25,6 +27,14 @@ export interface LookaheadOptions {
   variants?: readonly LookaheadVariant[];
   /** Also try the fallback policy alone and keep it when it replays better. Default true. */
   tryFallback?: boolean;
+  /**
+   * Targets (fractions of the budget) at which a static plan of eviction
+   * intervals is chosen by a MILP and replayed (the best dynamic variant
+   * covers what it leaves over). Default [1, 0.97, 0.93]; [] skips it.
+   */
+  intervalTargets?: readonly number[];
+  /** MILP time limit per target, seconds. Default 10. */
+  timeLimitS?: number;
 }
 
 /** The variants tried by default. */
@@ -82,8 +92,12 @@ export class LookaheadPlanner implements Planner {
   readonly name: string = "lookahead";
   readonly #variants: readonly LookaheadVariant[];
   readonly #tryFallback: boolean;
+  readonly #targets: readonly number[];
+  readonly #timeLimitS: number;
 
   constructor(options: LookaheadOptions = {}) {
+    this.#targets = options.intervalTargets ?? [1, 0.97, 0.93];
+    this.#timeLimitS = options.timeLimitS ?? 10;
     this.#variants = options.variants ?? LOOKAHEAD_VARIANTS;
     this.#tryFallback = options.tryFallback ?? true;
     if (this.#variants.length === 0 && !this.#tryFallback) {
@@ -112,6 +126,27 @@ export class LookaheadPlanner implements Planner {
         steps: [],
         lookahead: { schedule, variant: v },
       }, variantName(v));
+    }
+    const dynamic = best;
+    if (this.#targets.length > 0) {
+      const a = analyzeTrace(trace);
+      const variant = dynamic?.plan.lookahead?.variant ?? {};
+      for (const f of this.#targets) {
+        const choice = chooseIntervals(a, f * budgetBytes, { timeLimitS: this.#timeLimitS });
+        if (choice.chosen.length === 0) continue;
+        const steps: PlanStep[] = [];
+        for (const iv of choice.chosen) {
+          steps.push({ kind: "evict", call: iv.prev, tensor: iv.v.name, action: iv.action });
+          if (iv.restore < iv.next || (iv.action === "swap" && iv.next < a.calls.length)) {
+            steps.push({ kind: "restore", call: iv.restore, tensor: iv.v.name });
+          }
+        }
+        steps.sort((x, y) => x.call - y.call);
+        consider(
+          { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
+          `intervals@${f}+${variantName(variant)}`,
+        );
+      }
     }
     if (this.#tryFallback) consider({ planner: this.name, budgetBytes, steps: [] }, "fallback");
     const b = best!;
