@@ -59,7 +59,6 @@ Options:
                      baselineLosses, stats, measurement } as one JSON object
   --quiet            no progress on stderr`;
 
-
 /** The object printed with `--json`. */
 export function toJson(r: RunTrainingResult): Record<string, unknown> {
   return {
