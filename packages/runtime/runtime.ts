@@ -70,6 +70,12 @@ export interface RuntimeOptions {
   timeline?: boolean;
   /** See `EngineOptions.leafRelease`. Default `"keep-if-needed"`. */
   leafRelease?: "keep-if-needed" | "free-unless-evicted";
+  /**
+   * Thrash limit X (see `EngineOptions.overheadLimit`): a call throws
+   * `ThrashingError` once recomputation plus stalls pass (X - 1) x the compute
+   * of the model calls so far. Default `Infinity`; `libra run` passes 2.0.
+   */
+  overheadLimit?: number;
   /** Event listener (also see {@link Runtime.subscribe}). */
   onEvent?: (e: RuntimeEvent) => void;
 }
@@ -324,6 +330,7 @@ export class Runtime implements Backend {
       hostLimitBytes: options.hostLimitBytes ?? (policy.name.endsWith("+swap") ? Infinity : 0),
       timeline: options.timeline ?? true,
       leafRelease: options.leafRelease ?? "keep-if-needed",
+      overheadLimit: options.overheadLimit ?? Infinity,
       ...(typeof b === "object" && b.peakBytes !== undefined
         ? { knownFeasibleBytes: b.peakBytes }
         : {}),

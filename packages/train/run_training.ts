@@ -115,6 +115,11 @@ export interface RunTrainingOptions {
    * budget is infeasible (planning or the budgeted run hit `OutOfBudgetError`). Default false.
    */
   allowInfeasible?: boolean;
+  /**
+   * Thrash limit X of the budgeted run (default 2.0): it stops, infeasible with
+   * reason `"thrashing"`, once recomputation plus stalls pass (X - 1) x its compute.
+   */
+  overheadLimit?: number;
   /** Checked before every step; an aborted signal stops the run with an Error. */
   signal?: AbortSignal;
   /**
@@ -484,6 +489,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     record: o.recordLastStep ?? false,
     costModel: cost,
     ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+    overheadLimit: o.overheadLimit ?? 2,
     // libra's plans swap, so it gets host memory (and a swap-aware fallback);
     // chen-sqrt only drops, like dtr-eq.
     ...(o.policy === "libra" ? { hostLimitBytes: Infinity } : {}),

@@ -53,10 +53,11 @@ Options:
                      run; measured = every call's own time (decisions follow noise)
   --device D         cpu (default) or cuda
   --seed S           seed of the model, data and policy, 0..${MAX_SEED}; default 0
+  --overhead-limit X thrash limit (default 2.0): the budgeted run stops, infeasible for
+                     the reason "thrashing", once recomputation passes (X-1) x its compute
   --json             print { baselinePeakBytes, budgetBytes, peakBytes, overhead, losses,
                      baselineLosses, stats, measurement } as one JSON object
   --quiet            no progress on stderr`;
-
 
 /** The object printed with `--json`. */
 export function toJson(r: RunTrainingResult): Record<string, unknown> {
@@ -139,6 +140,7 @@ export function main(args: string[]): number {
         "cost-model": { type: "string", default: "analytic" },
         device: { type: "string", default: "cpu" },
         seed: { type: "string", default: "0" },
+        "overhead-limit": { type: "string", default: "2" },
         json: { type: "boolean", default: false },
         quiet: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -181,9 +183,15 @@ export function main(args: string[]): number {
       `--cost-model must be one of ${LIVE_COST_MODELS.join(", ")}, got "${costModel}"`,
     );
   }
+  const limitText = values["overhead-limit"].trim();
+  const overheadLimit = /^inf(inity)?$/i.test(limitText) ? Infinity : Number(limitText);
+  if (limitText === "" || !(overheadLimit >= 1)) {
+    return fail(`--overhead-limit must be a number >= 1 or inf, got "${values["overhead-limit"]}"`);
+  }
   const enc = new TextEncoder();
   try {
     const r = runTraining({
+      overheadLimit,
       model: values.model,
       preset: values.preset,
       policy: values.policy,

@@ -20,6 +20,8 @@ import { parseArgs } from "node:util";
 import { type Lab, openLab, realExecutor, redact, type Run, type RunResults } from "@libra/api";
 import { type ServerHandle, startServer } from "@libra/web";
 import { parsePort } from "./serve.ts";
+import { renderTable } from "@libra/util/table";
+import { StatusLine, stderrSink } from "@libra/util/progress";
 
 /** One-line description for `--help`. */
 export const summary = "run a short demo sweep into the lab, then serve the dashboard";
@@ -319,42 +321,26 @@ function outcome(r: DemoRow): string {
 
 /** Progress on stderr: one rewritten status line on a terminal, plain lines otherwise. */
 export function stderrProgress(tty: boolean = Deno.stderr.isTerminal()): DemoProgress {
-  const enc = new TextEncoder();
-  const write = (s: string) => Deno.stderr.writeSync(enc.encode(s));
+  const line = new StatusLine({ ...stderrSink(), isTerminal: tty });
   let lastCurrent = "";
-  let status = false;
-  const width = () => {
-    try {
-      const c = Deno.consoleSize().columns;
-      return c >= 40 ? c : 100;
-    } catch {
-      return 100;
-    }
-  };
-  const clear = () => {
-    if (status) write("\r\x1b[K");
-    status = false;
-  };
   return {
     update(s) {
       const eta = s.etaMs === null ? "ETA ?" : `ETA ${secs(s.etaMs)}`;
       const cur = s.current ? `${s.current.label}: ${s.current.message}` : "waiting for the worker";
       if (tty) {
         if (s.done === s.total) return;
-        const line = `[${s.done}/${s.total}] ${secs(s.elapsedMs)} elapsed, ${eta} | ${cur}`;
-        write(`\r\x1b[K${line.slice(0, Math.max(20, width() - 1))}`);
-        status = true;
+        line.show(`[${s.done}/${s.total}] ${secs(s.elapsedMs)} elapsed, ${eta} | ${cur}`);
       } else if (s.current && s.current.label !== lastCurrent) {
         lastCurrent = s.current.label;
-        write(
+        line.print(
           `libra start: [${s.done + 1}/${s.total}] ${s.current.label} (${
             secs(s.elapsedMs)
-          } elapsed, ${eta})\n`,
+          } elapsed, ${eta})`,
         );
       }
     },
     ended(r, done, total, elapsedMs, etaMs) {
-      clear();
+      line.clear();
       const what = r.status !== "succeeded"
         ? `${r.status}: ${r.note ?? "no reason given"}`
         : r.feasible
@@ -364,14 +350,14 @@ export function stderrProgress(tty: boolean = Deno.stderr.isTerminal()): DemoPro
             : ""
         }`
         : "infeasible";
-      write(
+      line.print(
         `libra start: [${done}/${total}] ${label(r.model, r.policy, r.ratio)}: ${what} (${
           r.seconds?.toFixed(1) ?? "?"
-        } s; ${secs(elapsedMs)} elapsed${etaMs === null ? "" : `, ETA ${secs(etaMs)}`})\n`,
+        } s; ${secs(elapsedMs)} elapsed${etaMs === null ? "" : `, ETA ${secs(etaMs)}`})`,
       );
     },
     finish() {
-      clear();
+      line.clear();
     },
   };
 }
@@ -410,12 +396,8 @@ export function formatTable(rows: DemoRow[]): string {
     r.remats === null ? "-" : String(r.remats),
     r.runId,
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const right = new Set([2, 4, 5, 6, 7, 8, 9, 10]);
-  const fmt = (cells: string[]) =>
-    cells.map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ")
-      .trimEnd();
-  const lines = [fmt(head), fmt(widths.map((w) => "-".repeat(w))), ...body.map(fmt)];
+  const right = [2, 4, 5, 6, 7, 8, 9, 10];
+  const lines = renderTable(head, body, head.map((_, i) => right.includes(i))).split("\n");
   const smallest = new Map<string, number | null>();
   for (const r of rows) {
     const k = `${r.model} ${r.policy}`;
