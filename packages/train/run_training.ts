@@ -177,7 +177,7 @@ export interface AccountedOverhead {
   overhead: number;
   /** The budget-free copy's measured step times, summed, ms. */
   computeMs: number;
-  /** Measured kernel time of recomputations, ms. */
+  /** Measured kernel time of recomputations (and copy-on-write copies of updated values), ms. */
   recomputeMs: number;
   /** Policy search, equivalence classes and graph upkeep, ms. */
   bookkeepingMs: number;
@@ -593,7 +593,11 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       // The budget-free copy's step is the compute the budgeted one repeats; the
       // runtime's counters say what it added (recomputations are always timed).
       acc.compute += a!.ms * 1e6;
-      acc.recompute += k1.recomputeNs - k0.recomputeNs;
+      // Measured recomputation: with a cost model that prices calls without their
+      // times, only recomputations (and copy-on-write copies) are timed, into kernelNs.
+      acc.recompute += cost.measures === false
+        ? k1.kernelNs - k0.kernelNs
+        : k1.recomputeNs - k0.recomputeNs;
       acc.bookkeeping += k1.bookkeepingNs - k0.bookkeepingNs;
       acc.stall += k1.swapStallNs - k0.swapStallNs;
     }
