@@ -207,6 +207,12 @@ export interface OverheadMeasurement {
   costModel: string;
   /** Load average of the machine when the measurement ended (1, 5, 15 minutes), if known. */
   loadAverage: number[] | null;
+  /**
+   * Set when the 1-minute load average exceeded the CPU count: other processes
+   * took turns on the cores, so wall-time ratios are unreliable and the CPU-time
+   * ratio is the steadier number.
+   */
+  busy: string | null;
 }
 
 /** What {@link runTraining} returns. */
@@ -616,6 +622,8 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   let measurement: OverheadMeasurement | undefined;
   if (wall.b.length > 0) {
     const w = paired(wall.b, wall.a);
+    const load = loadAverage();
+    const cores = navigator.hardwareConcurrency;
     const accounted = acc.compute > 0
       ? (acc.compute + acc.recompute + acc.bookkeeping + acc.stall) / acc.compute
       : 1;
@@ -642,7 +650,14 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
         }%): time the runtime does not count (dispatch, allocation) or load from other processes`
         : null,
       costModel: cost.name,
-      loadAverage: loadAverage(),
+      loadAverage: load,
+      busy: load !== null && load[0]! > cores
+        ? `the machine was busy (load ${
+          load[0]!.toFixed(1)
+        } on ${cores} cores): wall-time ratios are unreliable, the CPU-time ratio ${
+          paired(cpu.b, cpu.a).median.toFixed(3)
+        } is the steadier number`
+        : null,
     };
   }
   const stats = before !== undefined ? statsSince(rt.stats, before) : rt.stats;
