@@ -19,6 +19,7 @@
 
 import { parseArgs } from "node:util";
 import { manualSeed } from "@libra/tensor";
+import { median } from "@libra/util/stats";
 import {
   AdamW,
   createData,
@@ -120,12 +121,6 @@ async function findPython(): Promise<{ python: string; version: string } | strin
     }
   }
   return `PyTorch not found; tried ${tried.join(", ")}. Install python3-torch or pass --python`;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 const py = await findPython();

@@ -14,6 +14,7 @@
  * @module
  */
 
+import { median } from "@libra/util/stats";
 import type {
   CurvePoint,
   ExecuteContext,
@@ -102,12 +103,6 @@ function toTimeline(tl: TimelineLike, budgetBytes: number): MemoryTimeline {
 }
 
 const ms = (ns: number) => ns / 1e6;
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length === 0 ? NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function statsOf(s: import("@libra/runtime").RuntimeStats): Record<string, number> {
   return {
