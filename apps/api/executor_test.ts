@@ -36,13 +36,13 @@ Deno.test("thinSamples() keeps each bucket's peak and the order", () => {
 });
 
 Deno.test({
-  name: `real executor: a tiny MLP under 90% of its peak, in a worker thread${skip}`,
+  name: `real executor: a tiny MLP under 90% of its peak, in its own process${skip}`,
   ignore: !probe.ok,
   async fn() {
     const events: ProgressEvent[] = [];
-    const ex = realExecutor();
+    const ex = realExecutor({ prewarm: true });
     const r = await ex.execute(TRAIN, ctx(events));
-    // the same thread serves the next run (a simulation)
+    // the next process (loaded meanwhile) serves the next run (a simulation)
     const sim = await ex.execute(
       { kind: "simulate", name: "chain", policies: ["lru"], ratios: [1] },
       ctx([], chainTrace()),
@@ -232,5 +232,26 @@ Deno.test({
     assert.deepEqual(r.loss.map((l) => l.baseline), cli.baselineLosses);
     assert.equal(r.baselinePeakBytes, cli.baselinePeakBytes);
     assert.equal(r.budgetBytes, cli.budgetBytes);
+  },
+});
+
+Deno.test({
+  name:
+    `real executor: a run above its process's memory limit is stopped, the caller lives on${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    // 8192x8192 weights: ~1 GiB of native buffers with gradients and momentum
+    const ex = realExecutor({ memoryLimitBytes: 300 * 2 ** 20 });
+    const before = Deno.memoryUsage().rss;
+    await assert.rejects(
+      ex.execute({ ...TRAIN, config: { hidden: [8192, 8192] } }, ctx()),
+      /the run's process used \d+ MiB of memory, above its limit of 300 MiB/,
+    );
+    assert.ok(Deno.memoryUsage().rss - before < 200 * 2 ** 20, "the memory was not ours");
+    // a canceled run's process is killed
+    const stop = new AbortController();
+    const p = ex.execute(TRAIN, { signal: stop.signal, progress: () => stop.abort() });
+    await assert.rejects(p, /canceled: the run's process was stopped/);
+    ex.close();
   },
 });

@@ -53,6 +53,7 @@ function RunsTable(p: { runs: Run[] }): VNode {
               {r.status === "running" && r.progress && (
                 <span class="muted small">{` ${r.progress.done}/${r.progress.total}`}</span>
               )}
+              {r.corrupt && <span class="badge error" title={r.corrupt}>unreadable row</span>}
             </td>
             <td class="num">{formatNumber(r.overhead)}</td>
             <td>{formatTime(r.createdAt)}</td>
