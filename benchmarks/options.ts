@@ -7,6 +7,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { MODEL_NAMES } from "@libra/nn/zoo";
 
 /**
  * Policies of the full suite: the dynamic policies and the static planners of
@@ -25,8 +26,8 @@ export const DEFAULT_POLICIES: readonly string[] = [
   "chen-sqrt",
 ];
 
-/** Model families of the zoo (issue 3). */
-export const DEFAULT_MODELS: readonly string[] = ["mlp", "resnet", "gpt", "unet", "lstm"];
+/** Model families of the zoo: the `@libra/nn` registry's names. */
+export const DEFAULT_MODELS: readonly string[] = [...MODEL_NAMES];
 
 /** Parts of the suite that `--skip` can leave out. */
 export const PARTS = ["live", "simulated", "micro", "plots"] as const;
