@@ -18,7 +18,7 @@ export const DEFAULT_ALLOWED_HOSTS: readonly string[] = ["localhost", "127.0.0.1
  * origin only. Styles allow inline ones: the charts (Observable Plot) style their SVG
  * with `<style>` elements and attributes.
  */
-export const CONTENT_SECURITY_POLICY = [
+export const CONTENT_SECURITY_POLICY: string = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",
@@ -128,14 +128,14 @@ export class LoginLimiter {
   }
 
   /** Seconds `client` must wait before trying again, or 0. */
-  retryAfter(client: string, now = Date.now()): number {
+  retryAfter(client: string, now: number = Date.now()): number {
     const recent = this.#recent(client, now);
     if (recent.length < this.#max) return 0;
     return Math.max(1, Math.ceil((recent[0]! + this.#window - now) / 1000));
   }
 
   /** Records a failed attempt of `client`. */
-  fail(client: string, now = Date.now()): void {
+  fail(client: string, now: number = Date.now()): void {
     const recent = this.#recent(client, now);
     recent.push(now);
     this.#failures.delete(client); // re-insert: the map's order is oldest client first
