@@ -76,8 +76,8 @@ export const securityHeaders: MiddlewareHandler = async (c, next) => {
 };
 
 /**
- * Refuses (403) a state-changing request of a page sent from another origin: its
- * `Origin` differs from this server's, or, without `Origin`, the browser marks it
+ * Refuses (403) a state-changing request of a page sent from another origin: the host
+ * of its `Origin` differs from the request's `Host`, or, without `Origin`, the browser marks it
  * `Sec-Fetch-Site: cross-site`. Requests without either (curl, scripts) pass: they
  * carry no cookies a browser would add for another site.
  */
@@ -86,7 +86,13 @@ export const sameOrigin: MiddlewareHandler = async (c, next) => {
   const origin = c.req.header("origin");
   const own = new URL(c.req.url).origin;
   const site = c.req.header("sec-fetch-site");
-  if ((origin !== undefined && origin !== own) || (origin === undefined && site === "cross-site")) {
+  // the host decides, not the scheme: behind a TLS proxy the browser's origin is https
+  const host = (c.req.header("host") ?? new URL(c.req.url).host).toLowerCase();
+  let from: string | null = null;
+  try {
+    from = origin === undefined ? null : new URL(origin).host.toLowerCase();
+  } catch { /* "null" or garbage: another origin */ }
+  if ((origin !== undefined && from !== host) || (origin === undefined && site === "cross-site")) {
     return c.text(
       `cross-origin ${c.req.method} ${c.req.path} refused (Origin ${origin ?? "absent"}, ` +
         `this server is ${own})`,
