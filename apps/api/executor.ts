@@ -137,11 +137,8 @@ async function costModelFor(
   device: "cpu" | "cuda",
 ): Promise<import("@libra/cost").CostModel> {
   const cost = await loadCost();
-  if (name === "measured") return new cost.MeasuredCostModel();
-  if (name === "analytic") return new cost.AnalyticCostModel(cost.DEVICE_PEAKS[device]);
-  throw new RangeError(
-    `cost model "${name}" cannot drive a live run; use "measured" or "analytic" (the profiled model needs a recorded trace)`,
-  );
+  // analytic (deterministic), profiled (the warm-up's times, frozen) or measured (live)
+  return cost.liveCostModel(name, device);
 }
 
 /**
@@ -154,6 +151,7 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
   const costModel = await costModelFor(spec.costModel, spec.device);
   const total = spec.steps * 2;
   const budgetPhase = (p: string) => p === "plan" || p === "budget";
+  let measuredSteps = 0;
   const r = training.runTraining({
     model: spec.model,
     preset: spec.preset,
@@ -174,22 +172,37 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
       ctx.progress({ phase, done: budgetPhase(phase) ? spec.steps : 0, total, message }),
     onStep: (s) => {
       if (s.phase === "warm-up") return;
+      // The two copies' measured steps alternate: count both.
       const budget = s.phase === "budget";
       ctx.progress({
         phase: s.phase,
-        done: (budget ? spec.steps : 0) + s.step + 1,
+        done: ++measuredSteps,
         total,
         message: `${budget ? "under the budget" : "without a budget"}: step ${
           s.step + 1
         }/${spec.steps}, loss ${s.loss.toFixed(4)}`,
-        memoryBytes: s.peakBytes,
+        ...(budget ? { memoryBytes: s.peakBytes } : {}),
       });
     },
   });
   const feasible = r.outOfBudget === undefined;
   const budgetRatio = spec.budgetRatio ?? r.budgetBytes / r.baselinePeakBytes;
-  // Median step time over median step time: robust to one slow step (GC, a late compile).
-  const overhead = feasible ? median(r.stepTimesMs) / median(r.baselineStepTimesMs) : null;
+  // The median of the interleaved pairs' ratios (`@libra/train`'s measuring method).
+  const m = r.measurement;
+  const overhead = feasible && m ? m.wall.median : null;
+  const measured = m
+    ? {
+      overheadLow: m.wall.low,
+      overheadHigh: m.wall.high,
+      overheadConfidence: m.wall.confidence,
+      cpuOverhead: m.cpu.median,
+      cpuOverheadLow: m.cpu.low,
+      cpuOverheadHigh: m.cpu.high,
+      accountedOverhead: m.accounted.overhead,
+      measuredPairs: m.pairs,
+      warmupSteps: m.warmupSteps,
+    }
+    : {};
   const plan = r.plan
     ? {
       planSteps: r.plan.steps,
@@ -212,6 +225,7 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
       baselineStepMs: median(r.baselineStepTimesMs),
       budgetStepMs: median(r.stepTimesMs),
       steps: spec.steps,
+      ...measured,
       ...plan,
     },
     memory: r.timeline ? toTimeline(r.timeline, r.budgetBytes) : null,

@@ -16,10 +16,12 @@
  */
 
 import { boundBody, type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
+import { MODEL_NAMES } from "@libra/nn/zoo";
 import { Hono } from "hono";
 import { parseHTML } from "linkedom";
 import { ensureBundle } from "./build.ts";
 import { type Catalog, level, type WebContext } from "./components/context.ts";
+import { tableExport } from "./components/export.tsx";
 import { setServerDocument } from "./components/plot_figure.tsx";
 import * as compare from "./routes/compare.tsx";
 import * as configurations from "./routes/configurations.tsx";
@@ -32,9 +34,9 @@ export type { Catalog, WebContext } from "./components/context.ts";
 export * from "./security.ts";
 export { buildIslands, ensureBundle } from "./build.ts";
 
-/** Names the forms suggest unless the executor knows better. */
+/** Names the forms suggest unless the executor knows better (models: the `@libra/nn` registry). */
 export const DEFAULT_CATALOG: Catalog = {
-  models: ["mlp", "gpt", "resnet"],
+  models: [...MODEL_NAMES],
   policies: [
     "dtr",
     "dtr-eq",
@@ -111,9 +113,18 @@ export function createWebApp(
     if (level(c, ctx) === "none") return c.redirect(`/login?next=${encodeURIComponent(p)}`, 303);
     await next();
   });
+  app.use("*", tableExport()); // ?export=<table>&format=csv|json on any page
   app.get("/", (c) => c.redirect("/runs"));
   for (const r of ROUTES) r.register(app, ctx);
-  app.notFound((c) => c.text(`no page at ${c.req.path}`, 404));
+  // a mounted app's own notFound is not consulted by Hono: answer unknown API routes in JSON here
+  app.notFound((c) =>
+    c.req.path === "/api" || c.req.path.startsWith("/api/")
+      ? c.json(
+        { error: `no route ${c.req.method} ${c.req.path}; see GET /api for the routes` },
+        404,
+      )
+      : c.text(`no page at ${c.req.path}`, 404)
+  );
   return app;
 }
 
