@@ -92,15 +92,16 @@ Deno.test({
       const p0 = polls;
       await new Promise((r) => setTimeout(r, 200));
       assert.ok(polls - p0 <= 2, `${polls - p0} polls in 200 ms after every client left`);
+      // without --expose-gc the heap holds garbage of unknown size: only with gc() is it a measure
       const grew = after.heap - before.heap;
-      assert.ok(grew < 8 * 2 ** 20, `heap grew by ${(grew / 2 ** 20).toFixed(1)} MiB`);
+      if (gc) assert.ok(grew < 8 * 2 ** 20, `heap grew by ${(grew / 2 ** 20).toFixed(1)} MiB`);
       if (before.fds !== null && after.fds !== null) {
         assert.ok(after.fds - before.fds <= 8, `descriptors ${before.fds} -> ${after.fds}`);
       }
       console.log(
-        `soak: ${CYCLES} cycles; heap ${(before.heap / 2 ** 20).toFixed(1)} -> ${
-          (after.heap / 2 ** 20).toFixed(1)
-        } MiB, descriptors ${before.fds} -> ${after.fds}`,
+        `soak: ${CYCLES} cycles${gc ? "" : " (no --expose-gc: heap not checked)"}; heap ${
+          (before.heap / 2 ** 20).toFixed(1)
+        } -> ${(after.heap / 2 ** 20).toFixed(1)} MiB, descriptors ${before.fds} -> ${after.fds}`,
       );
     } finally {
       ac.abort();
