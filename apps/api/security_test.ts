@@ -266,7 +266,16 @@ for (const [dbName, db] of DATABASES) {
       });
       assert.equal(bench.status, 400);
       assert.equal(bench.body.issues[0].field, "suite");
+      const nul = [
+        '{"INSTRUCTION":"CONSTANT","NAME":"x\u0000"}',
+        '{"INSTRUCTION":"CONSTANT"}\u0000',
+      ];
+      for (const trace of nul) {
+        const t = await l.api.request("/traces", { method: "POST", headers: auth, body: trace });
+        assert.equal(t.status, 400, JSON.stringify(trace));
+      }
       assert.equal((await (await l.api.request("/configurations")).json()).total, 0);
+      assert.equal((await (await l.api.request("/traces")).json()).total, 0);
     } finally {
       await l.close();
     }
