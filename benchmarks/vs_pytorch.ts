@@ -232,7 +232,14 @@ class TorchWorker {
       stdin: "piped",
       stdout: "piped",
       stderr: "inherit",
-      env: { OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
+      env: {
+        OMP_NUM_THREADS: String(threads),
+        MKL_NUM_THREADS: String(threads),
+        // the same OpenMP wait policy as our side (@libra/native loads libgomp passive
+        // unless the environment says otherwise): spinning workers would charge the
+        // waits on a loaded machine to PyTorch's CPU and wall time
+        OMP_WAIT_POLICY: Deno.env.get("OMP_WAIT_POLICY") ?? "passive",
+      },
     }).spawn();
     this.#writer = this.#child.stdin.getWriter();
     this.#reader = this.#child.stdout.pipeThrough(new TextDecoderStream()).getReader();
@@ -357,7 +364,8 @@ console.log(
   `vs_pytorch: preset ${opts.preset}, ${threads} thread(s), ${warmup} warm-up steps, ${rounds} rounds x ${perRound} steps per side, interleaved; PyTorch ${py.version} (${py.python}); ${await uptime()}`,
 );
 console.log(
-  "times are medians per step in ms with 95% intervals; cpu = user+system of the process, all threads",
+  "times are medians per step in ms with 95% intervals; cpu = user+system of the process, all threads; " +
+    `OpenMP wait policy ${Deno.env.get("OMP_WAIT_POLICY") ?? "passive"} on both sides`,
 );
 const worker = new TorchWorker(py.python);
 try {
