@@ -206,19 +206,53 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
   const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
   const int direct = is_pointwise(q);
   int failed = 0;
+  /* Stride 1 with whole 16-column panels per output row: implicit GEMM on a zero-padded
+   * copy of the image (row p = (ch, r, s) of the column matrix, output row oh, is the
+   * padded row ch, oh + r*dh shifted by s*dw), so no column matrix is written. */
+  const int implicit = !direct && q->sh == 1 && q->sw == 1 && q->OW % 16 == 0;
+  const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw;
   PAR_FOR(par_images(q),
   for (int64_t n = 0; n < q->N; n++) {
     int32_t st = 0;
-    float* col = direct ? (float*)X + n * CHW : scratch_get(c, 0, CRS * L, &st);
     float* y = Y + n * q->K * L;
-    if (!col) {
-      failed = 1;
-      continue;
-    }
-    if (!direct) im2col(q, X + n * CHW, col, L, 0);
-    if (libra_sgemm_small(q->K, L, CRS, Wt, CRS, 1, col, L, y, L, 0)) {
-      failed = 1;
-      continue;
+    if (implicit) {
+      float* xp = scratch_get(c, 1, q->C * Hp * Wp, &st);
+      const float** rows = (const float**)scratch_get(c, 0, 2 * CRS, &st);
+      if (!xp || !rows) {
+        failed = 1;
+        continue;
+      }
+      const float* x = X + n * CHW;
+      memset(xp, 0, sizeof(float) * (size_t)(q->C * Hp * Wp));
+      for (int64_t ch = 0; ch < q->C; ch++) {
+        for (int64_t h = 0; h < q->H; h++) {
+          memcpy(xp + (ch * Hp + h + q->ph) * Wp + q->pw, x + (ch * q->H + h) * q->W,
+                 sizeof(float) * (size_t)q->W);
+        }
+      }
+      const float* ap = libra_sgemm_pack(q->K, CRS, Wt, CRS, 1);
+      if (!ap) {
+        failed = 1;
+        continue;
+      }
+      for (int64_t oh = 0; oh < q->OH; oh++) {
+        for (int64_t p = 0; p < CRS; p++) {
+          const int64_t ch = p / (q->R * q->S), r = (p / q->S) % q->R, sx = p % q->S;
+          rows[p] = xp + (ch * Hp + oh + r * q->dh) * Wp + sx * q->dw;
+        }
+        libra_sgemm_packed_rows(q->K, q->OW, CRS, ap, rows, y + oh * q->OW, L);
+      }
+    } else {
+      float* col = direct ? (float*)X + n * CHW : scratch_get(c, 0, CRS * L, &st);
+      if (!col) {
+        failed = 1;
+        continue;
+      }
+      if (!direct) im2col(q, X + n * CHW, col, L, 0);
+      if (libra_sgemm_small(q->K, L, CRS, Wt, CRS, 1, col, L, y, L, 0)) {
+        failed = 1;
+        continue;
+      }
     }
     if (B) {
       for (int64_t k = 0; k < q->K; k++) {
