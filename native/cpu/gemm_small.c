@@ -108,11 +108,8 @@ static float* pack_a(int64_t m, int64_t k, const float* a, int64_t ars, int64_t 
   return ap;
 }
 
-int libra_sgemm_small(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
-                      const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate) {
-  if (m <= 0 || n <= 0) return 0;
-  float* ap = pack_a(m, k, a, ars, acs);
-  if (!ap) return -1;
+void libra_sgemm_packed(int64_t m, int64_t n, int64_t k, const float* ap, const float* b,
+                        int64_t ldb, float* c, int64_t ldc, int accumulate) {
   const int64_t mb = (m + MR - 1) / MR;
   int64_t j = 0;
   for (; j + NR <= n; j += NR) {
@@ -135,7 +132,24 @@ int libra_sgemm_small(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
                  accumulate);
     }
   }
+}
+
+int libra_sgemm_small(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
+                      const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate) {
+  if (m <= 0 || n <= 0) return 0;
+  float* ap = pack_a(m, k, a, ars, acs);
+  if (!ap) return -1;
+  libra_sgemm_packed(m, n, k, ap, b, ldb, c, ldc, accumulate);
   return 0;
+}
+
+float* libra_sgemm_pack_buffer(int64_t floats) {
+  if (pack_cap < floats) {
+    free(pack_buf);
+    pack_buf = malloc(sizeof(float) * (size_t)(floats > 0 ? floats : 1));
+    pack_cap = pack_buf ? floats : 0;
+  }
+  return pack_buf;
 }
 
 float* libra_sgemm_pack(int64_t m, int64_t k, const float* a, int64_t ars, int64_t acs) {

@@ -123,6 +123,12 @@ int libra_sgemm_small(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
 float* libra_sgemm_pack(int64_t m, int64_t k, const float* a, int64_t ars, int64_t acs);
 void libra_sgemm_packed_rows(int64_t m, int64_t n, int64_t k, const float* ap,
                              const float* const* rows, float* c, int64_t ldc);
+/* C (+)= A B with A already packed by the caller in 8-row slivers ([ceil(m/8)][k][8],
+ * zero-padded), in the buffer libra_sgemm_pack_buffer returns (this thread's; NULL
+ * when out of memory). */
+void libra_sgemm_packed(int64_t m, int64_t n, int64_t k, const float* ap, const float* b,
+                        int64_t ldb, float* c, int64_t ldc, int accumulate);
+float* libra_sgemm_pack_buffer(int64_t floats);
 /* Philox4x32-10 on one block. */
 #include "libra_philox.h"
 
