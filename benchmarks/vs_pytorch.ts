@@ -52,6 +52,7 @@ const { values: opts } = parseArgs({
     models: { type: "string", default: "mlp,gpt,resnet" },
     preset: { type: "string", default: "issue13" },
     rounds: { type: "string", default: "7" },
+    steps: { type: "string" },
     "per-round": { type: "string", default: "2" },
     warmup: { type: "string", default: "2" },
     threads: { type: "string", default: "1" },
@@ -67,18 +68,20 @@ const { values: opts } = parseArgs({
 if (opts.help) {
   console.log(
     "usage: deno run -A benchmarks/vs_pytorch.ts [--models mlp,gpt,resnet,unet,lstm] [--preset issue13|tiny|small|...] " +
-      "[--rounds 7] [--per-round 2] [--warmup 2] [--threads 1] [--profile] [--profile-steps 3] [--top 14] " +
+      "[--rounds 7] [--per-round 2] [--steps N (= --rounds N --per-round 1)] [--warmup 2] [--threads 1] [--profile] [--profile-steps 3] [--top 14] " +
       "[--python PATH] [--json OUT]",
   );
   Deno.exit(0);
 }
 
-const rounds = Number(opts.rounds), perRound = Number(opts["per-round"]);
+// --steps N (the older interface, used by benchmarks/micro_suite.ts): N rounds of one step
+const rounds = Number(opts.steps ?? opts.rounds);
+const perRound = opts.steps !== undefined ? 1 : Number(opts["per-round"]);
 const warmup = Number(opts.warmup), threads = Number(opts.threads);
 const profileSteps = Number(opts["profile-steps"]), top = Number(opts.top);
 for (
   const [k, v, min] of [
-    ["rounds", rounds, 1],
+    [opts.steps !== undefined ? "steps" : "rounds", rounds, 1],
     ["per-round", perRound, 1],
     ["warmup", warmup, 0],
     ["threads", threads, 1],
@@ -346,6 +349,12 @@ interface Row {
   model: string;
   preset: string;
   input: string;
+  /** Same as `input` (the field name benchmarks/micro_suite.ts reads). */
+  batch: string;
+  /** Median wall ms per step, ours and PyTorch's, and their ratio (as before the CPU columns). */
+  oursMs: number;
+  torchMs: number;
+  ratio: number;
   threads: number;
   ours: { wallMs: number; cpuMs: number; wall: number[]; cpu: number[] };
   torch: { wallMs: number; cpuMs: number; wall: number[]; cpu: number[] };
@@ -415,6 +424,10 @@ try {
       model: name,
       preset: opts.preset,
       input: batch.x.shape.join("x"),
+      batch: batch.x.shape.join("x"),
+      oursMs: median(flat(ours.wall)),
+      torchMs: median(flat(torch.wall)),
+      ratio: median(flat(ours.wall)) / median(flat(torch.wall)),
       threads,
       ours: {
         wallMs: median(flat(ours.wall)),
