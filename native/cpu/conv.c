@@ -217,10 +217,16 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
     float* y = Y + n * q->K * L;
     if (implicit) {
       float* xp = scratch_get(c, 1, q->C * Hp * Wp, &st);
-      const float** rows = (const float**)scratch_get(c, 0, 2 * CRS, &st);
+      /* row pointers, then each row's offset in the padded image (computed once) */
+      const float** rows = (const float**)scratch_get(c, 0, 4 * CRS, &st);
       if (!xp || !rows) {
         failed = 1;
         continue;
+      }
+      int64_t* offs = (int64_t*)(rows + CRS);
+      for (int64_t p = 0; p < CRS; p++) {
+        const int64_t ch = p / (q->R * q->S), r = (p / q->S) % q->R, sx = p % q->S;
+        offs[p] = (ch * Hp + r * q->dh) * Wp + sx * q->dw;
       }
       const float* x = X + n * CHW;
       memset(xp, 0, sizeof(float) * (size_t)(q->C * Hp * Wp));
@@ -236,10 +242,8 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
         continue;
       }
       for (int64_t oh = 0; oh < q->OH; oh++) {
-        for (int64_t p = 0; p < CRS; p++) {
-          const int64_t ch = p / (q->R * q->S), r = (p / q->S) % q->R, sx = p % q->S;
-          rows[p] = xp + (ch * Hp + oh + r * q->dh) * Wp + sx * q->dw;
-        }
+        const float* base = xp + oh * Wp;
+        for (int64_t p = 0; p < CRS; p++) rows[p] = base + offs[p];
         libra_sgemm_packed_rows(q->K, q->OW, CRS, ap, rows, y + oh * q->OW, L);
       }
     } else {
