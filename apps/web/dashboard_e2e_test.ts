@@ -6,7 +6,7 @@
  * go to a temporary folder (printed). Skips, saying why, when Chromium is not installed.
  */
 import assert from "node:assert/strict";
-import { thinSamples } from "@libra/api";
+import { executeInThisThread, thinSamples } from "@libra/api";
 import { syntheticTimeline } from "./components/_synthetic_timeline.ts";
 import {
   CHROMIUM,
@@ -638,6 +638,52 @@ e2e(
       await store.completeRun(run.id, "w", result());
       await page.waitForSelector("h1 .status-succeeded");
       assert.equal(await page.locator(".live").count(), 0);
+      assert.deepEqual(h.errors, []);
+    } finally {
+      await h.close();
+    }
+  },
+);
+
+e2e(
+  "traces: an uploaded trace is simulated under libra and chen-sqrt (planned) beside dtr-eq",
+  async () => {
+    const h = await startE2E({
+      executor: { name: "real (this thread)", execute: executeInThisThread },
+    });
+    try {
+      const chain = new URL("../../packages/train/testdata/chain.log", import.meta.url).pathname;
+      const page = await h.page();
+      await page.goto(`${h.server.url}/traces`);
+      await page.setInputFiles("input[name=trace]", chain);
+      await page.fill("input[name=policies]", "dtr-eq,libra,chen-sqrt");
+      await page.fill("input[name=ratios]", "1,0.6,0.3");
+      await page.click("form.upload button.primary");
+      await page.waitForURL(/\/runs\/run_/);
+      await page.waitForSelector("h1 .status-succeeded, h1 .status-failed", { timeout: 60_000 });
+      assert.equal(
+        await page.textContent("h1 .badge"),
+        "succeeded",
+        (await page.locator(".error-box").allTextContents()).join(" "), // does not wait for one
+      );
+      await page.waitForSelector("[data-chart=overhead] .plot[data-drawn] svg");
+      const rows = await page.$$eval(
+        "table.smallest tbody tr",
+        (trs: Element[]) =>
+          trs.map((r) => [r.getAttribute("data-policy"), r.children[3]!.textContent]),
+      );
+      assert.deepEqual(rows, [["chen-sqrt", "3"], ["dtr-eq", "3"], ["libra", "3"]]);
+      // the planners' numbers are those of simulatePlanner on the same trace
+      const text = await Deno.readTextFile(chain);
+      const { parseTrace } = await import("@libra/runtime");
+      const { simulatePlanner } = await import("@libra/train/simulate-plan");
+      const oracle = simulatePlanner(parseTrace(text, "chain"), "libra", { ratios: [1, 0.6, 0.3] });
+      const best = oracle.results.filter((r) => r.feasible).sort((a, b) => a.ratio - b.ratio)[0]!;
+      assert.equal(
+        await page.textContent("table.smallest tr[data-policy=libra] td:nth-child(2)"),
+        best.ratio.toFixed(2),
+      );
+      await page.screenshot({ path: `${h.shots}/trace-planners.png`, fullPage: true });
       assert.deepEqual(h.errors, []);
     } finally {
       await h.close();
