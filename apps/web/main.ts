@@ -26,6 +26,7 @@ import * as compare from "./routes/compare.tsx";
 import * as configurations from "./routes/configurations.tsx";
 import * as login from "./routes/login.tsx";
 import * as runs from "./routes/runs.tsx";
+import * as sweeps from "./routes/sweeps.tsx";
 import * as traces from "./routes/traces.tsx";
 
 export type { Catalog, WebContext } from "./components/context.ts";
@@ -47,7 +48,7 @@ export const DEFAULT_CATALOG: Catalog = {
   ],
 };
 
-const ROUTES = [runs, compare, configurations, traces, login];
+const ROUTES = [runs, compare, configurations, sweeps, traces, login];
 const STATIC = new URL("static/", import.meta.url);
 const TYPES: Record<string, string> = {
   css: "text/css; charset=utf-8",

@@ -27,6 +27,9 @@ export interface OverheadPoint {
   overhead: number | null;
   /** Measurements behind the median. */
   n?: number;
+  /** Lowest and highest overhead over the repeats. */
+  min?: number | null;
+  max?: number | null;
   /** The run to open when the point is clicked. */
   href?: string | null;
 }
@@ -57,6 +60,8 @@ interface Row {
   ratio: number;
   overhead: number;
   n: number;
+  min: number;
+  max: number;
   href: string | null;
   thrashing: boolean;
 }
@@ -75,6 +80,8 @@ function OverheadChartView(p: OverheadChartProps): VNode {
             ratio: x.ratio,
             overhead: x.overhead!,
             n: x.n ?? 1,
+            min: x.min ?? x.overhead!,
+            max: x.max ?? x.overhead!,
             href: x.href ?? null,
             thrashing: x.overhead! >= THRASHING,
           }))
@@ -94,7 +101,9 @@ function OverheadChartView(p: OverheadChartProps): VNode {
         const label = (d: Row) =>
           `${d.policy} at ratio ${d.ratio}: overhead ${d.overhead.toFixed(3)}${
             d.thrashing ? " (thrashing)" : ""
-          }${d.n > 1 ? `, median of ${d.n} runs` : ""}${d.href ? " · click to open" : ""}`;
+          }${d.n > 1 ? `, median of ${d.n} runs (${d.min.toFixed(3)}–${d.max.toFixed(3)})` : ""}${
+            d.href ? " · click to open" : ""
+          }`;
         return Plot.plot({
           ...(document ? { document } : {}),
           width,
@@ -112,7 +121,7 @@ function OverheadChartView(p: OverheadChartProps): VNode {
               label: "overhead (time / time without budget, log scale)",
               grid: true,
               type: "log",
-              ticks: logTicks(ok.map((d) => d.overhead)),
+              ticks: logTicks(ok.flatMap((d) => [d.min, d.max])),
               tickFormat: plainTick,
             }
             : { label: "overhead (time / time without budget)", grid: true, tickFormat: plainTick },
@@ -124,6 +133,16 @@ function OverheadChartView(p: OverheadChartProps): VNode {
           },
           marks: [
             Plot.ruleY([1], { stroke: "#bbb" }),
+            // the spread over repeats: lowest to highest
+            Plot.ruleX(ok.filter((d) => d.max > d.min), {
+              x: "ratio",
+              y1: "min",
+              y2: "max",
+              stroke: "policy",
+              strokeWidth: 2,
+              strokeOpacity: 0.6,
+              className: "interval",
+            }),
             Plot.line(ok, {
               x: "ratio",
               y: "overhead",
