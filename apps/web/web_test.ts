@@ -85,7 +85,7 @@ Deno.test("the configuration form validates on the server and launches a run", a
       "/configurations",
       form(VALID, { ...COOKIE, Origin: "http://evil.example" }),
     );
-    assert.equal(evil.status, 303, "a cross-site post is refused");
+    assert.equal(evil.status, 403, "a cross-site post is refused");
     assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
 
     const ok = await app.request("/configurations", form({ ...VALID, launch: "1" }));

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Configuration } from "@libra/api";
+import { type Configuration, RunRefusedError } from "@libra/api";
 import type { Context, Hono } from "hono";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
 import { LIVE_COST_MODELS, zooPresets } from "../components/catalog.ts";
@@ -132,7 +132,12 @@ export function register(app: Hono, ctx: WebContext): void {
     }
     const cfg = await store.createConfiguration(parsed.value);
     if (values.launch) {
-      const run = await store.createRunFromConfiguration(cfg.id);
+      // the lab refuses runs above its memory limit (saved, not launched)
+      const run = await store.createRunFromConfiguration(cfg.id).catch((e) => {
+        if (e instanceof RunRefusedError) return e;
+        throw e;
+      });
+      if (run instanceof RunRefusedError) return render(c, values, { body: run.message }, 400);
       ctx.lab.worker?.poke();
       return c.redirect(`/runs/${run!.id}`, 303);
     }
@@ -141,7 +146,11 @@ export function register(app: Hono, ctx: WebContext): void {
 
   app.post("/configurations/:id/launch", async (c) => {
     if (!writeAllowed(c, ctx)) return c.redirect("/login?next=/configurations", 303);
-    const run = await store.createRunFromConfiguration(c.req.param("id"));
+    const run = await store.createRunFromConfiguration(c.req.param("id")).catch((e) => {
+      if (e instanceof RunRefusedError) return e;
+      throw e;
+    });
+    if (run instanceof RunRefusedError) return render(c, EMPTY_FORM, { body: run.message }, 400);
     if (!run) return c.redirect("/configurations", 303);
     ctx.lab.worker?.poke();
     return c.redirect(`/runs/${run.id}`, 303);

@@ -81,6 +81,7 @@ function RunsTable(p: { runs: Run[] }): VNode {
                 {r.status === "running" && r.progress && (
                   <span class="muted small">{` ${r.progress.done}/${r.progress.total}`}</span>
                 )}
+                {r.corrupt && <span class="badge error" title={r.corrupt}>unreadable row</span>}
               </td>
               <td class="num" data-value={r.overhead ?? ""}>{formatNumber(r.overhead)}</td>
               <td data-value={new Date(r.createdAt).toISOString()}>{formatTime(r.createdAt)}</td>
