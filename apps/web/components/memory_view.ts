@@ -119,7 +119,8 @@ export function memoryView(
   const calls = typeof stats.calls === "number" && stats.calls > 0 ? stats.calls : null;
   const steps = typeof stats.steps === "number" && stats.steps > 0 ? stats.steps : null;
   const span = Math.max(calls ?? 0, lastT + 1);
-  const perStep = steps !== null ? span / steps : null;
+  // steps bin the timeline only when it spans them (at least one call per step)
+  const perStep = steps !== null && span / steps >= 1 ? span / steps : null;
   let stored = { evictions: 0, remats: 0 };
   for (const m of markers) {
     if (isRemat(m.kind)) stored.remats++;
@@ -212,7 +213,7 @@ export function memoryCaption(v: MemoryView, unitName: string, scale: number): s
   const parts: string[] = [];
   const where = v.zoom
     ? `step ${v.zoom.step + 1} of ${v.steps} (${v.unit}s ${fmt(v.zoom.from)}–${fmt(v.zoom.to - 1)})`
-    : v.steps !== null
+    : v.steps !== null && v.binUnit === "step"
     ? `all ${fmt(v.steps)} steps${v.calls !== null ? ` (${fmt(v.calls)} ${v.unit}s)` : ""}`
     : `the whole run${v.calls !== null ? ` (${fmt(v.calls)} ${v.unit}s)` : ""}`;
   parts.push(
