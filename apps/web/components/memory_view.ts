@@ -9,7 +9,18 @@
  * @module
  */
 
-import type { MemoryTimeline } from "@libra/api/run-executor";
+/** A run's stored memory timeline (`MemoryTimeline` of `@libra/api`; not imported, as this
+ * module is bundled for the browser). */
+export interface MemoryTimeline {
+  budgetBytes: number;
+  unit: string;
+  samples: [number, number][];
+  markers: {
+    t: number;
+    kind: "evict" | "drop" | "swap-out" | "swap-in" | "remat";
+    bytes: number;
+  }[];
+}
 
 /** Event markers drawn one by one at most; above this the chart aggregates per step. */
 export const MAX_DOTS = 2000;
