@@ -7,6 +7,7 @@
  * @module
  */
 
+import { medianInterval } from "@libra/train/overhead-stats";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { TrainSpec } from "./run_executor.ts";
@@ -90,7 +91,12 @@ export interface Sweep {
   progress: { total: number; ended: number } & Record<RunStatus, number>;
 }
 
-/** One cell of a filtered comparison: median overhead and its spread over the runs. */
+/**
+ * One cell of a filtered comparison: the median overhead of its runs with the
+ * order-statistics confidence interval of that median (`medianInterval` of
+ * `@libra/train/overhead-stats`, the method of the live measurements; with few runs,
+ * [lowest, highest] and the coverage it has).
+ */
 export interface ComparePoint {
   /** Budget ratio. */
   ratio: number;
@@ -98,9 +104,11 @@ export interface ComparePoint {
   feasible: boolean;
   /** Median overhead of the feasible runs. */
   overhead: number | null;
-  /** Lowest and highest overhead of the feasible runs. */
-  min: number | null;
-  max: number | null;
+  /** The interval of the median (at least 95 % coverage when there are enough runs). */
+  low: number | null;
+  high: number | null;
+  /** Its coverage. */
+  confidence: number | null;
   /** Feasible runs behind the median. */
   n: number;
   /** Runs in the cell (feasible or not). */
@@ -123,12 +131,6 @@ export interface CompareFilter {
 }
 
 const STATUSES: RunStatus[] = ["queued", "running", "succeeded", "failed", "canceled"];
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 /** Sweeps in the store: create (queues the runs), read with progress, list, compare. */
 export class Sweeps {
@@ -276,15 +278,19 @@ export class Sweeps {
     }
     return [...cells.keys()].sort().map((policy) => ({
       policy,
-      points: [...cells.get(policy)!.entries()].sort((a, b) => b[0] - a[0]).map(([ratio, c]) => ({
-        ratio,
-        feasible: c.ok.length > 0,
-        overhead: c.ok.length ? median(c.ok) : null,
-        min: c.ok.length ? Math.min(...c.ok) : null,
-        max: c.ok.length ? Math.max(...c.ok) : null,
-        n: c.ok.length,
-        runs: c.runs,
-      })),
+      points: [...cells.get(policy)!.entries()].sort((a, b) => b[0] - a[0]).map(([ratio, c]) => {
+        const m = c.ok.length ? medianInterval(c.ok) : null;
+        return {
+          ratio,
+          feasible: c.ok.length > 0,
+          overhead: m ? m.median : null,
+          low: m ? m.low : null,
+          high: m ? m.high : null,
+          confidence: m && c.ok.length > 1 ? m.confidence : null,
+          n: c.ok.length,
+          runs: c.runs,
+        };
+      }),
     }));
   }
 }

@@ -142,7 +142,16 @@ Deno.test("the comparison of a sweep leaves out other runs and gives each cell's
     const cmp = await sweeps.compare({ model: "mlp", sweep: s.id });
     assert.deepEqual(cmp, [{
       policy: "lru",
-      points: [{ ratio: 0.5, feasible: true, overhead: 1.5, min: 1.2, max: 1.9, n: 3, runs: 3 }],
+      points: [{
+        ratio: 0.5,
+        feasible: true,
+        overhead: 1.5,
+        low: 1.2,
+        high: 1.9,
+        confidence: 0.75, // [min, max] of 3 holds the median with probability 1 - 2/8
+        n: 3,
+        runs: 3,
+      }],
     }]);
     const all = await sweeps.compare({ model: "mlp", steps: 2 });
     assert.equal(all[0]!.points[0]!.n, 4, "without the sweep filter the bench run counts too");

@@ -27,9 +27,10 @@ export interface OverheadPoint {
   overhead: number | null;
   /** Measurements behind the median. */
   n?: number;
-  /** Lowest and highest overhead over the repeats. */
-  min?: number | null;
-  max?: number | null;
+  /** The confidence interval of the median over the repeats, and its coverage. */
+  low?: number | null;
+  high?: number | null;
+  confidence?: number | null;
   /** The run to open when the point is clicked. */
   href?: string | null;
 }
@@ -62,6 +63,7 @@ interface Row {
   n: number;
   min: number;
   max: number;
+  confidence: number | null;
   href: string | null;
   thrashing: boolean;
 }
@@ -80,8 +82,9 @@ function OverheadChartView(p: OverheadChartProps): VNode {
             ratio: x.ratio,
             overhead: x.overhead!,
             n: x.n ?? 1,
-            min: x.min ?? x.overhead!,
-            max: x.max ?? x.overhead!,
+            min: x.low ?? x.overhead!,
+            max: x.high ?? x.overhead!,
+            confidence: x.confidence ?? null,
             href: x.href ?? null,
             thrashing: x.overhead! >= THRASHING,
           }))
@@ -133,7 +136,7 @@ function OverheadChartView(p: OverheadChartProps): VNode {
           },
           marks: [
             Plot.ruleY([1], { stroke: "#bbb" }),
-            // the spread over repeats: lowest to highest
+            // the confidence interval of the median over the repeats
             Plot.ruleX(ok.filter((d) => d.max > d.min), {
               x: "ratio",
               y1: "min",

@@ -271,7 +271,7 @@ export function register(app: Hono, ctx: WebContext): void {
                 policies={policies}
                 caption={`${key}${
                   f.value.sweep ? ` in sweep ${f.value.sweep}` : ""
-                }: median overhead per policy and budget ratio (log scale when a policy thrashes); vertical bars: lowest to highest over the repeats. Hover a point for its values, click it to open its newest run; ▲ thrashing (overhead ≥ 10×); × under the axis: the step did not fit at that ratio, one row per policy.`}
+                }: median overhead per policy and budget ratio (log scale when a policy thrashes); vertical bars: the confidence interval of the median over the repeats (order statistics, as for the live measurements; [lowest, highest] when there are few). Hover a point for its values, click it to open its newest run; ▲ thrashing (overhead ≥ 10×); × under the axis: the step did not fit at that ratio, one row per policy.`}
               />
               <h2>Smallest feasible ratio</h2>
               <SmallestTable policies={policies} />
@@ -302,8 +302,8 @@ export function register(app: Hono, ctx: WebContext): void {
                                 ? ""
                                 : x.feasible
                                 ? `${formatNumber(x.overhead)}${
-                                  x.n > 1 && x.min !== x.max
-                                    ? ` (${formatNumber(x.min, 2)}–${formatNumber(x.max, 2)})`
+                                  x.n > 1 && x.low !== x.high
+                                    ? ` (${formatNumber(x.low, 2)}–${formatNumber(x.high, 2)})`
                                     : ""
                                 }`
                                 : "✗"}
