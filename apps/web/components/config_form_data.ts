@@ -27,6 +27,11 @@ export interface ConfigurationInput {
   seed: number;
 }
 
+/** `unknown <what> "x"; valid: a, b, c` (the API's wording, `unknownName` of its catalog). */
+export function unknownName(what: string, value: string, valid: readonly string[]): string {
+  return `unknown ${what} ${JSON.stringify(value)}; valid: ${valid.join(", ")}`;
+}
+
 /** One field error. */
 export interface FieldError {
   /** The form field. */
@@ -147,12 +152,12 @@ function choiceErrors(
   const out: FieldError[] = [];
   const check = (field: string, value: string, list: readonly string[], what: string) => {
     if (list.length && !list.includes(value)) {
-      out.push({ field, reason: `unknown ${what} "${value}"; choose one of ${list.join(", ")}` });
+      out.push({ field, reason: unknownName(what, value, list) });
     }
   };
   check("model", v.model, c.models, "model");
   const presets = c.presets[v.model];
-  if (presets) check("preset", v.preset, presets, `preset of ${v.model}`);
+  if (presets) check("preset", v.preset, presets, `preset for ${v.model}`);
   check("policy", v.policy, c.policies, "policy");
   check("costModel", v.costModel, c.costModels, "cost model");
   return out;
