@@ -63,6 +63,9 @@ const loadCost = () => load<CostMod>("@libra/cost", () => import("@libra/cost"))
 const loadEvict = () => load<EvictMod>("@libra/evict", () => import("@libra/evict"));
 const loadTraining = () =>
   load<TrainingMod>("@libra/train/run-training", () => import("@libra/train/run-training"));
+type SimulatePlanMod = typeof import("@libra/train/simulate-plan");
+const loadSimulatePlan = () =>
+  load<SimulatePlanMod>("@libra/train/simulate-plan", () => import("@libra/train/simulate-plan"));
 
 /** Most samples stored per memory timeline (peaks are kept when thinning). */
 export const MAX_TIMELINE_SAMPLES = 20_000;
@@ -238,6 +241,11 @@ export async function executeSimulation(
 ): Promise<RunResult> {
   if (ctx.trace === undefined) throw new Error("simulation run without its uploaded trace");
   const rt = await loadRuntime();
+  const evict = await loadEvict();
+  // planners (libra, chen-sqrt) plan each ratio and replay the plan (@libra/train/simulate-plan)
+  const plans = spec.policies.some((p) => evict.isPlannerName(p)) ? await loadSimulatePlan() : null;
+  const simulate = (policy: string): typeof rt.simulateTrace =>
+    evict.isPlannerName(policy) ? plans!.plannerSimulation(policy) : rt.simulateTrace;
   const trace = rt.parseTrace(ctx.trace, spec.name);
   const points: CurvePoint[] = [];
   const stats: Record<string, number> = {};
@@ -245,7 +253,7 @@ export async function executeSimulation(
   const total = spec.policies.length * spec.ratios.length;
   for (const [i, policy] of spec.policies.entries()) {
     if (ctx.signal.aborted) throw new Error("canceled");
-    const report = rt.simulateTrace(trace, {
+    const report = simulate(policy)(trace, {
       policy,
       ratios: spec.ratios,
       onProgress: (done, _n, row) =>
@@ -274,7 +282,13 @@ export async function executeSimulation(
   if (feasible.length) {
     const ratio = Math.min(...feasible);
     budgetBytes = Math.floor(ratio * baselinePeak);
-    const replay = rt.replayTrace(trace, { policy: first, budgetBytes, timeline: true });
+    const replay = rt.replayTrace(trace, {
+      budgetBytes,
+      timeline: true,
+      ...(evict.isPlannerName(first)
+        ? plannedReplay(rt, evict, (await loadTraining()).fallbackFor, trace, first, budgetBytes)
+        : { policy: first }),
+    });
     memory = toTimeline(replay.timeline, budgetBytes);
   }
   return {
@@ -295,6 +309,22 @@ export async function executeSimulation(
       }).`
       : null,
   };
+}
+
+/** Replay options that run `planner`'s plan for `budgetBytes` (as `simulatePlanner` does). */
+function plannedReplay(
+  rt: RuntimeMod,
+  evict: EvictMod,
+  fallbackFor: (planner: string) => string,
+  trace: import("@libra/lineage/trace").Trace,
+  planner: string,
+  budgetBytes: number,
+): { policy: import("@libra/evict").EvictionPolicy; hostLimitBytes: number } {
+  const hostLimitBytes = planner === "libra" ? Infinity : 0;
+  const fallback = fallbackFor(planner);
+  const ctx = rt.plannerContext(trace, { hostLimitBytes, fallback });
+  const plan = evict.createPlanner(planner).plan(trace, budgetBytes, ctx);
+  return { policy: evict.planPolicy(plan, evict.createPolicy(fallback)), hostLimitBytes };
 }
 
 /** Executes a run in the calling thread (blocks it while training). */
