@@ -77,7 +77,7 @@ export interface BenchOptions {
   readonly traces: readonly string[];
   /** Wall-clock limit of one run (ms); a run past it counts as infeasible (thrashing). */
   readonly timeLimitMs: number;
-  /** Training steps per live measurement. */
+  /** Measured steps per copy of a live measurement (after 2 warm-up steps). */
   readonly steps: number;
   /** Repeats per experiment. */
   readonly repeat: number;
@@ -145,7 +145,13 @@ const DOCS: readonly OptionDoc[] = [
     doc: 'limit of one run; a run past it is reported infeasible ("time limit"), as thrashing',
     def: "60 (quick: 20)",
   },
-  { name: "steps", arg: "N", doc: "training steps per live measurement", def: "3 (quick: 2)" },
+  {
+    name: "steps",
+    arg: "N",
+    doc:
+      "measured steps per copy of a live measurement (after 2 warm-up steps; budget-free and budgeted steps interleaved; 6 give a 95% interval)",
+    def: "6 (quick: 5)",
+  },
   {
     name: "repeat",
     arg: "N",
@@ -362,7 +368,7 @@ export function parseOptions(
   if (costModel !== "measured" && costModel !== "analytic") {
     throw new UsageError(`--cost-model: expected measured or analytic, got "${costModel}"`);
   }
-  const steps = v.steps === undefined ? (quick ? 2 : 3) : positiveInt("steps", v.steps, 10_000);
+  const steps = v.steps === undefined ? (quick ? 5 : 6) : positiveInt("steps", v.steps, 10_000);
   let timeLimitMs = quick ? 20_000 : 60_000;
   if (v["time-limit"] !== undefined) {
     const t = Number(v["time-limit"]);
