@@ -81,11 +81,15 @@ export class LruPolicy extends ScorePolicy {
   }
 }
 
-/** `largest`: largest storage first. */
+/**
+ * `largest`: largest storage first. Scored 1 / m(t) as in DTR's simulator: an
+ * empty storage scores Infinity (last), where -m(t) would score 0 and, a zero
+ * score ending the scan, pick it.
+ */
 export class LargestPolicy extends ScorePolicy {
   readonly name: string = "largest";
   score(s: StorageNode): number {
-    return -s.bytes;
+    return s.bytes > 0 ? 1 / s.bytes : Infinity;
   }
 }
 
