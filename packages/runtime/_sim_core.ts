@@ -160,6 +160,7 @@ export function compileTrace(trace: Trace, costs?: ArrayLike<number>): CompiledT
 
 class UF {
   parent: UF | null = null;
+  mark = 0;
   constructor(public value: number) {}
 }
 
@@ -218,6 +219,8 @@ class Storage {
   stamp = 0;
   /** Incidences to non-material storages (parents' and children's, other storages): 0 = no evicted neighbour. */
   evNb = 0;
+  /** Neighbouring storages (of parents and children; repeats possible, never itself). */
+  readonly nbrs: Storage[] = [];
   region: Region | null = null;
   regionRev: Region | null = null;
   constructor(readonly size: number, readonly rootId: number) {}
@@ -426,6 +429,8 @@ class Sim {
           if (ps !== ts) {
             if (!ps.material) ts.evNb++;
             if (!ts.material) ps.evNb++;
+            if (ts.nbrs[ts.nbrs.length - 1] !== ps) ts.nbrs.push(ps);
+            if (ps.nbrs[ps.nbrs.length - 1] !== ts) ps.nbrs.push(ts);
           }
         }
       }
@@ -543,11 +548,12 @@ class Sim {
       this.#neighbours(s, 1);
       const e = new UF(s.compute);
       s.ecn = e;
-      const stamp = ++this.#stamp;
-      s.stamp = stamp;
-      for (const t of s.tensors) {
-        for (const p of t.parents) this.#mergeNeighbor(p.storage, s, e, stamp);
-        for (const c of t.children) this.#mergeNeighbor(c.storage, s, e, stamp);
+      for (const n of s.nbrs) {
+        if (n.material) continue;
+        const l = find(n.ecn!), r = find(e);
+        if (l === r) continue;
+        l.parent = r;
+        r.value = l.value + r.value;
       }
     }
   }
@@ -558,15 +564,6 @@ class Sim {
       for (const p of t.parents) if (p.storage !== s) p.storage.evNb += d;
       for (const c of t.children) if (c.storage !== s) c.storage.evNb += d;
     }
-  }
-
-  #mergeNeighbor(n: Storage, s: Storage, e: UF, stamp: number): void {
-    if (n.stamp === stamp || n.material || n.rootId === s.rootId) return;
-    n.stamp = stamp;
-    const l = find(n.ecn!), r = find(e);
-    if (l === r) return;
-    l.parent = r;
-    r.value = l.value + r.value;
   }
 
   #rebuildAround(rematStorages: Storage[]): void {
@@ -615,23 +612,17 @@ class Sim {
   #eqCost(s: Storage): number {
     if (s.evNb === 0) return s.compute;
     const stamp = ++this.#stamp;
-    s.stamp = stamp;
     let c = s.compute;
-    const seen: UF[] = [];
-    for (const t of s.tensors) {
-      for (const p of t.parents) c += this.#eqNeighbor(p.storage, s, stamp, seen);
-      for (const ch of t.children) c += this.#eqNeighbor(ch.storage, s, stamp, seen);
+    const ns = s.nbrs;
+    for (let i = 0; i < ns.length; i++) {
+      const n = ns[i]!;
+      if (n.material) continue;
+      const r = find(n.ecn!);
+      if (r.mark === stamp) continue;
+      r.mark = stamp;
+      c += r.value;
     }
     return c;
-  }
-
-  #eqNeighbor(n: Storage, s: Storage, stamp: number, seen: UF[]): number {
-    if (n.stamp === stamp || n.material || n.rootId === s.rootId) return 0;
-    n.stamp = stamp;
-    const r = find(n.ecn!);
-    if (seen.includes(r)) return 0;
-    seen.push(r);
-    return r.value;
   }
 }
 
