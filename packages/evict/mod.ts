@@ -19,3 +19,5 @@ export * from "./planner.ts";
 export * from "./planners.ts";
 export * from "./libra_planner.ts";
 export * from "./chen_sqrt_planner.ts";
+export * from "./lookahead.ts";
+export * from "./lookahead_planner.ts";

@@ -9,6 +9,8 @@
  */
 
 import type { Trace } from "@libra/lineage/trace";
+import type { StorageNode } from "@libra/lineage";
+import { LookaheadPolicy, type LookaheadSchedule, type LookaheadVariant } from "./lookahead.ts";
 import type { EvictAction, EvictionContext, EvictionPolicy, PlanHooks, Victim } from "./policy.ts";
 
 /** One plan step. `call` is the 0-based index of a model call (CALL/MUTATE) in the trace. */
@@ -31,6 +33,12 @@ export interface Plan {
   readonly budgetBytes: number;
   /** Steps (any order; grouped by call when run). */
   readonly steps: readonly PlanStep[];
+  /**
+   * The step's use schedule, for plans that decide at each shortfall by the
+   * known future (`lookahead`): when present, a {@link LookaheadPolicy} with
+   * this variant chooses instead of the fallback.
+   */
+  readonly lookahead?: { readonly schedule: LookaheadSchedule; readonly variant: LookaheadVariant };
 }
 
 /** What a replay of a candidate plan reports (the runtime's simulator provides it). */
@@ -54,11 +62,25 @@ export interface Planner {
   plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): Plan;
 }
 
+/** Options of {@link planPolicy}. */
+export interface PlanPolicyOptions {
+  /**
+   * The name a storage has in the planned trace (default: its root tensor's
+   * name); a live run maps its tensors to the recorded step's names.
+   */
+  nameOf?: (s: StorageNode) => string | undefined;
+}
+
 /**
  * Runs a plan as a policy: its hooks evict/restore the planned tensors around
- * each call; when memory still runs short, `fallback` chooses.
+ * each call; when memory still runs short, `fallback` chooses (or, for a plan
+ * with a use schedule, a {@link LookaheadPolicy} reading it).
  */
-export function planPolicy(plan: Plan, fallback: EvictionPolicy): EvictionPolicy {
+export function planPolicy(
+  plan: Plan,
+  fallback: EvictionPolicy,
+  options: PlanPolicyOptions = {},
+): EvictionPolicy {
   const before = new Map<number, PlanStep[]>();
   const after = new Map<number, PlanStep[]>();
   for (const s of plan.steps) {
@@ -75,6 +97,18 @@ export function planPolicy(plan: Plan, fallback: EvictionPolicy): EvictionPolicy
       for (const s of after.get(index) ?? []) ctl.evict(s.tensor, s.action ?? "drop");
     },
   };
+  if (plan.lookahead !== undefined) {
+    const p = new LookaheadPolicy(plan.lookahead.schedule, {
+      ...plan.lookahead.variant,
+      budgetBytes: plan.budgetBytes,
+      ...(options.nameOf ? { nameOf: options.nameOf } : {}),
+    }, hooks);
+    return {
+      name: `${plan.planner}(plan)`,
+      hooks: p.hooks,
+      choose: (ctx) => p.choose(ctx),
+    };
+  }
   return {
     name: `${plan.planner}(plan)`,
     hooks,

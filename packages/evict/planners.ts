@@ -1,15 +1,16 @@
 /**
- * The static planners by name: `libra` and `chen-sqrt`.
+ * The static planners by name: `libra`, `chen-sqrt` and `lookahead`.
  *
  * @module
  */
 
 import { ChenSqrtPlanner } from "./chen_sqrt_planner.ts";
 import { type LibraOptions, LibraPlanner } from "./libra_planner.ts";
+import { LookaheadPlanner } from "./lookahead_planner.ts";
 import type { Planner } from "./planner.ts";
 
 /** Names accepted by {@link createPlanner}. */
-export const PLANNER_NAMES: readonly string[] = ["libra", "chen-sqrt"];
+export const PLANNER_NAMES: readonly string[] = ["libra", "chen-sqrt", "lookahead"];
 
 /** True when `name` is a planner (not a dynamic policy). */
 export function isPlannerName(name: string): boolean {
@@ -32,6 +33,8 @@ export function createPlanner(name: string, options: LibraOptions = {}): Planner
       return new LibraPlanner(options);
     case "chen-sqrt":
       return new ChenSqrtPlanner();
+    case "lookahead":
+      return new LookaheadPlanner();
     default:
       throw new RangeError(`unknown planner "${name}" (planners: ${PLANNER_NAMES.join(", ")})`);
   }

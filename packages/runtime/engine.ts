@@ -289,9 +289,13 @@ export class Engine {
     this.stats.budgetBytes = bytes;
   }
 
-  /** Records that a step completed under `bytes` of budget (reported by later errors). */
+  /**
+   * Records that a step completed under `bytes` of budget (or peaked at `bytes`
+   * without one). Errors report the largest such budget, one every step so far
+   * fits, and only when it is above the budget that failed.
+   */
   noteFeasible(bytes: number): void {
-    if (this.#knownFeasible === undefined || bytes < this.#knownFeasible) {
+    if (this.#knownFeasible === undefined || bytes > this.#knownFeasible) {
       this.#knownFeasible = bytes;
     }
   }
@@ -403,7 +407,10 @@ export class Engine {
           usedBytes: this.used,
           evictableBytes: this.evictableBytes,
           budgetBytes: this.#budget,
-          ...(this.#knownFeasible !== undefined ? { knownFeasibleBytes: this.#knownFeasible } : {}),
+          // A budget at or below this one did not complete this step: not known to work.
+          ...(this.#knownFeasible !== undefined && this.#knownFeasible > this.#budget
+            ? { knownFeasibleBytes: this.#knownFeasible }
+            : {}),
         });
         this.stats.oomErrors++;
         this.timeline.mark(this.callIndex, this.used, "oom", "");
@@ -440,11 +447,14 @@ export class Engine {
         st.drops++;
         st.dropBytes += s.bytes;
       }
-      const t0 = now();
+      // Eager drops (a value freed by its last handle) are not timed: two clock
+      // reads cost more than the merge they would measure, on every free.
+      const eager = why === "eager";
+      const t0 = eager ? 0 : now();
       s.eq = new EqNode(s.compute);
       const ns = this.lineage.evictedNeighbors(s);
       for (const n of ns) if (n.eq !== null) merge(n.eq, s.eq);
-      st.bookkeepingNs += (now() - t0) * 1e6;
+      if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
       if (this.recordDecisions && why !== "eager") this.decisions.push(`drop:${s.name}`);
       if (why !== "eager") this.timeline.mark(this.callIndex, this.used, "drop", s.name);
       if (this.#onEvent) {

@@ -14,7 +14,10 @@ export interface OutOfBudgetInfo {
   evictableBytes: number;
   /** The budget. */
   budgetBytes: number;
-  /** The smallest budget known to work (a budget-free peak, or a budget a step completed under). */
+  /**
+   * A budget above `budgetBytes` known to work: every step so far completed
+   * under it (a budget-free peak, or the largest budget a step completed under).
+   */
   knownFeasibleBytes?: number;
 }
 
@@ -40,12 +43,12 @@ export class OutOfBudgetError extends Error {
   readonly evictableBytes: number;
   /** The budget. */
   readonly budgetBytes: number;
-  /** Smallest budget known to work, when known. */
+  /** A larger budget every step so far completed under, when known. */
   readonly knownFeasibleBytes: number | undefined;
   constructor(info: OutOfBudgetInfo) {
     const known = info.knownFeasibleBytes !== undefined
-      ? `; a budget of ${info.knownFeasibleBytes} bytes is known to work`
-      : "; no budget known to work yet (run once without a budget to measure the peak)";
+      ? `; a budget of ${info.knownFeasibleBytes} bytes is known to work (every step so far completed under it)`
+      : "; no larger budget is known to work yet (run a step without a budget to measure its peak)";
     super(
       `out of budget: ${info.neededBytes} bytes needed with ${info.usedBytes} of ${info.budgetBytes} in use and only ${info.evictableBytes} evictable${known}. Raise the budget or use a policy that can swap.`,
     );

@@ -1,0 +1,163 @@
+/**
+ * The `lookahead` planner: Belady-style eviction with the whole step known.
+ *
+ * A training step repeats, so the recorded step tells, at every call, when
+ * each tensor is needed next. The plan carries that use schedule
+ * ({@link buildSchedule}); at each memory shortfall a {@link LookaheadPolicy}
+ * evicts the storages with the least cost of bringing them back at their next
+ * need per byte and per nanosecond until then (see `lookahead.ts`).
+ *
+ * Planning replays a few scoring variants on the meta backend (`ctx.replay`)
+ * and keeps the one with the lowest replayed overhead; a plain `dtr-eq` run
+ * (the fallback alone) is a candidate too, so the plan is never worse than it
+ * in the replay.
+ *
+ * @module
+ */
+
+import type { Trace } from "@libra/lineage/trace";
+import { chooseIntervals } from "./_drop_intervals.ts";
+import { analyzeTrace } from "./_trace_analysis.ts";
+import { buildSchedule, type LookaheadVariant } from "./lookahead.ts";
+import type { Plan, Planner, PlannerContext, PlanStep } from "./planner.ts";
+
+/** Options of {@link LookaheadPlanner}. */
+export interface LookaheadOptions {
+  /** Variants to try (default {@link LOOKAHEAD_VARIANTS}). */
+  variants?: readonly LookaheadVariant[];
+  /** Also try the fallback policy alone and keep it when it replays better. Default true. */
+  tryFallback?: boolean;
+  /**
+   * Targets (fractions of the budget) at which a static plan of eviction
+   * intervals is chosen by a MILP and replayed (the best dynamic variant
+   * covers what it leaves over). Default [1, 0.97, 0.93]; [] skips it.
+   */
+  intervalTargets?: readonly number[];
+  /** MILP time limit per target, seconds. Default 10. */
+  timeLimitS?: number;
+}
+
+/** The variants tried by default. */
+export const LOOKAHEAD_VARIANTS: readonly LookaheadVariant[] = [
+  { cost: "ancestors", need: "children", dist: "short", power: 1 },
+  { cost: "ancestors", need: "direct", dist: "short", power: 1 },
+  { cost: "eq", need: "children", dist: "short", power: 1 },
+  { cost: "local", need: "children", dist: "short", power: 1 },
+  { cost: "ancestors", need: "children", dist: "short", power: 0.5 },
+  { cost: "ancestors", need: "children", dist: "short", power: 2 },
+  { cost: "ancestors", need: "children", dist: "time", power: 1 },
+  { cost: "eq", need: "children", dist: "time", power: 1 },
+];
+
+/** One candidate the planner replayed. */
+export interface LookaheadTrial {
+  /** `"fallback"` or the variant as `cost/need/power`. */
+  readonly variant: string;
+  readonly feasible: boolean;
+  readonly overhead: number;
+}
+
+/** What {@link LookaheadPlanner} reports. */
+export interface LookaheadPlanStats {
+  /** The variant kept (`"fallback"`: the fallback policy alone replayed best). */
+  readonly chosen: string;
+  /** Every candidate with its replay. */
+  readonly trials: readonly LookaheadTrial[];
+  /** Replayed overhead of the kept plan. */
+  readonly replayOverhead: number;
+  /** Feasibility of that replay. */
+  readonly replayFeasible: boolean;
+}
+
+/** A plan made by {@link LookaheadPlanner}. */
+export interface LookaheadPlan extends Plan {
+  readonly stats: LookaheadPlanStats;
+}
+
+/** Name of a variant in statistics. */
+export function variantName(v: LookaheadVariant): string {
+  return `${v.cost ?? "ancestors"}/${v.need ?? "children"}/${v.dist ?? "short"}/${v.power ?? 1}`;
+}
+
+/**
+ * The `lookahead` planner. See the module doc.
+ *
+ * @example
+ * ```ts
+ * import { LookaheadPlanner } from "@libra/evict";
+ * if (new LookaheadPlanner().name !== "lookahead") throw new Error("name");
+ * ```
+ */
+export class LookaheadPlanner implements Planner {
+  readonly name: string = "lookahead";
+  readonly #variants: readonly LookaheadVariant[];
+  readonly #tryFallback: boolean;
+  readonly #targets: readonly number[];
+  readonly #timeLimitS: number;
+
+  constructor(options: LookaheadOptions = {}) {
+    this.#targets = options.intervalTargets ?? [1, 0.97, 0.93];
+    this.#timeLimitS = options.timeLimitS ?? 10;
+    this.#variants = options.variants ?? LOOKAHEAD_VARIANTS;
+    this.#tryFallback = options.tryFallback ?? true;
+    if (this.#variants.length === 0 && !this.#tryFallback) {
+      throw new RangeError("lookahead: no variants to try and tryFallback is false");
+    }
+  }
+
+  plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): LookaheadPlan {
+    if (!(budgetBytes > 0)) {
+      throw new RangeError(`lookahead: budget must be > 0 bytes, got ${budgetBytes}`);
+    }
+    const schedule = buildSchedule(trace);
+    const trials: LookaheadTrial[] = [];
+    let best: { plan: Plan; name: string; feasible: boolean; overhead: number } | undefined;
+    const consider = (plan: Plan, name: string) => {
+      const r = ctx.replay(plan, budgetBytes);
+      trials.push({ variant: name, feasible: r.feasible, overhead: r.overhead });
+      const better = best === undefined ||
+        (r.feasible && (!best.feasible || r.overhead < best.overhead));
+      if (better) best = { plan, name, feasible: r.feasible, overhead: r.overhead };
+    };
+    for (const v of this.#variants) {
+      consider({
+        planner: this.name,
+        budgetBytes,
+        steps: [],
+        lookahead: { schedule, variant: v },
+      }, variantName(v));
+    }
+    const dynamic = best;
+    if (this.#targets.length > 0) {
+      const a = analyzeTrace(trace);
+      const variant = dynamic?.plan.lookahead?.variant ?? {};
+      for (const f of this.#targets) {
+        const choice = chooseIntervals(a, f * budgetBytes, { timeLimitS: this.#timeLimitS });
+        if (choice.chosen.length === 0) continue;
+        const steps: PlanStep[] = [];
+        for (const iv of choice.chosen) {
+          steps.push({ kind: "evict", call: iv.prev, tensor: iv.v.name, action: iv.action });
+          if (iv.restore < iv.next || (iv.action === "swap" && iv.next < a.calls.length)) {
+            steps.push({ kind: "restore", call: iv.restore, tensor: iv.v.name });
+          }
+        }
+        steps.sort((x, y) => x.call - y.call);
+        consider(
+          { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
+          `intervals@${f}+${variantName(variant)}`,
+        );
+      }
+    }
+    if (this.#tryFallback) consider({ planner: this.name, budgetBytes, steps: [] }, "fallback");
+    const b = best!;
+    return {
+      ...b.plan,
+      stats: {
+        chosen: b.name,
+        trials,
+        replayOverhead: b.overhead,
+        replayFeasible: b.feasible,
+      },
+    };
+  }
+}
