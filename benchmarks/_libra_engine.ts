@@ -292,6 +292,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
             timeline: s.timeline,
             knownFeasibleBytes: trace.peakBytes,
             onEvent: w.onEvent,
+            overheadLimit: s.overheadLimit ?? 2,
           });
           return Promise.resolve(replayOutcome(r, s.timeline));
         }
@@ -320,6 +321,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
           timeline: s.timeline,
           knownFeasibleBytes: trace.peakBytes,
           onEvent: w.onEvent,
+          overheadLimit: s.overheadLimit ?? 2,
         });
         const o = replayOutcome(r, s.timeline);
         return Promise.resolve({ ...o, bookkeepingMs: o.bookkeepingMs + planned.ms });
@@ -358,6 +360,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
         search: { seed: s.seed },
         timeline: s.timeline,
         onEvent: w.onEvent,
+        overheadLimit: s.overheadLimit ?? 2,
       });
       const base = trainer(h, h.backend, s);
       const under = trainer(h, rt, s, () => rt.endStep());
