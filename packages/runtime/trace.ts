@@ -14,6 +14,7 @@ export type { Trace, TraceEvent, TraceResult };
 export class TraceError extends Error {
   /** 1-based line number. */
   readonly line: number;
+  /** The error for `source`, 1-based `line` and `reason`. */
   constructor(source: string, line: number, reason: string) {
     super(`${source}:${line}: ${reason}`);
     this.name = "TraceError";
@@ -115,7 +116,9 @@ export function parseTrace(text: string, source = "trace"): Trace {
       throw new TraceError(
         source,
         line,
-        `${what} ${JSON.stringify(name)}: its tensor has no reference left (released more often than it was referenced)`,
+        `${what} ${
+          JSON.stringify(name)
+        }: its tensor has no reference left (released more often than it was referenced)`,
       );
     }
     t.refs--;
