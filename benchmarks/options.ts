@@ -86,6 +86,8 @@ export interface BenchOptions {
   /** Lab API base URL to post the results to, or null. */
   readonly upload: string | null;
   readonly seed: number;
+  /** Thrash limit of budgeted runs and replays (`--overhead-limit`, default 2.0). */
+  readonly overheadLimit?: number;
   readonly skip: readonly Part[];
   /** Runs to plot memory over time for; empty = chosen automatically. */
   readonly timelines: readonly TimelineChoice[];
@@ -177,6 +179,12 @@ const DOCS: readonly OptionDoc[] = [
     def: "off",
   },
   { name: "seed", arg: "N", doc: "seed of models, data and the random policy", def: "42" },
+  {
+    name: "overhead-limit",
+    arg: "X",
+    doc: "thrash limit: a run past overhead X stops, infeasible (thrashing); inf: none",
+    def: "2",
+  },
   { name: "skip", arg: "LIST", doc: `parts to leave out: ${PARTS.join(",")}`, def: "none" },
   {
     name: "timelines",
@@ -303,6 +311,7 @@ export function parseOptions(
         quick: { type: "boolean" },
         upload: { type: "string" },
         seed: { type: "string" },
+        "overhead-limit": { type: "string" },
         skip: { type: "string" },
         timelines: { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -405,6 +414,15 @@ export function parseOptions(
     seed = Number(v.seed);
   }
 
+  let overheadLimit = 2;
+  const ol = v["overhead-limit"];
+  if (ol !== undefined) {
+    overheadLimit = /^inf(inity)?$/i.test(ol.trim()) ? Infinity : Number(ol);
+    if (ol.trim() === "" || !(overheadLimit >= 1)) {
+      throw new UsageError(`--overhead-limit: expected a number >= 1 or inf, got "${ol}"`);
+    }
+  }
+
   const skip: Part[] = [];
   if (v.skip !== undefined) {
     for (const s of list("skip", v.skip)) {
@@ -439,6 +457,7 @@ export function parseOptions(
     quick,
     upload,
     seed,
+    overheadLimit,
     skip,
     timelines,
     help: v.help ?? false,

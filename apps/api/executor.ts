@@ -262,7 +262,9 @@ export async function executeSimulation(
           done: i * spec.ratios.length + done,
           total,
           message: `${policy} at ratio ${row.ratio}: ${
-            row.feasible ? `overhead ${row.overhead!.toFixed(3)}` : "infeasible"
+            row.feasible
+              ? `overhead ${row.overhead!.toFixed(3)}`
+              : `infeasible (${row.reason ?? "out of memory"})`
           }`,
         }),
     });
@@ -271,6 +273,7 @@ export async function executeSimulation(
     for (const r of report.results) {
       points.push({ policy, ratio: r.ratio, feasible: r.feasible, overhead: r.overhead });
       stats[`evictions[${policy}@${r.ratio}]`] = r.evictions;
+      if (r.reason === "thrashing") stats[`thrashing[${policy}@${r.ratio}]`] = 1;
     }
   }
   stats.calls = trace.events.filter((e) => e.kind === "call").length;
