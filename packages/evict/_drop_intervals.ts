@@ -46,6 +46,8 @@ export interface IntervalOptions {
   hostLimitBytes?: number;
   /** Solver time limit, seconds. Default 20. */
   timeLimitS?: number;
+  /** Largest model (interval-call coverage terms) to solve; larger ones are skipped. Default 400000. */
+  maxNonzeros?: number;
   /** Relative MIP gap at which HiGHS stops. Default 0.002. */
   mipRelGap?: number;
   /** Solve the LP relaxation only and round up (every fractional interval taken). Default false. */

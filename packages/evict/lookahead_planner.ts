@@ -55,6 +55,8 @@ export interface LookaheadTrial {
   readonly variant: string;
   readonly feasible: boolean;
   readonly overhead: number;
+  /** Planning (solver) plus replay time of this candidate, ms. */
+  readonly ms: number;
 }
 
 /** What {@link LookaheadPlanner} reports. */
@@ -67,6 +69,8 @@ export interface LookaheadPlanStats {
   readonly replayOverhead: number;
   /** Feasibility of that replay. */
   readonly replayFeasible: boolean;
+  /** Why interval plans were not tried (a model too large for the solver). */
+  readonly skipped: readonly string[];
 }
 
 /** A plan made by {@link LookaheadPlanner}. */
@@ -111,10 +115,14 @@ export class LookaheadPlanner implements Planner {
     }
     const schedule = buildSchedule(trace);
     const trials: LookaheadTrial[] = [];
+    const skipped: string[] = [];
     let best: { plan: Plan; name: string; feasible: boolean; overhead: number } | undefined;
+    let t0 = performance.now();
     const consider = (plan: Plan, name: string) => {
       const r = ctx.replay(plan, budgetBytes);
-      trials.push({ variant: name, feasible: r.feasible, overhead: r.overhead });
+      const t1 = performance.now();
+      trials.push({ variant: name, feasible: r.feasible, overhead: r.overhead, ms: t1 - t0 });
+      t0 = t1;
       const better = best === undefined ||
         (r.feasible && (!best.feasible || r.overhead < best.overhead));
       if (better) best = { plan, name, feasible: r.feasible, overhead: r.overhead };
@@ -133,6 +141,10 @@ export class LookaheadPlanner implements Planner {
       const variant = dynamic?.plan.lookahead?.variant ?? {};
       for (const f of this.#targets) {
         const choice = chooseIntervals(a, f * budgetBytes, { timeLimitS: this.#timeLimitS });
+        if (choice.status.startsWith("Too large")) {
+          skipped.push(choice.status);
+          break;
+        }
         if (choice.chosen.length === 0) continue;
         const steps: PlanStep[] = [];
         for (const iv of choice.chosen) {
@@ -157,6 +169,7 @@ export class LookaheadPlanner implements Planner {
         trials,
         replayOverhead: b.overhead,
         replayFeasible: b.feasible,
+        skipped,
       },
     };
   }
