@@ -28,7 +28,14 @@ import {
 import { environment } from "./environment.ts";
 import { renderReport } from "./table.ts";
 import { memoryPlot, overheadPlot, slug } from "./plots.ts";
-import { uploadReport } from "./upload.ts";
+import {
+  checkUploadAccess,
+  resolveToken,
+  resultLinks,
+  toUploadBody,
+  uploadReport,
+  type UploadToken,
+} from "./upload.ts";
 
 /** Everything `main` can be given instead of the real thing (tests use this). */
 export interface MainDeps {
@@ -43,6 +50,8 @@ export interface MainDeps {
   stderr?: (text: string) => void;
   /** Trace defaults when --traces is absent. */
   traceDefaults?: () => string[];
+  /** `--upload`: how to reach the API and where the token comes from (tests). */
+  upload?: { fetch?: typeof fetch; token?: () => Promise<UploadToken> };
 }
 
 /**
@@ -127,6 +136,20 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
     throw e;
   }
 
+  // --upload: check the token against the API before spending time on the suite
+  let upload: UploadToken | null = null;
+  const uploadFetch = deps.upload?.fetch ?? fetch;
+  if (options.upload !== null) {
+    try {
+      upload = await (deps.upload?.token ?? (() => resolveToken()))();
+      await checkUploadAccess(options.upload, upload.token, uploadFetch);
+      stdout(`Upload: ${options.upload} accepts the token (from ${upload.source}).`);
+    } catch (e) {
+      stderr(`bench: ${(e as Error).message}; nothing was run`);
+      return 2;
+    }
+  }
+
   const started = Date.now();
   const t0 = performance.now();
   const progress = new Progress(0, deps.progress ?? stderrSink());
@@ -203,8 +226,13 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
   }
   if (options.upload !== null) {
     try {
-      const r = await uploadReport(options.upload, report);
-      stdout(`Uploaded to ${options.upload} (HTTP ${r.status}).`);
+      const r = await uploadReport(options.upload, report, upload!.token, uploadFetch);
+      const id = (r.body as { uploadId?: string }).uploadId ?? "?";
+      stdout(
+        `Uploaded ${report.results.length} results to ${options.upload} (upload ${id}). See them at:\n  ${
+          resultLinks(options.upload, toUploadBody(report)).join("\n  ")
+        }`,
+      );
     } catch (e) {
       stderr(`bench: ${(e as Error).message}`);
       status = 1;

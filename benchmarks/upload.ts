@@ -1,6 +1,8 @@
 /**
  * Posts a report to the lab API (`--upload URL`), authenticated with the bearer
- * token in `LIBRA_API_TOKEN`.
+ * token in `LIBRA_API_TOKEN`, or else the one the server saved in `.libra/api-token`.
+ * `bench --upload` checks the token with {@linkcode checkUploadAccess} before it runs
+ * the suite, and prints links to the uploaded results ({@linkcode resultLinks}).
  *
  * @module
  */
@@ -125,28 +127,52 @@ export function uploadUrl(base: string): string {
   return new URL(UPLOAD_PATH, base.endsWith("/") ? base : `${base}/`).href;
 }
 
+/** Where the lab server keeps the write token it generated (its default data folder). */
+export const TOKEN_FILE = ".libra/api-token";
+
+/** A token and where it came from. */
+export interface UploadToken {
+  /** The bearer token. */
+  token: string;
+  /** `LIBRA_API_TOKEN` or the file it was read from. */
+  source: string;
+}
+
 /**
- * Posts `report` (converted by {@link toUploadBody}). Throws an error naming the URL, the status and the API's
- * message when the API refuses it, or when no token is set.
+ * The token to upload with: `LIBRA_API_TOKEN` when set, else the first line of
+ * `file` (default {@link TOKEN_FILE}). Throws saying where it looked when neither has one.
  */
-export async function uploadReport(
-  base: string,
-  report: BenchReport,
-  token: string | undefined = Deno.env.get("LIBRA_API_TOKEN"),
-  fetchFn: typeof fetch = fetch,
-): Promise<UploadResponse> {
-  if (!token) {
-    throw new Error(
-      "upload: LIBRA_API_TOKEN is not set (the API prints a token on first start; export it and retry)",
-    );
+export async function resolveToken(
+  env: string | undefined = Deno.env.get("LIBRA_API_TOKEN"),
+  file: string = TOKEN_FILE,
+): Promise<UploadToken> {
+  if (env) return { token: env.trim(), source: "LIBRA_API_TOKEN" };
+  let saved = "";
+  try {
+    saved = (await Deno.readTextFile(file)).split("\n")[0]!.trim();
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) {
+      throw new Error(`upload: cannot read ${file}: ${(e as Error).message}`);
+    }
   }
-  const url = uploadUrl(base);
+  if (saved) return { token: saved, source: file };
+  throw new Error(
+    `upload: no API token: LIBRA_API_TOKEN is not set and ${file} has none (the lab server writes its token there on first start; export LIBRA_API_TOKEN or run from the server's folder)`,
+  );
+}
+
+async function post(
+  url: string,
+  token: string,
+  body: string,
+  fetchFn: typeof fetch,
+): Promise<{ res: Response; body: unknown }> {
   let res: Response;
   try {
     res = await fetchFn(url, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-      body: JSON.stringify(toUploadBody(report)),
+      body,
     });
   } catch (e) {
     throw new Error(
@@ -154,17 +180,71 @@ export async function uploadReport(
     );
   }
   const text = await res.text();
-  let body: unknown = text;
+  let parsed: unknown = text;
   try {
-    body = JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     // Not JSON: keep the text for the error message.
   }
+  return { res, body: parsed };
+}
+
+const detail = (body: unknown) =>
+  typeof body === "string" ? body.slice(0, 300) : JSON.stringify(body).slice(0, 300);
+
+/**
+ * Checks, before the suite runs, that `base` is a lab API that takes `token` for
+ * uploads: it posts an empty upload, which the API refuses for the token (401) or,
+ * having accepted the token, for the empty body (400) — so nothing is stored.
+ * Throws saying what went wrong.
+ */
+export async function checkUploadAccess(
+  base: string,
+  token: string,
+  fetchFn: typeof fetch = fetch,
+): Promise<void> {
+  const url = uploadUrl(base);
+  const { res, body } = await post(url, token, JSON.stringify({ results: [] }), fetchFn);
+  if (res.status === 400) return; // the token was accepted; the empty upload was not
+  if (res.status === 401 || res.status === 403) {
+    throw new Error(
+      `upload: ${url} refused the token (${res.status}): ${
+        detail(body)
+      }; use the server's write token`,
+    );
+  }
+  throw new Error(
+    `upload: ${url} is not a lab API that takes uploads (an empty upload answered ${res.status} ${res.statusText}: ${
+      detail(body)
+    })`,
+  );
+}
+
+/** Links to the uploaded results: the bench runs, and Compare for each uploaded model. */
+export function resultLinks(base: string, body: BenchUploadBody): string[] {
+  const root = base.endsWith("/") ? base : `${base}/`;
+  const models = [...new Set(body.results.map((r) => `${r.model}/${r.preset}`))];
+  return [
+    new URL("runs?kind=bench", root).href,
+    ...models.map((m) => new URL(`compare?model=${encodeURIComponent(m)}&source=live`, root).href),
+  ];
+}
+
+/**
+ * Posts `report` (converted by {@link toUploadBody}). Throws an error naming the URL, the status and the API's
+ * message when the API refuses it, or when no token is found ({@link resolveToken}).
+ */
+export async function uploadReport(
+  base: string,
+  report: BenchReport,
+  token?: string,
+  fetchFn: typeof fetch = fetch,
+): Promise<UploadResponse> {
+  token ??= (await resolveToken()).token;
+  const url = uploadUrl(base);
+  const { res, body } = await post(url, token, JSON.stringify(toUploadBody(report)), fetchFn);
   if (!res.ok) {
-    const detail = typeof body === "string"
-      ? body.slice(0, 300)
-      : JSON.stringify(body).slice(0, 300);
-    throw new Error(`upload: ${url} answered ${res.status} ${res.statusText}: ${detail}`);
+    throw new Error(`upload: ${url} answered ${res.status} ${res.statusText}: ${detail(body)}`);
   }
   return { status: res.status, body };
 }

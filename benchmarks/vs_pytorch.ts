@@ -1,14 +1,31 @@
 /**
  * Step time of our stack against PyTorch, side by side: the same model
  * (architectures mirrored in scripts/make_torch_fixtures.py), the same batch
- * geometry and the same CPU thread count, AdamW, one training step
- * (forward, cross-entropy, backward, update) timed after warm-up; prints the
- * median step times and their ratio per model.
+ * geometry and the same CPU thread count, AdamW, one training step (forward,
+ * cross-entropy, backward, update).
+ *
+ * The two sides are interleaved: PyTorch runs in one long-lived child process,
+ * and each round times `--per-round` steps of ours, then the same number of
+ * PyTorch's, for `--rounds` rounds, so machine load hits both alike. Per
+ * model it prints the median wall and CPU time per step (CPU time = user +
+ * system of the whole process, all threads, so it is robust to other load on
+ * the machine) with a distribution-free 95% interval of each median, and the
+ * ours/PyTorch ratio of the medians with a 95% bootstrap interval over rounds.
+ *
+ * `--profile` then runs a few more steps of each side under a profiler: ours
+ * by kernel name (time inside each native call, plus alloc/free and the
+ * TypeScript time between calls), PyTorch's `torch.profiler` by op (self CPU
+ * time), printed side by side.
  *
  * ```sh
- * deno run -A benchmarks/vs_pytorch.ts --preset tiny --threads 2
- * deno run -A benchmarks/vs_pytorch.ts --models gpt,resnet --preset small --steps 3
+ * deno run -A benchmarks/vs_pytorch.ts                       # the issue-13 workloads, 1 thread
+ * deno run -A benchmarks/vs_pytorch.ts --threads 2 --profile
+ * deno run -A benchmarks/vs_pytorch.ts --models gpt --preset small --rounds 5
  * ```
+ *
+ * `--preset issue13` (default) is MLP 784-1024-1024-10 batch 256; GPT 4
+ * layers, width 256, 4 heads, context 128, vocabulary 256, batch 8; ResNet-32
+ * (CIFAR) batch 32. Any zoo preset name works too.
  *
  * Skips (exit 0, with a message) when no Python with PyTorch is found
  * (`--python`, `$PYTHON`, `/usr/bin/python3`, `python3` are tried) or when the
@@ -17,6 +34,7 @@
  * @module
  */
 
+import process from "node:process";
 import { parseArgs } from "node:util";
 import { manualSeed } from "@libra/tensor";
 import {
@@ -31,11 +49,15 @@ import {
 
 const { values: opts } = parseArgs({
   options: {
-    models: { type: "string", default: MODEL_NAMES.join(",") },
-    preset: { type: "string", default: "tiny" },
-    steps: { type: "string", default: "5" },
+    models: { type: "string", default: "mlp,gpt,resnet" },
+    preset: { type: "string", default: "issue13" },
+    rounds: { type: "string", default: "7" },
+    "per-round": { type: "string", default: "2" },
     warmup: { type: "string", default: "2" },
-    threads: { type: "string", default: "2" },
+    threads: { type: "string", default: "1" },
+    profile: { type: "boolean", default: false },
+    "profile-steps": { type: "string", default: "3" },
+    top: { type: "string", default: "14" },
     python: { type: "string" },
     json: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
@@ -44,15 +66,28 @@ const { values: opts } = parseArgs({
 
 if (opts.help) {
   console.log(
-    "usage: deno run -A benchmarks/vs_pytorch.ts [--models mlp,resnet,gpt,unet,lstm] [--preset tiny|small|...] [--steps 5] [--warmup 2] [--threads 2] [--python PATH] [--json OUT]",
+    "usage: deno run -A benchmarks/vs_pytorch.ts [--models mlp,gpt,resnet,unet,lstm] [--preset issue13|tiny|small|...] " +
+      "[--rounds 7] [--per-round 2] [--warmup 2] [--threads 1] [--profile] [--profile-steps 3] [--top 14] " +
+      "[--python PATH] [--json OUT]",
   );
   Deno.exit(0);
 }
 
-const steps = Number(opts.steps), warmup = Number(opts.warmup), threads = Number(opts.threads);
-for (const [k, v] of [["steps", steps], ["warmup", warmup], ["threads", threads]] as const) {
-  if (!Number.isInteger(v) || v < (k === "warmup" ? 0 : 1)) {
-    console.error(`vs_pytorch: --${k} must be a positive integer, got ${v}`);
+const rounds = Number(opts.rounds), perRound = Number(opts["per-round"]);
+const warmup = Number(opts.warmup), threads = Number(opts.threads);
+const profileSteps = Number(opts["profile-steps"]), top = Number(opts.top);
+for (
+  const [k, v, min] of [
+    ["rounds", rounds, 1],
+    ["per-round", perRound, 1],
+    ["warmup", warmup, 0],
+    ["threads", threads, 1],
+    ["profile-steps", profileSteps, 1],
+    ["top", top, 1],
+  ] as const
+) {
+  if (!Number.isInteger(v) || v < min) {
+    console.error(`vs_pytorch: --${k} must be an integer >= ${min}, got ${v}`);
     Deno.exit(2);
   }
 }
@@ -64,26 +99,63 @@ for (const m of models) {
   }
 }
 
+/** The workloads of issue 13 (not zoo presets): config and batch geometry. */
+// deno-lint-ignore no-explicit-any
+const ISSUE13: Partial<Record<ModelName, { config: any; input: Record<string, number> }>> = {
+  mlp: {
+    config: { inFeatures: 784, hidden: [1024, 1024], outFeatures: 10 },
+    input: { batchSize: 256 },
+  },
+  gpt: {
+    config: { vocabSize: 256, contextLength: 128, nLayer: 4, nHead: 4, nEmbd: 256 },
+    input: { batchSize: 8, seqLen: 128 },
+  },
+  resnet: {
+    config: {
+      block: "basic",
+      stem: "cifar",
+      layers: [5, 5, 5],
+      widths: [16, 32, 64],
+      inChannels: 3,
+      numClasses: 10,
+    },
+    input: { batchSize: 32, imageSize: 32 },
+  },
+};
+
+function workload(name: ModelName) {
+  if (opts.preset === "issue13") {
+    const w = ISSUE13[name];
+    if (!w) {
+      console.error(`vs_pytorch: --preset issue13 has no ${name}; use a zoo preset for it`);
+      Deno.exit(2);
+    }
+    return w;
+  }
+  const p = getPreset(name, opts.preset);
+  return { config: p.config, input: p.input as unknown as Record<string, number> };
+}
+
 const SCRIPTS = new URL("../scripts/", import.meta.url).pathname;
 
-/** The PyTorch side: reads a JSON job on stdin, prints the step times as JSON. */
-const TORCH_STEP = `
+/**
+ * The PyTorch side: a worker reading one JSON command per line on stdin and
+ * answering one JSON line on stdout. Commands: setup (build model, data,
+ * optimizer), steps n (timed steps: wall and process CPU ms each), profile n.
+ */
+const TORCH_WORKER = `
 import json, sys, time
 sys.path.insert(0, ${JSON.stringify(SCRIPTS)})
 import torch
 import torch.nn.functional as F
 import make_torch_fixtures as M
-job = json.load(sys.stdin)
 torch.use_deterministic_algorithms(False)
-torch.set_num_threads(job["threads"])
-torch.manual_seed(0)
-cls = {"mlp": M.MLP, "resnet": M.ResNet, "gpt": M.GPT, "unet": M.UNet, "lstm": M.LSTMLM}[job["name"]]
-model = cls(job["config"])
-model.train()
-x = torch.randint(0, job["config"].get("vocabSize", 1), job["x"]) if job["ids"] else torch.randn(job["x"])
-t = torch.randint(0, job["classes"], job["targets"])
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+state = {}
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\\n")
+    sys.stdout.flush()
 def step():
+    model, x, t, opt = state["model"], state["x"], state["t"], state["opt"]
     out = model(x)
     if out.dim() == 4:
         out = out.permute(0, 2, 3, 1)
@@ -92,14 +164,40 @@ def step():
     opt.step()
     opt.zero_grad(set_to_none=True)
     return loss.item()
-for _ in range(job["warmup"]):
-    step()
-times = []
-for _ in range(job["steps"]):
-    t0 = time.perf_counter()
-    step()
-    times.append((time.perf_counter() - t0) * 1000)
-print(json.dumps({"times": times, "torch": torch.__version__, "threads": torch.get_num_threads()}))
+for line in sys.stdin:
+    job = json.loads(line)
+    cmd = job["cmd"]
+    if cmd == "setup":
+        torch.set_num_threads(job["threads"])
+        torch.manual_seed(0)
+        cls = {"mlp": M.MLP, "resnet": M.ResNet, "gpt": M.GPT, "unet": M.UNet, "lstm": M.LSTMLM}[job["name"]]
+        model = cls(job["config"])
+        model.train()
+        x = torch.randint(0, job["config"].get("vocabSize", 1), job["x"]) if job["ids"] else torch.randn(job["x"])
+        t = torch.randint(0, job["classes"], job["targets"])
+        state.update(model=model, x=x, t=t, opt=torch.optim.AdamW(model.parameters(), lr=1e-3))
+        for _ in range(job["warmup"]):
+            step()
+        reply({"torch": torch.__version__, "threads": torch.get_num_threads()})
+    elif cmd == "steps":
+        wall, cpu = [], []
+        for _ in range(job["n"]):
+            w0, c0 = time.perf_counter(), time.process_time()
+            step()
+            cpu.append((time.process_time() - c0) * 1000)
+            wall.append((time.perf_counter() - w0) * 1000)
+        reply({"wall": wall, "cpu": cpu})
+    elif cmd == "profile":
+        from torch.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(job["n"]):
+                step()
+        rows = [{"name": e.key, "calls": e.count, "ms": e.self_cpu_time_total / 1000.0}
+                for e in prof.key_averages()]
+        rows.sort(key=lambda r: -r["ms"])
+        reply({"ops": rows})
+    else:
+        reply({"error": "unknown command " + cmd})
 `;
 
 async function findPython(): Promise<{ python: string; version: string } | string> {
@@ -119,14 +217,90 @@ async function findPython(): Promise<{ python: string; version: string } | strin
       tried.push(`${python} (not found)`);
     }
   }
-  return `PyTorch not found; tried ${tried.join(", ")}. Install python3-torch or pass --python`;
+  return `PyTorch not found; tried ${tried.join(", ")}. Install torch or pass --python`;
+}
+
+/** A long-lived PyTorch worker process. */
+class TorchWorker {
+  #child: Deno.ChildProcess;
+  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #reader: ReadableStreamDefaultReader<string>;
+  #buf = "";
+  constructor(python: string) {
+    this.#child = new Deno.Command(python, {
+      args: ["-c", TORCH_WORKER],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "inherit",
+      env: { OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
+    }).spawn();
+    this.#writer = this.#child.stdin.getWriter();
+    this.#reader = this.#child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  }
+  // deno-lint-ignore no-explicit-any
+  async ask(cmd: Record<string, unknown>): Promise<any> {
+    await this.#writer.write(new TextEncoder().encode(JSON.stringify(cmd) + "\n"));
+    let nl: number;
+    while ((nl = this.#buf.indexOf("\n")) < 0) {
+      const r = await this.#reader.read();
+      if (r.done) throw new Error(`the PyTorch worker exited during ${cmd.cmd}`);
+      this.#buf += r.value;
+    }
+    const line = this.#buf.slice(0, nl);
+    this.#buf = this.#buf.slice(nl + 1);
+    const out = JSON.parse(line);
+    if (out.error) throw new Error(`the PyTorch worker: ${out.error}`);
+    return out;
+  }
+  async close(): Promise<void> {
+    await this.#writer.close();
+    await this.#reader.cancel().catch(() => {});
+    await this.#child.status;
+  }
+}
+
+function quantile(sorted: number[], q: number): number {
+  const pos = (sorted.length - 1) * q, lo = Math.floor(pos), hi = Math.ceil(pos);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
 }
 
 function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  return quantile([...xs].sort((a, b) => a - b), 0.5);
 }
+
+/** Distribution-free ~95% interval of the median (order statistics; the range when n < 6). */
+function medianInterval(xs: number[]): [number, number] {
+  const s = [...xs].sort((a, b) => a - b), n = s.length;
+  const h = Math.max(0, Math.floor(n / 2 - 0.98 * Math.sqrt(n)));
+  return [s[h]!, s[n - 1 - h]!];
+}
+
+/** 95% bootstrap interval of median(a)/median(b), resampling rounds (paired). */
+function ratioInterval(a: number[][], b: number[][], seed = 1): [number, number] {
+  let st = seed >>> 0;
+  const rnd = () => {
+    st = (st * 1664525 + 1013904223) >>> 0;
+    return st / 2 ** 32;
+  };
+  const ratios: number[] = [];
+  for (let it = 0; it < 2000; it++) {
+    const ra: number[] = [], rb: number[] = [];
+    for (let i = 0; i < a.length; i++) {
+      const j = Math.floor(rnd() * a.length);
+      ra.push(...a[j]!);
+      rb.push(...b[j]!);
+    }
+    ratios.push(median(ra) / median(rb));
+  }
+  ratios.sort((x, y) => x - y);
+  return [quantile(ratios, 0.025), quantile(ratios, 0.975)];
+}
+
+const fmt = (x: number, d = 1) => x.toFixed(d);
+const iv = (xs: number[]) => {
+  const [lo, hi] = medianInterval(xs);
+  return `${fmt(median(xs)).padStart(8)} [${fmt(lo)}, ${fmt(hi)}]`;
+};
 
 const py = await findPython();
 if (typeof py === "string") {
@@ -147,86 +321,179 @@ try {
   Deno.exit(0);
 }
 
+async function uptime(): Promise<string> {
+  try {
+    const s = await Deno.readTextFile("/proc/loadavg");
+    return `load average ${s.split(" ").slice(0, 3).join(" ")}`;
+  } catch {
+    return "load average unknown";
+  }
+}
+
+interface Side {
+  wall: number[][];
+  cpu: number[][];
+}
+
 interface Row {
   model: string;
   preset: string;
-  batch: string;
-  oursMs: number;
-  torchMs: number;
-  ratio: number;
+  input: string;
+  threads: number;
+  ours: { wallMs: number; cpuMs: number; wall: number[]; cpu: number[] };
+  torch: { wallMs: number; cpuMs: number; wall: number[]; cpu: number[] };
+  wallRatio: number;
+  wallRatioInterval: [number, number];
+  cpuRatio: number;
+  cpuRatioInterval: [number, number];
+  profile?: {
+    ours: { name: string; calls: number; ms: number }[];
+    torch: { name: string; calls: number; ms: number }[];
+  };
 }
 
 const rows: Row[] = [];
 console.log(
-  `vs_pytorch: preset ${opts.preset}, ${threads} thread(s), ${warmup} warm-up + ${steps} timed steps, PyTorch ${py.version} (${py.python})`,
+  `vs_pytorch: preset ${opts.preset}, ${threads} thread(s), ${warmup} warm-up steps, ${rounds} rounds x ${perRound} steps per side, interleaved; PyTorch ${py.version} (${py.python}); ${await uptime()}`,
 );
-for (const name of models) {
-  const preset = getPreset(name, opts.preset);
-  const backend = cpuBackend({ threads });
-  manualSeed(0);
-  const model = createModel(name, opts.preset, { backend });
-  const data = createData(name, opts.preset);
-  const batch = data.next();
-  const optimizer = new AdamW(model.parameters(), { lr: 1e-3 });
-  model.train();
-  const ours: number[] = [];
-  for (let i = 0; i < warmup + steps; i++) {
-    const t0 = performance.now();
-    trainStep({ model, batch, optimizer });
-    if (i >= warmup) ours.push(performance.now() - t0);
-  }
-  optimizer.dispose();
-  model.dispose();
+console.log(
+  "times are medians per step in ms with 95% intervals; cpu = user+system of the process, all threads",
+);
+const worker = new TorchWorker(py.python);
+try {
+  for (const name of models) {
+    const w = workload(name);
+    const backend = cpuBackend({ threads });
+    manualSeed(0);
+    const model = createModel(name, w.config, { backend });
+    const data = createData(name, w.config, w.input);
+    const batch = data.next();
+    const optimizer = new AdamW(model.parameters(), { lr: 1e-3 });
+    model.train();
+    const step = () => trainStep({ model, batch, optimizer });
+    for (let i = 0; i < warmup; i++) step();
 
-  const config = name === "gpt" ? { tiedHead: true, dropout: 0, ...preset.config } : preset.config;
-  const job = {
-    name,
-    config,
-    x: batch.x.shape,
-    ids: batch.x.dtype === "i32",
-    targets: batch.targets.shape,
-    classes: data.classes,
-    threads,
-    warmup,
-    steps,
-  };
-  const child = new Deno.Command(py.python, {
-    args: ["-c", TORCH_STEP],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(JSON.stringify(job)));
-  await w.close();
-  const out = await child.output();
-  if (!out.success) {
-    console.error(
-      `vs_pytorch: the PyTorch run of ${name} failed:\n${new TextDecoder().decode(out.stderr)}`,
+    const config = name === "gpt" ? { tiedHead: true, dropout: 0, ...w.config } : w.config;
+    await worker.ask({
+      cmd: "setup",
+      name,
+      config,
+      x: batch.x.shape,
+      ids: batch.x.dtype === "i32",
+      targets: batch.targets.shape,
+      classes: data.classes,
+      threads,
+      warmup,
+    });
+
+    const ours: Side = { wall: [], cpu: [] }, torch: Side = { wall: [], cpu: [] };
+    for (let r = 0; r < rounds; r++) {
+      const wall: number[] = [], cpu: number[] = [];
+      for (let i = 0; i < perRound; i++) {
+        const c0 = process.cpuUsage(), t0 = performance.now();
+        step();
+        const t1 = performance.now(), c1 = process.cpuUsage(c0);
+        wall.push(t1 - t0);
+        cpu.push((c1.user + c1.system) / 1000);
+      }
+      ours.wall.push(wall);
+      ours.cpu.push(cpu);
+      const t = await worker.ask({ cmd: "steps", n: perRound });
+      torch.wall.push(t.wall);
+      torch.cpu.push(t.cpu);
+    }
+    const flat = (s: number[][]) => s.flat();
+    const row: Row = {
+      model: name,
+      preset: opts.preset,
+      input: batch.x.shape.join("x"),
+      threads,
+      ours: {
+        wallMs: median(flat(ours.wall)),
+        cpuMs: median(flat(ours.cpu)),
+        wall: flat(ours.wall),
+        cpu: flat(ours.cpu),
+      },
+      torch: {
+        wallMs: median(flat(torch.wall)),
+        cpuMs: median(flat(torch.cpu)),
+        wall: flat(torch.wall),
+        cpu: flat(torch.cpu),
+      },
+      wallRatio: median(flat(ours.wall)) / median(flat(torch.wall)),
+      wallRatioInterval: ratioInterval(ours.wall, torch.wall),
+      cpuRatio: median(flat(ours.cpu)) / median(flat(torch.cpu)),
+      cpuRatioInterval: ratioInterval(ours.cpu, torch.cpu),
+    };
+    console.log(`\n${name} (${row.input}), ${threads} thread(s)`);
+    console.log(`  wall ms: ours ${iv(row.ours.wall)}   pytorch ${iv(row.torch.wall)}`);
+    console.log(`  cpu ms:  ours ${iv(row.ours.cpu)}   pytorch ${iv(row.torch.cpu)}`);
+    console.log(
+      `  ratio ours/pytorch: wall ${fmt(row.wallRatio, 2)} [${fmt(row.wallRatioInterval[0], 2)}, ${
+        fmt(row.wallRatioInterval[1], 2)
+      }]   cpu ${fmt(row.cpuRatio, 2)} [${fmt(row.cpuRatioInterval[0], 2)}, ${
+        fmt(row.cpuRatioInterval[1], 2)
+      }]`,
     );
-    Deno.exit(1);
+
+    if (opts.profile) {
+      const t0 = performance.now();
+      backend.startProfile();
+      for (let i = 0; i < profileSteps; i++) step();
+      const kernels = backend.stopProfile();
+      const total = performance.now() - t0;
+      const inKernels = kernels.reduce((s, e) => s + e.ms, 0);
+      const ourRows = [
+        ...kernels,
+        { name: "(typescript between calls)", calls: profileSteps, ms: total - inKernels },
+      ].sort((a, b) => b.ms - a.ms).map((e) => ({ ...e, ms: e.ms / profileSteps }));
+      const tp = await worker.ask({ cmd: "profile", n: profileSteps });
+      const torchRows = (tp.ops as { name: string; calls: number; ms: number }[])
+        .map((e) => ({ ...e, ms: e.ms / profileSteps }));
+      row.profile = { ours: ourRows, torch: torchRows };
+      const oursTotal = ourRows.reduce((s, e) => s + e.ms, 0);
+      const torchTotal = torchRows.reduce((s, e) => s + e.ms, 0);
+      console.log(
+        `  profile, ms per step (${profileSteps} steps; ours: wall in each native call; pytorch: self cpu by op)`,
+      );
+      console.log(
+        `  ${"ours: kernel".padEnd(30)} ${"calls".padStart(6)} ${"ms".padStart(8)} ${
+          "%".padStart(5)
+        }   ${"pytorch: op".padEnd(34)} ${"calls".padStart(6)} ${"ms".padStart(8)} ${
+          "%".padStart(5)
+        }`,
+      );
+      for (let i = 0; i < top; i++) {
+        const a = ourRows[i], b = torchRows[i];
+        const left = a
+          ? `${a.name.slice(0, 30).padEnd(30)} ${String(a.calls / profileSteps).padStart(6)} ${
+            fmt(a.ms, 2).padStart(8)
+          } ${fmt((100 * a.ms) / oursTotal).padStart(5)}`
+          : " ".repeat(52);
+        const right = b
+          ? `${b.name.slice(0, 34).padEnd(34)} ${String(b.calls / profileSteps).padStart(6)} ${
+            fmt(b.ms, 2).padStart(8)
+          } ${fmt((100 * b.ms) / torchTotal).padStart(5)}`
+          : "";
+        if (a || b) console.log(`  ${left}   ${right}`);
+      }
+      console.log(
+        `  ${"total".padEnd(30)} ${"".padStart(6)} ${fmt(oursTotal, 2).padStart(8)} ${
+          "".padStart(5)
+        }   ${"total".padEnd(34)} ${"".padStart(6)} ${fmt(torchTotal, 2).padStart(8)}`,
+      );
+    }
+    rows.push(row);
+    optimizer.dispose();
+    model.dispose();
   }
-  const torchTimes = JSON.parse(new TextDecoder().decode(out.stdout)).times as number[];
-  const row: Row = {
-    model: name,
-    preset: opts.preset,
-    batch: `${batch.x.shape.join("x")}`,
-    oursMs: median(ours),
-    torchMs: median(torchTimes),
-    ratio: median(ours) / median(torchTimes),
-  };
-  rows.push(row);
-  console.log(
-    `${row.model.padEnd(7)} ${row.preset.padEnd(6)} input ${row.batch.padEnd(14)} ours ${
-      row.oursMs.toFixed(1).padStart(9)
-    } ms   pytorch ${row.torchMs.toFixed(1).padStart(9)} ms   ratio ${
-      row.ratio.toFixed(2).padStart(6)
-    }x`,
-  );
+} finally {
+  await worker.close();
 }
+console.log(`\nvs_pytorch: done; ${await uptime()}`);
 if (opts.json) {
   await Deno.writeTextFile(
     opts.json,
-    JSON.stringify({ threads, steps, warmup, torch: py.version, rows }, null, 2) + "\n",
+    JSON.stringify({ threads, rounds, perRound, warmup, torch: py.version, rows }, null, 2) + "\n",
   );
 }

@@ -3,9 +3,11 @@
  *
  * - `native/build/libra_cpu.so` from `native/cpu/*.c` with gcc, OpenMP and
  *   OpenBLAS `cblas_sgemm` when a test program links against `-lopenblas`
- *   (set `LIBRA_NO_OPENBLAS=1` to force the portable blocked sgemm);
- * - `native/build/libra_cpu_portable.so`, the portable variant, always (tests
- *   compare the two sgemm paths);
+ *   (set `LIBRA_NO_OPENBLAS=1` to force the portable blocked sgemm), and
+ *   `-march=native` when a probe program built with it runs here
+ *   (`LIBRA_MARCH=<arch>` or `LIBRA_MARCH=none` override it);
+ * - `native/build/libra_cpu_portable.so`, the portable variant (portable sgemm,
+ *   no machine flags), always (tests compare the two sgemm paths);
  * - `native/build/libra_cuda.so` from `native/cuda/*.cu` when `nvcc` is on the
  *   PATH or at `/usr/local/cuda/bin/nvcc` (static cudart, so it loads on a
  *   machine without a driver).
@@ -160,6 +162,42 @@ int main(void) {
   }
 }
 
+/**
+ * Machine flags for the default cpu library: `-march=native` when a test
+ * program built with it compiles and runs here (so the kernels' loops are
+ * vectorized for this CPU, e.g. AVX2/AVX-512), nothing otherwise.
+ * `LIBRA_MARCH=<arch>` picks another `-march` (e.g. `x86-64-v3`), `LIBRA_MARCH=none`
+ * none. The portable library never gets machine flags.
+ */
+async function marchFlags(): Promise<{ flags: string[]; why: string }> {
+  const env = Deno.env.get("LIBRA_MARCH");
+  if (env === "none") return { flags: [], why: "LIBRA_MARCH=none" };
+  const flag = `-march=${env || "native"}`;
+  const dir = await Deno.makeTempDir({ prefix: "libra_march_probe_" });
+  try {
+    const src = `${dir}/probe.c`;
+    await Deno.writeTextFile(
+      src,
+      `#include <math.h>
+int main(void) {
+  float a[64];
+  for (int i = 0; i < 64; i++) a[i] = sqrtf((float)i);
+  float s = 0;
+  for (int i = 0; i < 64; i++) s += a[i];
+  return s > 0 ? 0 : 1;
+}
+`,
+    );
+    const cc = await run("gcc", ["-O3", flag, src, "-o", `${dir}/probe`, "-lm"]);
+    if (!cc.ok) return { flags: [], why: `${flag} does not compile: ${cc.output.trim()}` };
+    const ex = await run(`${dir}/probe`, []);
+    if (!ex.ok) return { flags: [], why: `a program built with ${flag} does not run here` };
+    return { flags: [flag], why: flag };
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
 async function findNvcc(): Promise<string | null> {
   const r = await run("nvcc", ["--version"]);
   if (r.ok) return "nvcc";
@@ -167,7 +205,13 @@ async function findNvcc(): Promise<string | null> {
   return null;
 }
 
-function cpuTarget(out: string, sources: string[], headers: string[], blas: boolean): Target {
+function cpuTarget(
+  out: string,
+  sources: string[],
+  headers: string[],
+  blas: boolean,
+  march: string[],
+): Target {
   return {
     out,
     compiler: "gcc",
@@ -178,9 +222,11 @@ function cpuTarget(out: string, sources: string[], headers: string[], blas: bool
       "-shared",
       "-fopenmp",
       "-fno-math-errno",
+      ...march,
       "-fvisibility=hidden",
       "-Wall",
       "-Wextra",
+      "-Wno-psabi", // vector-typed static helpers: no ABI crosses the library boundary
       // Never unmapped by dlclose: OpenMP and OpenBLAS worker threads outlive the
       // Deno.DynamicLibrary (a test worker closing it would pull code from under them).
       "-Wl,-z,nodelete",
@@ -193,7 +239,8 @@ function cpuTarget(out: string, sources: string[], headers: string[], blas: bool
       "-lm",
     ],
     inputs: [...sources, ...headers],
-    label: blas ? "cpu: OpenBLAS sgemm, OpenMP" : "cpu: portable blocked sgemm, OpenMP",
+    label: (blas ? "cpu: OpenBLAS sgemm, OpenMP" : "cpu: portable blocked sgemm, OpenMP") +
+      (march.length ? `, ${march.join(" ")}` : ""),
   };
 }
 
@@ -218,8 +265,10 @@ async function main(): Promise<void> {
         : `build:native: OpenBLAS not usable (${probe.why}); using the portable sgemm`,
     );
   }
-  const cpuTargets = [cpuTarget("native/build/libra_cpu.so", sources, headers, blas)];
-  cpuTargets.push(cpuTarget("native/build/libra_cpu_portable.so", sources, headers, false));
+  const march = await marchFlags();
+  if (!march.flags.length) console.log(`build:native: no machine flags (${march.why})`);
+  const cpuTargets = [cpuTarget("native/build/libra_cpu.so", sources, headers, blas, march.flags)];
+  cpuTargets.push(cpuTarget("native/build/libra_cpu_portable.so", sources, headers, false, []));
   // Both compiles run to completion (no orphaned compiler), then the first failure is reported.
   const settled = await Promise.allSettled(cpuTargets.map(build));
   const failed = settled.find((x): x is PromiseRejectedResult => x.status === "rejected");

@@ -7,11 +7,11 @@
 
 import { Hono } from "hono";
 import type { Context, MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { getCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { access, type AuthConfig, bearer } from "./auth.ts";
+import { boundBody, jsonDepth, MAX_JSON_DEPTH } from "./body.ts";
 import {
   BenchUpload,
   CompareQuery,
@@ -26,7 +26,7 @@ import {
   RunFilter,
   TraceUploadQuery,
 } from "./schemas.ts";
-import type { Run, Store } from "./store.ts";
+import { type Run, RunRefusedError, type Store } from "./store.ts";
 
 /** Body size limits in bytes. */
 export interface BodyLimits {
@@ -36,7 +36,17 @@ export interface BodyLimits {
   trace: number;
   /** Bench uploads (default 16 MiB). */
   bench: number;
+  /** The dashboard's forms (default 64 KiB). */
+  form: number;
 }
+
+/** The default body limits. */
+export const DEFAULT_LIMITS: Readonly<BodyLimits> = {
+  json: 1 << 20,
+  trace: 64 << 20,
+  bench: 16 << 20,
+  form: 64 << 10,
+};
 
 /** What the API needs. */
 export interface ApiOptions {
@@ -67,7 +77,17 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; response: Response };
 async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<Parsed<z.output<S>>> {
   let raw: unknown;
   try {
-    raw = await c.req.json();
+    const text = await c.req.text();
+    if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      return {
+        ok: false,
+        response: badRequest(c, [{
+          field: "body",
+          reason: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
+        }]),
+      };
+    }
+    raw = JSON.parse(text);
   } catch (e) {
     return {
       ok: false,
@@ -142,12 +162,7 @@ export function runView(r: Run): Run & { links: Record<string, string> } {
 /** Creates the API app; mount it at `/api`. */
 export function createApi(opts: ApiOptions): Hono {
   const { store, auth } = opts;
-  const limits: BodyLimits = {
-    json: 1 << 20,
-    trace: 64 << 20,
-    bench: 16 << 20,
-    ...opts.limits,
-  };
+  const limits: BodyLimits = { ...DEFAULT_LIMITS, ...opts.limits };
   const app = new Hono();
 
   app.onError((e, c) => {
@@ -180,27 +195,19 @@ export function createApi(opts: ApiOptions): Hono {
     }
     await next();
   };
+  // Only the health route itself is public (mounted at /api, or the app on its own).
   app.use("*", (c, next) => {
-    if (c.req.path.endsWith("/health")) return next();
+    if (c.req.method === "GET" && /^(\/api)?\/health$/.test(c.req.path)) return next();
     return authenticate(c, next);
   });
-  const limit = (maxSize: number) =>
-    bodyLimit({
-      maxSize,
-      onError: (c) =>
-        c.json({
-          error: `request body too large: the limit for ${c.req.path} is ${maxSize} bytes`,
-        }, 413),
-    });
-  app.use("*", (c, next) => {
-    const p = c.req.path;
-    const max = p.endsWith("/traces")
-      ? limits.trace
-      : p.endsWith("/bench")
-      ? limits.bench
-      : limits.json;
-    return limit(max)(c, next);
-  });
+  // Every body is read as a stream up to its route's limit before a handler sees it.
+  app.use(
+    "*",
+    boundBody((c) => {
+      const p = c.req.path;
+      return /\/traces$/.test(p) ? limits.trace : /\/bench$/.test(p) ? limits.bench : limits.json;
+    }),
+  );
 
   app.get("/", (c) =>
     c.json({
@@ -211,7 +218,7 @@ export function createApi(opts: ApiOptions): Hono {
         "GET|PUT|PATCH|DELETE /api/configurations/:id",
         "POST /api/configurations/:id/runs",
         "GET|POST /api/runs",
-        "GET /api/runs/:id",
+        "GET|DELETE /api/runs/:id",
         "POST /api/runs/:id/cancel",
         "GET /api/runs/:id/results",
         "GET /api/runs/:id/memory",
@@ -219,6 +226,7 @@ export function createApi(opts: ApiOptions): Hono {
         "GET /api/runs/:id/trace",
         "GET /api/runs/:id/events (server-sent events)",
         "GET|POST /api/traces",
+        "DELETE /api/traces/:id",
         "GET /api/compare?model=M[&preset=P][&source=live|simulated]",
         "GET /api/compare/models",
         "POST /api/bench",
@@ -263,7 +271,7 @@ export function createApi(opts: ApiOptions): Hono {
     const id = c.req.param("id");
     const old = await store.getConfiguration(id);
     if (!old) return notFound(c, "configuration", id);
-    const { id: _i, createdAt: _c, updatedAt: _u, ...fields } = old;
+    const { id: _i, createdAt: _c, updatedAt: _u, corrupt: _x, ...fields } = old;
     const merged = ConfigurationInput.safeParse({ ...fields, ...b.value });
     if (!merged.success) return badRequest(c, fieldErrors(merged.error));
     const cfg = await store.updateConfiguration(id, merged.data);
@@ -274,7 +282,13 @@ export function createApi(opts: ApiOptions): Hono {
     return ok ? c.body(null, 204) : notFound(c, "configuration", c.req.param("id"));
   });
   const launch = async (c: Context, configurationId: string) => {
-    const run = await store.createRunFromConfiguration(configurationId);
+    let run;
+    try {
+      run = await store.createRunFromConfiguration(configurationId);
+    } catch (e) {
+      if (!(e instanceof RunRefusedError)) throw e;
+      return badRequest(c, [{ field: "configuration", reason: e.message }]);
+    }
     if (!run) return notFound(c, "configuration", configurationId);
     opts.onQueued?.();
     return c.json(runView(run), 201, { Location: `/api/runs/${run.id}` });
@@ -297,6 +311,19 @@ export function createApi(opts: ApiOptions): Hono {
     const run = await store.getRun(c.req.param("id"));
     return run ? c.json(runView(run)) : notFound(c, "run", c.req.param("id"));
   });
+  const deleteRun = (what: string, kind?: "simulate") => async (c: Context) => {
+    const id = c.req.param("id")!;
+    const r = await store.deleteRun(id, kind);
+    if (r === "not-found") return notFound(c, what, id);
+    if (r === "active") {
+      return c.json({
+        error:
+          `${what} ${id} is still queued or running; cancel it first (POST /api/runs/${id}/cancel)`,
+      }, 409);
+    }
+    return c.body(null, 204);
+  };
+  app.delete("/runs/:id", deleteRun("run"));
   app.post("/runs/:id/cancel", async (c) => {
     const id = c.req.param("id");
     const run = await store.getRun(id);
@@ -405,6 +432,7 @@ export function createApi(opts: ApiOptions): Hono {
     const page = await store.listRuns({ ...q.value, kind: "simulate" });
     return c.json({ ...page, items: page.items.map(runView) });
   });
+  app.delete("/traces/:id", deleteRun("trace simulation", "simulate"));
   app.post("/traces", async (c) => {
     const q = query(c, TraceUploadQuery);
     if (!q.ok) return q.response;

@@ -8,8 +8,8 @@
 
 import { DatabaseSync } from "node:sqlite";
 
-/** A value bound to a `?` placeholder. */
-export type SqlValue = string | number | null;
+/** A value bound to a `?` placeholder (a bigint stores an integer beyond 2^53 exactly). */
+export type SqlValue = string | number | bigint | null;
 /** A result row. */
 export type Row = Record<string, unknown>;
 
@@ -26,6 +26,9 @@ export interface Db {
   /** Closes the connection(s). */
   close(): Promise<void>;
 }
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const MIN_SAFE = -MAX_SAFE;
 
 /** Serializes access to the single SQLite connection so that transactions do not interleave. */
 class Mutex {
@@ -46,8 +49,21 @@ export function openSqlite(path: string): Db {
   if (path !== ":memory:") db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = FULL");
   const mutex = new Mutex();
-  const direct = (sql: string, params: readonly SqlValue[]): Row[] =>
-    db.prepare(sql).all(...params) as Row[];
+  // Integers are read as bigints, so that one value beyond 2^53 cannot fail a whole
+  // statement ("too large to be represented as a JavaScript number"); the safe ones
+  // become numbers again and the rest stay bigints for the store to judge per row.
+  const direct = (sql: string, params: readonly SqlValue[]): Row[] => {
+    const stmt = db.prepare(sql);
+    stmt.setReadBigInts(true);
+    const rows = stmt.all(...params) as Row[];
+    for (const row of rows) {
+      for (const k in row) {
+        const v = row[k];
+        if (typeof v === "bigint" && v >= MIN_SAFE && v <= MAX_SAFE) row[k] = Number(v);
+      }
+    }
+    return rows;
+  };
   const changes = (sql: string, params: readonly SqlValue[]): number =>
     Number(db.prepare(sql).run(...params).changes);
   const inTx: Db = {
@@ -89,8 +105,12 @@ export function toDollarParams(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
+// BIGINT parameters travel as decimal text, which PostgreSQL converts exactly.
+const pgParams = (params: readonly SqlValue[]): (string | number | null)[] =>
+  params.map((p) => typeof p === "bigint" ? p.toString() : p);
+
 interface PgLike {
-  unsafe(query: string, params?: SqlValue[]): Promise<Row[] & { count: number }>;
+  unsafe(query: string, params?: (string | number | null)[]): Promise<Row[] & { count: number }>;
 }
 interface PgClient extends PgLike {
   begin<T>(fn: (tx: PgLike) => Promise<T>): Promise<T>;
@@ -108,8 +128,8 @@ export async function openPostgres(url: string): Promise<Db> {
   const wrap = (c: PgLike, top: boolean): Db => {
     const self: Db = {
       dialect: "postgres",
-      all: async (q, params = []) => [...await c.unsafe(toDollarParams(q), [...params])],
-      run: async (q, params = []) => (await c.unsafe(toDollarParams(q), [...params])).count,
+      all: async (q, params = []) => [...await c.unsafe(toDollarParams(q), pgParams(params))],
+      run: async (q, params = []) => (await c.unsafe(toDollarParams(q), pgParams(params))).count,
       transaction: (fn) => top ? sql.begin((tx) => fn(wrap(tx, false))) : fn(self),
       close: () => top ? sql.end({ timeout: 5 }) : Promise.resolve(),
     };

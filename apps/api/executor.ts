@@ -5,9 +5,11 @@
  * static planners (`libra`, `chen-sqrt`) alike, or replays an uploaded DTR-format trace
  * in the runtime's simulator.
  *
- * Training is synchronous compute, so by default each run executes in its own Web
- * Worker thread ({@linkcode realExecutor}): the server keeps answering, progress and
- * heartbeats flow while the run computes, and canceling a run terminates its thread.
+ * Training is synchronous compute and may need much memory, so by default each run
+ * executes in its own Deno process with its own memory limits ({@linkcode realExecutor}):
+ * the server keeps answering, progress and heartbeats flow while the run computes, a
+ * run that exhausts its memory takes only its process down, and canceling a run kills
+ * its process.
  * The packages are imported lazily, so the API starts (and its tests run) in builds
  * where they are missing; a run then fails saying what is missing.
  *
@@ -135,11 +137,8 @@ async function costModelFor(
   device: "cpu" | "cuda",
 ): Promise<import("@libra/cost").CostModel> {
   const cost = await loadCost();
-  if (name === "measured") return new cost.MeasuredCostModel();
-  if (name === "analytic") return new cost.AnalyticCostModel(cost.DEVICE_PEAKS[device]);
-  throw new RangeError(
-    `cost model "${name}" cannot drive a live run; use "measured" or "analytic" (the profiled model needs a recorded trace)`,
-  );
+  // analytic (deterministic), profiled (the warm-up's times, frozen) or measured (live)
+  return cost.liveCostModel(name, device);
 }
 
 /**
@@ -152,6 +151,7 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
   const costModel = await costModelFor(spec.costModel, spec.device);
   const total = spec.steps * 2;
   const budgetPhase = (p: string) => p === "plan" || p === "budget";
+  let measuredSteps = 0;
   const r = training.runTraining({
     model: spec.model,
     preset: spec.preset,
@@ -172,22 +172,37 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
       ctx.progress({ phase, done: budgetPhase(phase) ? spec.steps : 0, total, message }),
     onStep: (s) => {
       if (s.phase === "warm-up") return;
+      // The two copies' measured steps alternate: count both.
       const budget = s.phase === "budget";
       ctx.progress({
         phase: s.phase,
-        done: (budget ? spec.steps : 0) + s.step + 1,
+        done: ++measuredSteps,
         total,
         message: `${budget ? "under the budget" : "without a budget"}: step ${
           s.step + 1
         }/${spec.steps}, loss ${s.loss.toFixed(4)}`,
-        memoryBytes: s.peakBytes,
+        ...(budget ? { memoryBytes: s.peakBytes } : {}),
       });
     },
   });
   const feasible = r.outOfBudget === undefined;
   const budgetRatio = spec.budgetRatio ?? r.budgetBytes / r.baselinePeakBytes;
-  // Median step time over median step time: robust to one slow step (GC, a late compile).
-  const overhead = feasible ? median(r.stepTimesMs) / median(r.baselineStepTimesMs) : null;
+  // The median of the interleaved pairs' ratios (`@libra/train`'s measuring method).
+  const m = r.measurement;
+  const overhead = feasible && m ? m.wall.median : null;
+  const measured = m
+    ? {
+      overheadLow: m.wall.low,
+      overheadHigh: m.wall.high,
+      overheadConfidence: m.wall.confidence,
+      cpuOverhead: m.cpu.median,
+      cpuOverheadLow: m.cpu.low,
+      cpuOverheadHigh: m.cpu.high,
+      accountedOverhead: m.accounted.overhead,
+      measuredPairs: m.pairs,
+      warmupSteps: m.warmupSteps,
+    }
+    : {};
   const plan = r.plan
     ? {
       planSteps: r.plan.steps,
@@ -210,6 +225,7 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
       baselineStepMs: median(r.baselineStepTimesMs),
       budgetStepMs: median(r.stepTimesMs),
       steps: spec.steps,
+      ...measured,
       ...plan,
     },
     memory: r.timeline ? toTimeline(r.timeline, r.budgetBytes) : null,
@@ -293,13 +309,25 @@ export function executeInThisThread(spec: RunSpec, ctx: ExecuteContext): Promise
 
 /** Options of {@link realExecutor}. */
 export interface RealExecutorOptions {
-  /** Run executions in worker threads (default true). */
-  thread?: boolean;
-  /** Start one thread now and load the packages in it, so the first run starts at once. */
+  /**
+   * Where runs execute: `process` (default), each in its own Deno process with its own
+   * memory limits, so that a run that exhausts memory takes only itself down; `none`, in
+   * the calling thread (tests).
+   */
+  isolation?: "process" | "none";
+  /** Start one process now and load the packages in it, so the next run starts at once. */
   prewarm?: boolean;
+  /**
+   * Most memory a run's process may use (resident set: V8 heap plus the tensors' native
+   * buffers), checked every 100 ms; beyond it the process is killed and the run fails
+   * saying so. Default 8 GiB, or `LIBRA_RUN_MEMORY_BYTES`.
+   */
+  memoryLimitBytes?: number;
+  /** V8 heap limit of a run's process, MiB (default min(4096, memoryLimitBytes / 2 MiB)). */
+  heapLimitMiB?: number;
 }
 
-/** Loads every package a run needs (a thread does this ahead of its first run). */
+/** Loads every package a run needs (a process does this ahead of its run). */
 export async function warmUp(): Promise<void> {
   await Promise.all([
     loadRuntime(),
@@ -311,72 +339,156 @@ export async function warmUp(): Promise<void> {
   ]);
 }
 
-/** The real executor, with {@link RealExecutor.close} to end its idle threads. */
+/** The real executor, with {@link RealExecutor.close} to end its idle process. */
 export interface RealExecutor extends RunExecutor {
-  /** Terminates the idle worker threads (running ones end with their runs). */
+  /** Ends the prewarmed idle process (running ones end with their runs). */
   close(): void;
+  /** The memory limit of a run's process, bytes (null when runs execute in this thread). */
+  readonly memoryLimitBytes: number | null;
 }
 
-type ThreadMessage =
+type ChildMessage =
   | { type: "progress"; event: Parameters<ExecuteContext["progress"]>[0] }
   | { type: "result"; result: RunResult }
   | { type: "error"; message: string };
 
+/** The resident set of process `pid` in bytes, or null where /proc is not available. */
+export function residentBytes(pid: number): number | null {
+  try {
+    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+    const m = status.match(/^VmRSS:\s+(\d+)\s+kB/m);
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+const MIB = 1 << 20;
+
 /**
- * Creates the real executor. Runs execute in worker threads kept in a small pool
- * (a thread loads the packages once and serves run after run); a canceled run's
- * thread is terminated, which stops its computation at once.
+ * Creates the real executor. Each run executes in its own Deno process (never in the
+ * API's process): the process has a V8 heap limit, and its resident memory, native
+ * tensor buffers included, is checked against `memoryLimitBytes`; canceling a run kills
+ * its process. One process is kept loaded ahead of the next run.
  */
 export function realExecutor(opts: RealExecutorOptions = {}): RealExecutor {
-  if (opts.thread === false) return { name: "real", execute: executeInThisThread, close() {} };
-  const idle: Worker[] = [];
+  if (opts.isolation === "none") {
+    return { name: "real", execute: executeInThisThread, close() {}, memoryLimitBytes: null };
+  }
+  const envLimit = Number(Deno.env.get("LIBRA_RUN_MEMORY_BYTES") ?? NaN);
+  const limit = opts.memoryLimitBytes ??
+    (Number.isSafeInteger(envLimit) && envLimit > 0 ? envLimit : 8 * 1024 * MIB);
+  const heapMiB = opts.heapLimitMiB ?? Math.max(256, Math.min(4096, Math.floor(limit / 2 / MIB)));
+  const entry = new URL("./_executor_process.ts", import.meta.url).pathname;
   let closed = false;
   const spawn = () =>
-    new Worker(new URL("./_executor_thread.js", import.meta.url), { type: "module" });
-  if (opts.prewarm) {
-    const w = spawn();
-    w.postMessage({ warm: true });
-    idle.push(w);
-  }
+    new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "--no-prompt",
+        "--allow-read",
+        "--allow-env",
+        "--allow-ffi",
+        "--allow-sys",
+        `--v8-flags=--max-old-space-size=${heapMiB}`,
+        entry,
+      ],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  let warm: Deno.ChildProcess | null = opts.prewarm ? spawn() : null;
+  const take = () => {
+    const p = warm ?? spawn();
+    warm = null;
+    return p;
+  };
   return {
-    name: "real (thread)",
+    name: "real (process)",
+    memoryLimitBytes: limit,
     close() {
       closed = true;
-      for (const w of idle.splice(0)) w.terminate();
+      if (warm) {
+        const w = warm;
+        warm = null;
+        try {
+          w.kill("SIGKILL");
+        } catch { /* already gone */ }
+        w.stdin.close().catch(() => {});
+        w.status.then(() => {}, () => {});
+        w.stdout.cancel().catch(() => {});
+        w.stderr.cancel().catch(() => {});
+      }
     },
-    execute(spec, ctx) {
-      return new Promise<RunResult>((resolve, reject) => {
-        const w = idle.pop() ?? spawn();
-        const done = (keep: boolean) => {
-          ctx.signal.removeEventListener("abort", onAbort);
-          w.onmessage = null;
-          w.onerror = null;
-          if (keep && !closed) idle.push(w);
-          else w.terminate();
-        };
-        const onAbort = () => {
-          done(false);
-          reject(new Error("canceled: the run's thread was stopped"));
-        };
-        ctx.signal.addEventListener("abort", onAbort);
-        w.onmessage = (e: MessageEvent) => {
-          const m = e.data as ThreadMessage;
-          if (m.type === "progress") ctx.progress(m.event);
-          else if (m.type === "result") {
-            done(true);
-            resolve(m.result);
-          } else {
-            done(false); // a thread whose run threw may hold half-unwound state: not reused
-            reject(new Error(m.message));
+    async execute(spec, ctx) {
+      if (ctx.signal.aborted) throw new Error("canceled before the run started");
+      const child = take();
+      const replace = () => {
+        if (opts.prewarm && !closed && warm === null) warm = spawn();
+      };
+      let failure: string | null = null;
+      const kill = (why: string) => {
+        failure ??= why;
+        try {
+          child.kill("SIGKILL");
+        } catch { /* already gone */ }
+      };
+      const onAbort = () => kill("canceled: the run's process was stopped");
+      ctx.signal.addEventListener("abort", onAbort);
+      let peak = 0;
+      const watch = setInterval(() => {
+        const rss = residentBytes(child.pid);
+        if (rss === null) return;
+        peak = Math.max(peak, rss);
+        if (rss > limit) {
+          kill(
+            `the run's process used ${(rss / MIB).toFixed(0)} MiB of memory, above its limit of ${
+              (limit / MIB).toFixed(0)
+            } MiB (LIBRA_RUN_MEMORY_BYTES); it was stopped. Use a smaller preset, overrides or steps.`,
+          );
+        }
+      }, 100);
+      const stderr = new Response(child.stderr).text().catch(() => "");
+      let outcome: ChildMessage | null = null;
+      const job = new TextEncoder().encode(JSON.stringify({ spec, trace: ctx.trace }));
+      const w = child.stdin.getWriter();
+      const written = w.write(job).then(() => w.close()).catch(() => {});
+      try {
+        let buf = "";
+        for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+          buf += chunk;
+          let nl;
+          while ((nl = buf.indexOf("\n")) >= 0) {
+            const line = buf.slice(0, nl);
+            buf = buf.slice(nl + 1);
+            if (!line.startsWith("\x1elibra ")) continue;
+            const m = JSON.parse(line.slice(7)) as ChildMessage;
+            if (m.type === "progress") ctx.progress(m.event);
+            else outcome = m;
           }
-        };
-        w.onerror = (e) => {
-          e.preventDefault();
-          done(false);
-          reject(new Error(`the run's thread crashed: ${e.message}`));
-        };
-        w.postMessage({ spec, trace: ctx.trace });
-      });
+        }
+        await written;
+        const status = await child.status;
+        const err = await stderr;
+        if (failure !== null) throw new Error(failure);
+        if (outcome?.type === "result") return outcome.result;
+        if (outcome?.type === "error") throw new Error(outcome.message);
+        const oom = /out of memory|heap limit/i.test(err);
+        throw new Error(
+          `the run's process ended without a result (${
+            status.signal ? `signal ${status.signal}` : `exit code ${status.code}`
+          }${oom ? `; its V8 heap limit is ${heapMiB} MiB` : ""})${
+            err.trim() ? `: ${err.trim().split("\n").slice(-5).join(" | ")}` : ""
+          }`,
+        );
+      } finally {
+        clearInterval(watch);
+        ctx.signal.removeEventListener("abort", onAbort);
+        kill("done");
+        await child.status.catch(() => {});
+        replace();
+      }
     },
   };
 }

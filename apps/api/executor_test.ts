@@ -36,13 +36,13 @@ Deno.test("thinSamples() keeps each bucket's peak and the order", () => {
 });
 
 Deno.test({
-  name: `real executor: a tiny MLP under 90% of its peak, in a worker thread${skip}`,
+  name: `real executor: a tiny MLP under 90% of its peak, in its own process${skip}`,
   ignore: !probe.ok,
   async fn() {
     const events: ProgressEvent[] = [];
-    const ex = realExecutor();
+    const ex = realExecutor({ prewarm: true });
     const r = await ex.execute(TRAIN, ctx(events));
-    // the same thread serves the next run (a simulation)
+    // the next process (loaded meanwhile) serves the next run (a simulation)
     const sim = await ex.execute(
       { kind: "simulate", name: "chain", policies: ["lru"], ratios: [1] },
       ctx([], chainTrace()),
@@ -54,7 +54,8 @@ Deno.test({
     assert.ok(r.peakBytes! <= r.budgetBytes!, `peak ${r.peakBytes} within ${r.budgetBytes}`);
     assert.ok(r.stats.evictions! > 0, "the budget forced evictions");
     // re-materialization is exact: the same losses as without a budget
-    assert.equal(r.loss.length, 3);
+    // two warm-up steps, then the three measured ones
+    assert.equal(r.loss.length, 5);
     for (const l of r.loss) assert.equal(l.loss, l.baseline);
     assert.ok(r.overhead! > 0);
     assert.ok(r.memory!.samples.every(([, b]) => b <= r.budgetBytes!), "timeline within budget");
@@ -83,7 +84,9 @@ Deno.test({
     assert.ok(r.memory!.samples.every(([, b]) => b <= r.budgetBytes!), "timeline within budget");
     assert.ok(r.memory!.markers.some((m) => m.kind === "drop" || m.kind === "remat"));
     assert.ok(events.some((e) => e.phase === "plan"), "a plan phase is reported");
+    // the two copies' measured steps, interleaved, count to 2 x 2
     assert.equal(events.at(-1)!.done, 4);
+    assert.equal(events.at(-1)!.total, 4);
     // an infeasible budget: succeeded with feasible false and the runtime's reason
     const bad = await executeInThisThread({ ...spec, budgetRatio: 0.01 }, ctx());
     assert.equal(bad.feasible, false);
@@ -99,9 +102,10 @@ Deno.test({
     const stop = new AbortController();
     const p = executeInThisThread(TRAIN, {
       signal: stop.signal,
-      progress: (e) => e.phase === "baseline" && e.done === 1 && stop.abort(),
+      // the first measured pair is baseline then budget: stop after it
+      progress: (e) => e.phase === "budget" && e.done === 2 && stop.abort(),
     });
-    await assert.rejects(p, /canceled before baseline step 2\/3/);
+    await assert.rejects(p, /canceled before budget step 2\/3/);
   },
 });
 
@@ -124,8 +128,8 @@ Deno.test({
     await assert.rejects(executeInThisThread({ ...TRAIN, model: "vgg" }, ctx()), /"vgg".*mlp/);
     await assert.rejects(executeInThisThread({ ...TRAIN, policy: "fifo" }, ctx()), /dtr-eq/);
     await assert.rejects(
-      executeInThisThread({ ...TRAIN, costModel: "profiled" }, ctx()),
-      /use "measured" or "analytic"/,
+      executeInThisThread({ ...TRAIN, costModel: "psychic" }, ctx()),
+      /unknown cost model "psychic".*analytic, profiled, measured/,
     );
   },
 });
@@ -232,5 +236,26 @@ Deno.test({
     assert.deepEqual(r.loss.map((l) => l.baseline), cli.baselineLosses);
     assert.equal(r.baselinePeakBytes, cli.baselinePeakBytes);
     assert.equal(r.budgetBytes, cli.budgetBytes);
+  },
+});
+
+Deno.test({
+  name:
+    `real executor: a run above its process's memory limit is stopped, the caller lives on${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    // 8192x8192 weights: ~1 GiB of native buffers with gradients and momentum
+    const ex = realExecutor({ memoryLimitBytes: 300 * 2 ** 20 });
+    const before = Deno.memoryUsage().rss;
+    await assert.rejects(
+      ex.execute({ ...TRAIN, config: { hidden: [8192, 8192] } }, ctx()),
+      /the run's process used \d+ MiB of memory, above its limit of 300 MiB/,
+    );
+    assert.ok(Deno.memoryUsage().rss - before < 200 * 2 ** 20, "the memory was not ours");
+    // a canceled run's process is killed
+    const stop = new AbortController();
+    const p = ex.execute(TRAIN, { signal: stop.signal, progress: () => stop.abort() });
+    await assert.rejects(p, /canceled: the run's process was stopped/);
+    ex.close();
   },
 });

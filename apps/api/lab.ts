@@ -6,7 +6,13 @@
  */
 
 import type { Hono } from "hono";
-import { type BodyLimits, createApi } from "./app.ts";
+import { type BodyLimits, createApi, DEFAULT_LIMITS } from "./app.ts";
+import {
+  admitByEstimate,
+  DEFAULT_MAX_RUN_BYTES,
+  type Estimator,
+  threadEstimator,
+} from "./estimate.ts";
 import { type AuthConfig, loadAuth } from "./auth.ts";
 import { realExecutor } from "./executor.ts";
 import type { RunExecutor } from "./run_executor.ts";
@@ -33,6 +39,13 @@ export interface LabOptions {
   workerOptions?: Partial<Omit<WorkerOptions, "store" | "executor">>;
   /** Body limits. */
   limits?: Partial<BodyLimits>;
+  /**
+   * Estimates a training run's memory before queuing it (default: on the meta backend
+   * in a thread when the executor is the real one; null: no check).
+   */
+  estimator?: Estimator | null;
+  /** Most memory a run may need by the estimate (default `LIBRA_MAX_RUN_BYTES`, else 4 GiB). */
+  maxRunBytes?: number;
   /** Log lines (default console.log). */
   log?: (line: string) => void;
 }
@@ -49,6 +62,8 @@ export interface Lab {
   executor: RunExecutor;
   /** The in-process worker, if any. */
   worker: RunWorker | null;
+  /** Body limits in force (the dashboard bounds its forms and uploads with them). */
+  limits: BodyLimits;
   /** Ends open event streams (call before stopping the HTTP server). */
   beginShutdown(): void;
   /** Ends event streams, stops the worker (failing its run, if any) and closes the store. */
@@ -74,6 +89,14 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       ? null
       : new RunWorker({ store, executor, log, ...opts.workerOptions });
     const shutdown = new AbortController();
+    const envMax = Number(Deno.env.get("LIBRA_MAX_RUN_BYTES") ?? NaN);
+    const maxRunBytes = opts.maxRunBytes ??
+      (Number.isSafeInteger(envMax) && envMax > 0 ? envMax : DEFAULT_MAX_RUN_BYTES);
+    // the real executor (given or default) gets the real estimate unless told otherwise
+    const real = !opts.executor || "memoryLimitBytes" in opts.executor;
+    const ownedEstimator = opts.estimator === undefined && real ? threadEstimator() : null;
+    const estimate = opts.estimator ?? ownedEstimator?.estimate;
+    if (estimate) store.admit = admitByEstimate(estimate, maxRunBytes);
     const api = createApi({
       store,
       auth,
@@ -82,19 +105,31 @@ export async function openLab(opts: LabOptions = {}): Promise<Lab> {
       ...(opts.limits ? { limits: opts.limits } : {}),
     });
     worker?.start();
+    // Without a worker of its own, the server still fails the runs of workers that died.
+    const staleMs = opts.workerOptions?.staleMs ?? 30_000;
+    const reaper = worker ? null : setInterval(() => {
+      store.reapStaleRuns(staleMs).then(
+        (ids) =>
+          ids.forEach((id) => log(`libra: marked run ${id} failed (its worker went silent)`)),
+        (e) => log(`libra: reaping stale runs: ${e instanceof Error ? e.message : e}`),
+      );
+    }, Math.min(5000, Math.max(50, staleMs / 4)));
     return {
       store,
       auth,
       api,
       executor,
       worker,
+      limits: { ...DEFAULT_LIMITS, ...opts.limits },
       beginShutdown() {
         shutdown.abort();
       },
       async close() {
         shutdown.abort();
+        if (reaper !== null) clearInterval(reaper);
         await worker?.stop("the server shut down");
         owned?.close();
+        ownedEstimator?.close();
         await store.close();
       },
     };

@@ -17,7 +17,10 @@
 
 export * from "./app.ts";
 export * from "./auth.ts";
+export * from "./body.ts";
+export * from "./catalog.ts";
 export * from "./db.ts";
+export * from "./estimate.ts";
 export * from "./executor.ts";
 export * from "./lab.ts";
 export * from "./migrations.ts";

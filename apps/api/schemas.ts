@@ -6,12 +6,39 @@
  */
 
 import { z } from "zod";
+import {
+  COST_MODELS,
+  crossCheck,
+  MODEL_OVERRIDES,
+  MODELS,
+  presetConfig,
+  presetsOf,
+  TRACE_POLICIES,
+  TRAIN_POLICIES,
+  unknownName,
+} from "./catalog.ts";
 
 const name = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const nameMessage = "lower-case letters, digits, '.', '_' or '-', starting with a letter or digit";
 
 /** A model, preset, policy or cost-model name. */
 export const Name: z.ZodString = z.string().regex(name, nameMessage);
+
+/** A policy or planner name: a {@linkcode Name}, optionally with a `+swap` suffix. */
+export const PolicyName: z.ZodString = z.string().regex(
+  /^[a-z0-9][a-z0-9._-]{0,63}(\+swap)?$/,
+  `${nameMessage}, optionally followed by "+swap"`,
+);
+
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** Free text of at most `max` characters without control characters (NUL, newlines, ...). */
+export function text(max: number): z.ZodString {
+  return z.string().max(max, `at most ${max} characters`).refine(
+    (s) => !CONTROL.test(s),
+    "must not contain control characters (NUL, newlines, escapes)",
+  ) as unknown as z.ZodString;
+}
 
 /** A configuration: what to train, on what, under which budget and policy. */
 export interface ConfigurationInput {
@@ -45,7 +72,7 @@ export type ConfigurationPatch = {
 };
 
 const configurationFields = {
-  name: z.string().trim().min(1, "must not be empty").max(100, "at most 100 characters"),
+  name: text(100).pipe(z.string().trim().min(1, "must not be empty")),
   model: Name,
   preset: Name.default("tiny"),
   config: z.record(z.string(), z.unknown()).nullable().default(null),
@@ -54,7 +81,7 @@ const configurationFields = {
   budgetBytes: z.number().int("must be an integer").positive("must be > 0").nullable().default(
     null,
   ),
-  policy: Name,
+  policy: PolicyName,
   costModel: Name.default("measured"),
   steps: z.number().int("must be an integer").min(1, "must be >= 1").max(
     10_000,
@@ -81,9 +108,51 @@ function exactlyOneBudget(
   }
 }
 
+/**
+ * Checks the names against what the packages implement (model, its preset, policy,
+ * cost model) and the overrides against the model's schema, naming the valid choices.
+ */
+export function knownNames(
+  v: { model: string; preset: string; policy: string; costModel: string; config: unknown },
+  ctx: z.RefinementCtx,
+): void {
+  const bad = (path: (string | number)[], message: string) =>
+    ctx.addIssue({ code: "custom", path, message });
+  if (!MODELS.includes(v.model)) return bad(["model"], unknownName("model", v.model, MODELS));
+  const presets = presetsOf(v.model);
+  if (!presets.includes(v.preset)) {
+    bad(["preset"], unknownName(`preset for ${v.model}`, v.preset, presets));
+  }
+  if (!TRAIN_POLICIES.includes(v.policy)) {
+    bad(["policy"], unknownName("policy", v.policy, TRAIN_POLICIES));
+  }
+  if (!COST_MODELS.includes(v.costModel)) {
+    bad(["costModel"], unknownName("cost model", v.costModel, COST_MODELS));
+  }
+  if (v.config === null || v.config === undefined) return;
+  const schema = MODEL_OVERRIDES[v.model]!;
+  const r = schema.safeParse(v.config);
+  if (!r.success) {
+    for (const i of r.error.issues) {
+      const message = i.code === "unrecognized_keys"
+        ? `${i.message}; ${v.model} takes: ${
+          Object.keys((schema as unknown as { shape: object }).shape).join(", ")
+        }`
+        : i.message;
+      bad(["config", ...i.path.map((p) => typeof p === "symbol" ? String(p) : p)], message);
+    }
+    return;
+  }
+  const merged = { ...presetConfig(v.model, v.preset), ...r.data };
+  for (const [field, message] of crossCheck(v.model, merged)) bad(["config", field], message);
+}
+
 /** Validates a configuration (POST, PUT). */
 export const ConfigurationInput: z.ZodType<ConfigurationInput> = z.object(configurationFields)
-  .strict().superRefine(exactlyOneBudget);
+  .strict().superRefine((v, ctx) => {
+    exactlyOneBudget(v, ctx);
+    knownNames(v, ctx);
+  });
 
 /** Partial update of a configuration (PATCH); the merged result is validated again. */
 export const ConfigurationPatch: z.ZodType<ConfigurationPatch> = z.object({
@@ -94,7 +163,7 @@ export const ConfigurationPatch: z.ZodType<ConfigurationPatch> = z.object({
   device: z.enum(["cpu", "cuda"]),
   budgetRatio: z.number().gt(0, "must be > 0").lte(1, "must be <= 1").nullable(),
   budgetBytes: z.number().int("must be an integer").positive("must be > 0").nullable(),
-  policy: Name,
+  policy: PolicyName,
   costModel: Name,
   steps: z.number().int().min(1).max(10_000),
   seed: z.number().int().min(0).max(2 ** 31 - 1),
@@ -108,6 +177,8 @@ export interface Configuration extends ConfigurationInput {
   createdAt: number;
   /** Last update, ms since the epoch. */
   updatedAt: number;
+  /** Set when stored values of this row could not be read: why. */
+  corrupt?: string;
 }
 
 /** A page of a list. */
@@ -180,7 +251,19 @@ export const TraceUploadQuery: z.ZodType<
 > = z.object({
   name: Name.optional(),
   policies: z.string().transform((s) => s.split(",").map((p) => p.trim()).filter((p) => p))
-    .pipe(z.array(Name).min(1, "name at least one policy").max(12)).optional(),
+    .pipe(
+      z.array(z.string()).min(1, "name at least one policy").max(12).superRefine((ps, ctx) => {
+        for (const [i, p] of ps.entries()) {
+          if (!TRACE_POLICIES.includes(p)) {
+            ctx.addIssue({
+              code: "custom",
+              path: [i],
+              message: unknownName("trace policy", p, TRACE_POLICIES),
+            });
+          }
+        }
+      }),
+    ).optional(),
   ratios: z.string().transform((s) => s.split(",").map((p) => Number(p.trim())))
     .pipe(
       z.array(z.number().gt(0, "ratios must be > 0").lte(1, "ratios must be <= 1")).min(1).max(
@@ -275,7 +358,7 @@ export const BenchResult: z.ZodType<BenchResult> = z.object({
   repeat: z.number().int().positive().optional(),
   seed: z.number().int().nonnegative().optional(),
   device: z.enum(["cpu", "cuda", "meta"]).optional(),
-  trace: z.string().max(200).optional(),
+  trace: text(200).optional(),
   losses: z.array(z.number()).max(100_000).optional(),
   memory: z.array(z.tuple([z.number(), z.number()])).max(200_000).optional(),
 }).strict().superRefine((v, ctx) => {
@@ -306,15 +389,15 @@ export interface BenchUpload {
 
 /** Validates a bench upload. */
 export const BenchUpload: z.ZodType<BenchUpload> = z.object({
-  suite: z.string().max(100).default("default"),
+  suite: text(100).default("default"),
   createdAt: z.iso.datetime({ offset: true }).optional(),
-  commit: z.string().max(64).optional(),
+  commit: text(64).optional(),
   machine: z.object({
-    hostname: z.string().max(200).optional(),
-    os: z.string().max(200).optional(),
-    cpu: z.string().max(200).optional(),
-    gpu: z.string().max(200).optional(),
-    deno: z.string().max(50).optional(),
+    hostname: text(200).optional(),
+    os: text(200).optional(),
+    cpu: text(200).optional(),
+    gpu: text(200).optional(),
+    deno: text(50).optional(),
   }).passthrough().default({}),
   results: z.array(BenchResult).min(1, "an upload needs at least one result").max(10_000),
 }).strict();

@@ -22,6 +22,7 @@ import type {
   RunResult,
   RunSpec,
   SimulateSpec,
+  TrainSpec,
 } from "./run_executor.ts";
 
 /** Kinds of run. */
@@ -73,6 +74,8 @@ export interface Run {
   peakBytes: number | null;
   /** Overhead. */
   overhead: number | null;
+  /** Set when stored values of this row could not be read (they are null above): why. */
+  corrupt?: string;
 }
 
 /** Stored results of a finished run. */
@@ -130,53 +133,152 @@ export function newId(prefix: string): string {
   return `${prefix}_${t}${c}${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
-const num = (v: unknown): number | null => v === null || v === undefined ? null : Number(v);
-const json = <T>(v: unknown): T | null => (typeof v === "string" ? JSON.parse(v) as T : null);
+/**
+ * Reads stored values one row at a time: a value that is not what its column should
+ * hold (an integer beyond 2^53, text that is not JSON) becomes null and is described in
+ * `problems`, so that one bad row never fails a listing.
+ */
+class RowReader {
+  readonly problems: string[] = [];
+  constructor(readonly row: Row) {}
+  /** An integer column: a safe integer, or null (and a problem) when it is not one. */
+  int(col: string): number | null {
+    const v = this.row[col];
+    if (v === null || v === undefined) return null;
+    const n = typeof v === "string" && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
+    if (typeof n === "number" && Number.isSafeInteger(n)) return n;
+    this.problems.push(`${col} = ${String(v)} is not a safe integer (beyond 2^53)`);
+    return null;
+  }
+  /** A floating-point column: a finite number, or null (and a problem). */
+  real(col: string): number | null {
+    const v = this.row[col];
+    if (v === null || v === undefined) return null;
+    const n = typeof v === "bigint" ? Number(v) : Number(v);
+    if (Number.isFinite(n)) return n;
+    this.problems.push(`${col} = ${String(v)} is not a finite number`);
+    return null;
+  }
+  /** A JSON column: the parsed value, or null (and a problem). */
+  json<T>(col: string): T | null {
+    const v = this.row[col];
+    if (typeof v !== "string") return null;
+    try {
+      return JSON.parse(v) as T;
+    } catch (e) {
+      this.problems.push(`${col} is not valid JSON (${e instanceof Error ? e.message : e})`);
+      return null;
+    }
+  }
+  text(col: string): string | null {
+    const v = this.row[col];
+    return v === null || v === undefined ? null : String(v);
+  }
+  /** What could not be read, or null. */
+  get problem(): string | null {
+    return this.problems.length
+      ? `stored values could not be read: ${this.problems.join("; ")}`
+      : null;
+  }
+}
 
 function toConfiguration(r: Row): Configuration {
-  return {
+  const x = new RowReader(r);
+  const c: Configuration = {
     id: String(r.id),
     name: String(r.name),
     model: String(r.model),
     preset: String(r.preset),
-    config: json<Record<string, unknown>>(r.config),
+    config: x.json<Record<string, unknown>>("config"),
     device: r.device as "cpu" | "cuda",
-    budgetRatio: num(r.budget_ratio),
-    budgetBytes: num(r.budget_bytes),
+    budgetRatio: x.real("budget_ratio"),
+    budgetBytes: x.int("budget_bytes"),
     policy: String(r.policy),
     costModel: String(r.cost_model),
-    steps: Number(r.steps),
-    seed: Number(r.seed),
-    createdAt: Number(r.created_at),
-    updatedAt: Number(r.updated_at),
+    steps: x.int("steps") ?? 0,
+    seed: x.int("seed") ?? 0,
+    createdAt: x.int("created_at") ?? 0,
+    updatedAt: x.int("updated_at") ?? 0,
   };
+  return x.problem ? { ...c, corrupt: x.problem } : c;
 }
 
 function toRun(r: Row): Run {
-  return {
+  const x = new RowReader(r);
+  const run: Run = {
     id: String(r.id),
     kind: r.kind as RunKind,
-    configurationId: r.configuration_id === null ? null : String(r.configuration_id),
-    sourceId: r.source_id === null ? null : String(r.source_id),
-    spec: JSON.parse(String(r.spec)),
+    configurationId: x.text("configuration_id"),
+    sourceId: x.text("source_id"),
+    spec: x.json<RunSpec>("spec") ?? {},
     model: String(r.model),
     preset: String(r.preset),
     policy: String(r.policy),
     status: r.status as RunStatus,
-    createdAt: Number(r.created_at),
-    startedAt: num(r.started_at),
-    finishedAt: num(r.finished_at),
-    workerId: r.worker_id === null ? null : String(r.worker_id),
-    heartbeatAt: num(r.heartbeat_at),
-    progress: json<ProgressEvent>(r.progress),
-    error: r.error === null ? null : String(r.error),
+    createdAt: x.int("created_at") ?? 0,
+    startedAt: x.int("started_at"),
+    finishedAt: x.int("finished_at"),
+    workerId: x.text("worker_id"),
+    heartbeatAt: x.int("heartbeat_at"),
+    progress: x.json<ProgressEvent>("progress"),
+    error: x.text("error"),
     feasible: r.feasible === null ? null : Number(r.feasible) === 1,
-    budgetRatio: num(r.budget_ratio),
-    budgetBytes: num(r.budget_bytes),
-    baselinePeakBytes: num(r.baseline_peak_bytes),
-    peakBytes: num(r.peak_bytes),
-    overhead: num(r.overhead),
+    budgetRatio: x.real("budget_ratio"),
+    budgetBytes: x.int("budget_bytes"),
+    baselinePeakBytes: x.int("baseline_peak_bytes"),
+    peakBytes: x.int("peak_bytes"),
+    overhead: x.real("overhead"),
   };
+  return x.problem ? { ...run, corrupt: x.problem } : run;
+}
+
+/** What a training run of configuration `c` executes. */
+export function trainSpecOf(c: Configuration): TrainSpec {
+  return {
+    kind: "train",
+    model: c.model,
+    preset: c.preset,
+    config: c.config,
+    device: c.device,
+    budgetRatio: c.budgetRatio,
+    budgetBytes: c.budgetBytes,
+    policy: c.policy,
+    costModel: c.costModel,
+    steps: c.steps,
+    seed: c.seed,
+  };
+}
+
+/** Checks the numbers of a run's result against what the columns hold. */
+export function checkResult(r: RunResult): void {
+  const bad: string[] = [];
+  const bytes = (name: string, v: number | null) => {
+    if (v !== null && !(Number.isSafeInteger(v) && v >= 0)) {
+      bad.push(`${name} = ${v} is not a byte count (a safe integer >= 0, at most 2^53 - 1)`);
+    }
+  };
+  const real = (name: string, v: number | null) => {
+    if (v !== null && !Number.isFinite(v)) bad.push(`${name} = ${v} is not a finite number`);
+  };
+  bytes("budgetBytes", r.budgetBytes);
+  bytes("baselinePeakBytes", r.baselinePeakBytes);
+  bytes("peakBytes", r.peakBytes);
+  real("budgetRatio", r.budgetRatio);
+  real("overhead", r.overhead);
+  for (const [i, p] of r.points.entries()) {
+    real(`points[${i}].ratio`, p.ratio);
+    real(`points[${i}].overhead`, p.overhead);
+  }
+  for (const [k, v] of Object.entries(r.stats)) real(`stats.${k}`, v);
+  if (bad.length) {
+    throw new RangeError(`the run's result cannot be stored: ${bad.slice(0, 5).join("; ")}`);
+  }
+}
+
+/** Throws (rolling the transaction back) when a row just written cannot be read back. */
+function readBack<T extends { id: string; corrupt?: string }>(v: T): T {
+  if (v.corrupt) throw new RangeError(`${v.id}: ${v.corrupt}; nothing was stored`);
+  return v;
 }
 
 const RUN_COLUMNS =
@@ -196,6 +298,11 @@ export interface StoreOptions {
   url?: string | undefined;
   /** SQLite file (default `.libra/libra.db`); `:memory:` for a throw-away database. */
   path?: string | undefined;
+  /**
+   * Create the SQLite file and its folder when missing (default true). A worker passes
+   * false: it joins an existing lab and never makes a new one.
+   */
+  create?: boolean;
 }
 
 /** Opens the store and applies pending migrations. */
@@ -205,7 +312,18 @@ export async function openStore(opts: StoreOptions = {}): Promise<Store> {
     db = await openPostgres(opts.url);
   } else {
     const path = opts.path ?? ".libra/libra.db";
-    if (path !== ":memory:") {
+    if (path !== ":memory:" && opts.create === false) {
+      try {
+        if (!(await Deno.stat(path)).isFile) throw new Error(`${path} is not a file`);
+      } catch (e) {
+        throw new Error(
+          `no lab database at ${path} (${
+            e instanceof Deno.errors.NotFound ? "no such file" : e instanceof Error ? e.message : e
+          }); start the server first (deno task libra serve) or pass the --db it uses`,
+          { cause: e },
+        );
+      }
+    } else if (path !== ":memory:") {
       const dir = path.replace(/[^/]*$/, "");
       if (dir) await Deno.mkdir(dir, { recursive: true });
     }
@@ -220,10 +338,25 @@ export async function openStore(opts: StoreOptions = {}): Promise<Store> {
   return new Store(db);
 }
 
+/** Thrown by {@linkcode Store.createRunFromConfiguration} when its admission check refuses a run. */
+export class RunRefusedError extends Error {
+  /** Creates the error. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "RunRefusedError";
+  }
+}
+
 /** Configurations, runs and results. */
 export class Store {
   /** The database (exposed for tests and migrations). */
   readonly db: Db;
+  /**
+   * Checked before a training run is queued, by every caller (the API and the
+   * dashboard alike); throws {@linkcode RunRefusedError} to refuse it. The lab sets it
+   * to the memory estimate.
+   */
+  admit: ((spec: TrainSpec) => Promise<void>) | null = null;
 
   /** Wraps a migrated database; use {@linkcode openStore}. */
   constructor(db: Db) {
@@ -237,32 +370,38 @@ export class Store {
 
   // --- configurations -------------------------------------------------------
 
-  /** Stores a new configuration. */
-  async createConfiguration(input: ConfigurationInput): Promise<Configuration> {
+  /**
+   * Stores a new configuration. The row is read back inside the transaction, so a
+   * configuration that cannot be read back is never committed.
+   */
+  createConfiguration(input: ConfigurationInput): Promise<Configuration> {
     const now = Date.now();
     const c: Configuration = { ...input, id: newId("cfg"), createdAt: now, updatedAt: now };
-    await this.db.run(
-      `INSERT INTO configurations (id, name, model, preset, config, device, budget_ratio,
-        budget_bytes, policy, cost_model, steps, seed, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        c.id,
-        c.name,
-        c.model,
-        c.preset,
-        c.config === null ? null : JSON.stringify(c.config),
-        c.device,
-        c.budgetRatio,
-        c.budgetBytes,
-        c.policy,
-        c.costModel,
-        c.steps,
-        c.seed,
-        c.createdAt,
-        c.updatedAt,
-      ],
-    );
-    return c;
+    return this.db.transaction(async (tx) => {
+      await tx.run(
+        `INSERT INTO configurations (id, name, model, preset, config, device, budget_ratio,
+          budget_bytes, policy, cost_model, steps, seed, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          c.id,
+          c.name,
+          c.model,
+          c.preset,
+          c.config === null ? null : JSON.stringify(c.config),
+          c.device,
+          c.budgetRatio,
+          c.budgetBytes,
+          c.policy,
+          c.costModel,
+          c.steps,
+          c.seed,
+          c.createdAt,
+          c.updatedAt,
+        ],
+      );
+      const rows = await tx.all("SELECT * FROM configurations WHERE id = ?", [c.id]);
+      return readBack(toConfiguration(rows[0]!));
+    });
   }
 
   /** One configuration, or null. */
@@ -272,29 +411,33 @@ export class Store {
   }
 
   /** Replaces a configuration's fields; null if it does not exist. */
-  async updateConfiguration(id: string, input: ConfigurationInput): Promise<Configuration | null> {
+  updateConfiguration(id: string, input: ConfigurationInput): Promise<Configuration | null> {
     const now = Date.now();
-    const n = await this.db.run(
-      `UPDATE configurations SET name = ?, model = ?, preset = ?, config = ?, device = ?,
+    return this.db.transaction(async (tx) => {
+      const n = await tx.run(
+        `UPDATE configurations SET name = ?, model = ?, preset = ?, config = ?, device = ?,
         budget_ratio = ?, budget_bytes = ?, policy = ?, cost_model = ?, steps = ?, seed = ?,
         updated_at = ? WHERE id = ?`,
-      [
-        input.name,
-        input.model,
-        input.preset,
-        input.config === null ? null : JSON.stringify(input.config),
-        input.device,
-        input.budgetRatio,
-        input.budgetBytes,
-        input.policy,
-        input.costModel,
-        input.steps,
-        input.seed,
-        now,
-        id,
-      ],
-    );
-    return n === 0 ? null : this.getConfiguration(id);
+        [
+          input.name,
+          input.model,
+          input.preset,
+          input.config === null ? null : JSON.stringify(input.config),
+          input.device,
+          input.budgetRatio,
+          input.budgetBytes,
+          input.policy,
+          input.costModel,
+          input.steps,
+          input.seed,
+          now,
+          id,
+        ],
+      );
+      if (n === 0) return null;
+      const rows = await tx.all("SELECT * FROM configurations WHERE id = ?", [id]);
+      return readBack(toConfiguration(rows[0]!));
+    });
   }
 
   /** Deletes a configuration (its runs keep their snapshot); false if it did not exist. */
@@ -324,19 +467,8 @@ export class Store {
   async createRunFromConfiguration(configurationId: string): Promise<Run | null> {
     const c = await this.getConfiguration(configurationId);
     if (!c) return null;
-    const spec: RunSpec = {
-      kind: "train",
-      model: c.model,
-      preset: c.preset,
-      config: c.config,
-      device: c.device,
-      budgetRatio: c.budgetRatio,
-      budgetBytes: c.budgetBytes,
-      policy: c.policy,
-      costModel: c.costModel,
-      steps: c.steps,
-      seed: c.seed,
-    };
+    const spec = trainSpecOf(c);
+    await this.admit?.(spec);
     return this.#insertRun({
       kind: "train",
       configurationId: c.id,
@@ -377,7 +509,7 @@ export class Store {
     trace?: string,
   ): Promise<Run> {
     const id = newId("run");
-    await this.db.transaction(async (tx) => {
+    return await this.db.transaction(async (tx) => {
       await tx.run(
         `INSERT INTO runs (id, kind, configuration_id, spec, model, preset, policy, status,
           created_at, budget_ratio, budget_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
@@ -397,8 +529,10 @@ export class Store {
       if (trace !== undefined) {
         await tx.run("INSERT INTO run_inputs (run_id, trace) VALUES (?, ?)", [id, trace]);
       }
+      // read back before committing: a run that cannot be listed is never stored
+      const rows = await tx.all(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`, [id]);
+      return readBack(toRun(rows[0]!));
     });
-    return (await this.getRun(id))!;
   }
 
   /** Stores a bench upload; each measurement becomes a finished run. Returns the run ids. */
@@ -563,8 +697,13 @@ export class Store {
     return n > 0;
   }
 
-  /** Stores the results of a run held by `workerId` and marks it succeeded. */
+  /**
+   * Stores the results of a run held by `workerId` and marks it succeeded. Throws a
+   * RangeError naming the value, and stores nothing, when a number of the result is not
+   * what its column holds (a byte count beyond 2^53, an infinite overhead).
+   */
   completeRun(id: string, workerId: string, result: RunResult): Promise<boolean> {
+    checkResult(result);
     return this.db.transaction(async (tx) => {
       const n = await tx.run(
         `UPDATE runs SET status = 'succeeded', finished_at = ?, feasible = ?, budget_ratio = ?,
@@ -613,6 +752,24 @@ export class Store {
         );
       }
       return true;
+    });
+  }
+
+  /**
+   * Deletes a run that has ended, with its inputs, results and comparison points, in
+   * one transaction. `kind` restricts it (the trace routes delete simulations only).
+   */
+  deleteRun(id: string, kind?: RunKind): Promise<"deleted" | "not-found" | "active"> {
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.all("SELECT kind, status FROM runs WHERE id = ?", [id]);
+      const r = rows[0];
+      if (!r || (kind !== undefined && r.kind !== kind)) return "not-found";
+      if (r.status === "queued" || r.status === "running") return "active";
+      for (const t of ["run_points", "run_results", "run_inputs"]) {
+        await tx.run(`DELETE FROM ${t} WHERE run_id = ?`, [id]);
+      }
+      await tx.run("DELETE FROM runs WHERE id = ?", [id]);
+      return "deleted";
     });
   }
 
@@ -677,18 +834,22 @@ export class Store {
       "SELECT policy, ratio, feasible, overhead FROM run_points WHERE run_id = ? ORDER BY policy, ratio DESC",
       [id],
     );
+    const x = new RowReader(r);
     return {
-      stats: JSON.parse(String(r.stats)),
-      memory: json<MemoryTimeline>(r.memory),
-      loss: json<RunResult["loss"]>(r.loss) ?? [],
-      note: r.note === null ? null : String(r.note),
+      stats: x.json<Record<string, number>>("stats") ?? {},
+      memory: x.json<MemoryTimeline>("memory"),
+      loss: x.json<RunResult["loss"]>("loss") ?? [],
+      note: x.text("note"),
       hasTrace: r.has_trace === true || Number(r.has_trace) === 1,
-      points: points.map((p) => ({
-        policy: String(p.policy),
-        ratio: Number(p.ratio),
-        feasible: Number(p.feasible) === 1,
-        overhead: num(p.overhead),
-      })),
+      points: points.map((p) => {
+        const y = new RowReader(p);
+        return {
+          policy: String(p.policy),
+          ratio: y.real("ratio") ?? NaN,
+          feasible: Number(p.feasible) === 1,
+          overhead: y.real("overhead"),
+        };
+      }),
     };
   }
 

@@ -11,6 +11,7 @@ import { component as LiveProgress } from "./islands/live_progress.tsx";
 import { component as LossChart } from "./islands/loss_chart.tsx";
 import { component as MemoryChart } from "./islands/memory_chart.tsx";
 import { component as OverheadChart } from "./islands/overhead_chart.tsx";
+import { component as RunOverlay } from "./islands/run_overlay.tsx";
 
 // deno-lint-ignore no-explicit-any
 const ISLANDS: Record<string, ComponentType<any>> = {
@@ -19,6 +20,7 @@ const ISLANDS: Record<string, ComponentType<any>> = {
   LossChart,
   MemoryChart,
   OverheadChart,
+  RunOverlay,
 };
 
 for (const el of document.querySelectorAll<HTMLElement>("[data-island]")) {

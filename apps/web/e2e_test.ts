@@ -125,7 +125,7 @@ Deno.test({
 
       // client-side validation with the API's schema
       await page.fill("input[name=name]", "e2e tiny run");
-      await page.fill("input[name=model]", model);
+      await page.selectOption("select[name=model]", model);
       await page.fill("input[name=budgetRatio]", "1.5");
       await page.click("button.primary");
       const msg = await page.waitForSelector("[data-field=budgetRatio] .error");
@@ -167,7 +167,7 @@ Deno.test({
       );
       const ratio = await page.textContent("[data-stat='budget ratio'] td");
       assert.equal(ratio, "0.900");
-      const overhead = Number(await page.textContent("[data-stat=overhead] td"));
+      const overhead = parseFloat(await page.textContent("[data-stat=overhead] td") ?? "");
       assert.ok(overhead > 0, `overhead shown: ${overhead}`);
       // the budget line is drawn at the budget: a red dashed rule inside the chart
       assert.equal(

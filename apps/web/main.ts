@@ -15,24 +15,28 @@
  * @module
  */
 
-import { type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
+import { boundBody, type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
+import { MODEL_NAMES } from "@libra/nn/zoo";
 import { Hono } from "hono";
 import { parseHTML } from "linkedom";
 import { ensureBundle } from "./build.ts";
 import { type Catalog, level, type WebContext } from "./components/context.ts";
+import { tableExport } from "./components/export.tsx";
 import { setServerDocument } from "./components/plot_figure.tsx";
 import * as compare from "./routes/compare.tsx";
 import * as configurations from "./routes/configurations.tsx";
 import * as login from "./routes/login.tsx";
 import * as runs from "./routes/runs.tsx";
 import * as traces from "./routes/traces.tsx";
+import { allowedHosts, DEFAULT_ALLOWED_HOSTS, sameOrigin, securityHeaders } from "./security.ts";
 
 export type { Catalog, WebContext } from "./components/context.ts";
+export * from "./security.ts";
 export { buildIslands, ensureBundle } from "./build.ts";
 
-/** Names the forms suggest unless the executor knows better. */
+/** Names the forms suggest unless the executor knows better (models: the `@libra/nn` registry). */
 export const DEFAULT_CATALOG: Catalog = {
-  models: ["mlp", "gpt", "resnet"],
+  models: [...MODEL_NAMES],
   policies: [
     "dtr",
     "dtr-eq",
@@ -57,13 +61,35 @@ const TYPES: Record<string, string> = {
   ico: "image/x-icon",
 };
 
+/** The browser-facing defences of {@linkcode createWebApp}. */
+export interface WebSecurityOptions {
+  /** Host names served (default: localhost, 127.0.0.1, [::1]; `*` serves any). */
+  allowedHosts?: readonly string[];
+}
+
 /** The whole app: the API under `/api` and the dashboard pages. */
-export function createWebApp(lab: Lab, catalog: Catalog = DEFAULT_CATALOG): Hono {
+export function createWebApp(
+  lab: Lab,
+  catalog: Catalog = DEFAULT_CATALOG,
+  security: WebSecurityOptions = {},
+): Hono {
   const ctx: WebContext = { lab, catalog };
   setServerDocument(() =>
     parseHTML("<!DOCTYPE html><html><body></body></html>").document as unknown as Document
   );
   const app = new Hono();
+  app.use("*", allowedHosts(security.allowedHosts ?? DEFAULT_ALLOWED_HOSTS));
+  app.use("*", securityHeaders);
+  // The pages' forms (and /login, /logout) accept same-origin posts only; the API's
+  // writes need a bearer token, which a browser never adds by itself.
+  app.use("*", (c, next) => /^\/api(\/|$)/.test(c.req.path) ? next() : sameOrigin(c, next));
+  // Bodies of the pages are read as a stream up to their limit before any handler (the API
+  // bounds its own): forms at the form limit, the trace upload at the trace limit.
+  const pageBodies = boundBody(
+    (c) => c.req.method === "POST" && c.req.path === "/traces" ? lab.limits.trace : lab.limits.form,
+    (c, e) => c.text(`${e.message} for ${c.req.method} ${c.req.path}`, 413),
+  );
+  app.use("*", (c, next) => /^\/api(\/|$)/.test(c.req.path) ? next() : pageBodies(c, next));
   app.route("/api", lab.api);
   app.get("/static/*", async (c) => {
     const rel = c.req.path.slice("/static/".length);
@@ -85,13 +111,20 @@ export function createWebApp(lab: Lab, catalog: Catalog = DEFAULT_CATALOG): Hono
     const p = c.req.path;
     if (p.startsWith("/api") || p.startsWith("/static/") || p === "/login") return next();
     if (level(c, ctx) === "none") return c.redirect(`/login?next=${encodeURIComponent(p)}`, 303);
-    c.header("X-Content-Type-Options", "nosniff");
-    c.header("X-Frame-Options", "DENY");
     await next();
   });
+  app.use("*", tableExport()); // ?export=<table>&format=csv|json on any page
   app.get("/", (c) => c.redirect("/runs"));
   for (const r of ROUTES) r.register(app, ctx);
-  app.notFound((c) => c.text(`no page at ${c.req.path}`, 404));
+  // a mounted app's own notFound is not consulted by Hono: answer unknown API routes in JSON here
+  app.notFound((c) =>
+    c.req.path === "/api" || c.req.path.startsWith("/api/")
+      ? c.json(
+        { error: `no route ${c.req.method} ${c.req.path}; see GET /api for the routes` },
+        404,
+      )
+      : c.text(`no page at ${c.req.path}`, 404)
+  );
   return app;
 }
 
@@ -105,6 +138,11 @@ export interface ServerOptions extends LabOptions {
   build?: boolean;
   /** Names the forms suggest. */
   catalog?: Catalog;
+  /**
+   * Host names served besides the one bound to (default `LIBRA_ALLOWED_HOSTS`, comma-
+   * separated, else localhost, 127.0.0.1 and [::1]; `*` serves any).
+   */
+  allowedHosts?: readonly string[];
 }
 
 /** A running server. */
@@ -125,8 +163,17 @@ export interface ServerHandle {
 export async function startServer(opts: ServerOptions = {}): Promise<ServerHandle> {
   if (opts.build ?? true) await ensureBundle();
   const lab = await openLab(opts);
-  const app = createWebApp(lab, opts.catalog ?? await realCatalog() ?? DEFAULT_CATALOG);
   const hostname = opts.hostname ?? "127.0.0.1";
+  const env = Deno.env.get("LIBRA_ALLOWED_HOSTS")?.split(",").map((h) => h.trim()).filter((h) => h);
+  const hosts = [...(opts.allowedHosts ?? (env?.length ? env : DEFAULT_ALLOWED_HOSTS))];
+  if (["0.0.0.0", "::"].includes(hostname)) {
+    try {
+      hosts.push(Deno.hostname()); // serving the network: the machine's own name too
+    } catch { /* no --allow-sys */ }
+  } else hosts.push(hostname.includes(":") ? `[${hostname}]` : hostname);
+  const app = createWebApp(lab, opts.catalog ?? await realCatalog() ?? DEFAULT_CATALOG, {
+    allowedHosts: hosts,
+  });
   const ac = new AbortController();
   let resolvePort: (p: number) => void;
   const ready = new Promise<number>((r) => (resolvePort = r));

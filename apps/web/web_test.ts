@@ -85,7 +85,7 @@ Deno.test("the configuration form validates on the server and launches a run", a
       "/configurations",
       form(VALID, { ...COOKIE, Origin: "http://evil.example" }),
     );
-    assert.equal(evil.status, 303, "a cross-site post is refused");
+    assert.equal(evil.status, 403, "a cross-site post is refused");
     assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
 
     const ok = await app.request("/configurations", form({ ...VALID, launch: "1" }));
@@ -144,7 +144,7 @@ Deno.test("run pages render results on the server, with island props for the cha
     assert.match(rule, /stroke="#d62728"/, "the budget line is drawn");
     const props = detail.match(/data-island="MemoryChart" data-props="([^"]*)"/)![1]!;
     const parsed = JSON.parse(props.replaceAll("&quot;", '"'));
-    assert.equal(parsed.budgetBytes, 500000);
+    assert.equal(parsed.view.budgetBytes, 500000);
     assert.match(detail, /script type="module" src="\/static\/build\/islands.js"/);
 
     const bad = await (await app.request(`/runs/${b.id}`)).text();
@@ -227,9 +227,60 @@ Deno.test("the compare page lists the smallest feasible ratio per policy", async
       ],
     });
     const html = await (await app.request("/compare?model=resnet/tiny")).text();
-    assert.match(html, /data-policy="dtr"><td>dtr<\/td><td class="num">0\.40<\/td>/);
-    assert.match(html, /data-policy="lru"><td>lru<\/td><td class="num">0\.60<\/td>/);
+    assert.match(
+      html,
+      /data-policy="dtr"><td>dtr<\/td><td class="num" data-value="0.4">0\.40<\/td>/,
+    );
+    assert.match(
+      html,
+      /data-policy="lru"><td>lru<\/td><td class="num" data-value="0.6">0\.60<\/td>/,
+    );
     assert.match(html, /data-island="OverheadChart"/);
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("the configuration form refuses names that are not in the server's lists", async () => {
+  const { lab, app } = await setup();
+  try {
+    const res = await app.request(
+      "/configurations",
+      form({ ...VALID, policy: "nonsense", costModel: "profiled" }),
+    );
+    assert.equal(res.status, 400);
+    const html = await res.text();
+    assert.match(
+      html,
+      /data-field="policy"[^]*?unknown policy &quot;nonsense&quot;; choose one of dtr,/,
+    );
+    assert.match(html, /data-field="costModel"[^]*?unknown cost model &quot;profiled&quot;/);
+    const preset = await app.request("/configurations", form({ ...VALID, preset: "huge" }));
+    assert.equal(preset.status, 400);
+    assert.match(await preset.text(), /unknown preset of gpt &quot;huge&quot;/);
+    assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("unknown /api/* routes answer JSON 404 through the dashboard server too", async () => {
+  const { lab, app } = await setup();
+  try {
+    for (const [method, path] of [["GET", "/api/nope"], ["POST", "/api/runs/x/nope"]] as const) {
+      const res = await app.request(path, {
+        method,
+        headers: { Authorization: `Bearer ${TOKEN}` },
+      });
+      assert.equal(res.status, 404);
+      assert.match(res.headers.get("content-type")!, /application\/json/);
+      assert.deepEqual(await res.json(), {
+        error: `no route ${method} ${path}; see GET /api for the routes`,
+      });
+    }
+    const page = await app.request("/nope");
+    assert.equal(page.status, 404);
+    assert.match(await page.text(), /no page at \/nope/);
   } finally {
     await lab.close();
   }

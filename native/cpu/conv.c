@@ -62,49 +62,76 @@ static int64_t group_size(const convp* q) {
   return g < q->N ? g : (q->N > 0 ? q->N : 1);
 }
 
-/* col[row * ld + oh*OW + ow] = x[ch, oh*sh - ph + r*dh, ow*sw - pw + s*dw] (0 outside),
- * row = (ch*R + r)*S + s */
-static void im2col(const convp* q, const float* x, float* col, int64_t ld) {
-  const int64_t rows = q->C * q->R * q->S, L = q->OH * q->OW;
-  PAR_FOR(rows * L > PAR_MIN,
-  for (int64_t row = 0; row < rows; row++) {
-    const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, s = row % q->S;
-    float* dst = col + row * ld;
-    const float* plane = x + ch * q->H * q->W;
-    for (int64_t oh = 0; oh < q->OH; oh++) {
-      const int64_t h = oh * q->sh - q->ph + r * q->dh;
-      float* d = dst + oh * q->OW;
-      if (h < 0 || h >= q->H) {
-        memset(d, 0, sizeof(float) * (size_t)q->OW);
-        continue;
-      }
-      const float* src = plane + h * q->W;
-      for (int64_t ow = 0; ow < q->OW; ow++) {
-        const int64_t w = ow * q->sw - q->pw + s * q->dw;
-        d[ow] = w >= 0 && w < q->W ? src[w] : 0.0f;
-      }
-    }
-  });
+/* Output columns ow whose input column ow*sw - pw + off (off = s*dw) lies in [0, W):
+ * [*lo, *hi). */
+static inline void valid_cols(const convp* q, int64_t off, int64_t* lo, int64_t* hi) {
+  const int64_t a = q->pw - off; /* need ow*sw >= a and ow*sw <= W - 1 + a */
+  int64_t l = a <= 0 ? 0 : (a + q->sw - 1) / q->sw;
+  int64_t h = q->W - 1 + a < 0 ? 0 : (q->W - 1 + a) / q->sw + 1;
+  if (h > q->OW) h = q->OW;
+  if (l > h) l = h;
+  *lo = l;
+  *hi = h;
 }
 
-/* x[ch] = sum of the col entries that came from it; one channel per thread. */
-static void col2im(const convp* q, const float* col, int64_t ld, float* x) {
+/* Row `row` of the column matrix: dst[oh*OW + ow] = x[ch, oh*sh - ph + r*dh, ow*sw - pw + s*dw]
+ * (0 outside), row = (ch*R + r)*S + s. The valid column range is computed once per row,
+ * so the inner loop is a plain copy (memcpy for stride 1). */
+static inline void im2col_row(const convp* q, const float* x, float* dst, int64_t row) {
+  const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, s = row % q->S;
+  const float* plane = x + ch * q->H * q->W;
+  const int64_t off = s * q->dw;
+  int64_t lo, hi;
+  valid_cols(q, off, &lo, &hi);
+  for (int64_t oh = 0; oh < q->OH; oh++) {
+    const int64_t h = oh * q->sh - q->ph + r * q->dh;
+    float* d = dst + oh * q->OW;
+    if (h < 0 || h >= q->H || lo >= hi) {
+      memset(d, 0, sizeof(float) * (size_t)q->OW);
+      continue;
+    }
+    const float* src = plane + h * q->W - q->pw + off;
+    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+    if (q->sw == 1) {
+      memcpy(d + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
+    } else {
+      for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * q->sw];
+    }
+    for (int64_t ow = hi; ow < q->OW; ow++) d[ow] = 0.0f;
+  }
+}
+
+/* The column matrix col[CRS, ld] of one image (its columns [0, OH*OW)). */
+static void im2col(const convp* q, const float* x, float* col, int64_t ld, int par) {
+  const int64_t rows = q->C * q->R * q->S, L = q->OH * q->OW;
+  PAR_FOR(par && rows * L > PAR_MIN,
+  for (int64_t row = 0; row < rows; row++) im2col_row(q, x, col + row * ld, row););
+}
+
+/* x[ch] = sum of the col entries that came from it; one channel per thread. Terms are
+ * added in (r, s, oh, ow) order, as before the valid ranges were hoisted. */
+static void col2im(const convp* q, const float* col, int64_t ld, float* x, int par) {
   const int64_t L = q->OH * q->OW, HW = q->H * q->W;
-  PAR_FOR(q->C * q->R * q->S * L > PAR_MIN,
+  PAR_FOR(par && q->C * q->R * q->S * L > PAR_MIN,
   for (int64_t ch = 0; ch < q->C; ch++) {
     float* plane = x + ch * HW;
     memset(plane, 0, sizeof(float) * (size_t)HW);
     for (int64_t r = 0; r < q->R; r++) {
       for (int64_t s = 0; s < q->S; s++) {
         const float* src = col + ((ch * q->R + r) * q->S + s) * ld;
+        const int64_t off = s * q->dw;
+        int64_t lo, hi;
+        valid_cols(q, off, &lo, &hi);
+        if (lo >= hi) continue;
         for (int64_t oh = 0; oh < q->OH; oh++) {
           const int64_t h = oh * q->sh - q->ph + r * q->dh;
           if (h < 0 || h >= q->H) continue;
-          float* d = plane + h * q->W;
+          float* d = plane + h * q->W - q->pw + off;
           const float* sr = src + oh * q->OW;
-          for (int64_t ow = 0; ow < q->OW; ow++) {
-            const int64_t w = ow * q->sw - q->pw + s * q->dw;
-            if (w >= 0 && w < q->W) d[w] += sr[ow];
+          if (q->sw == 1) {
+            for (int64_t ow = lo; ow < hi; ow++) d[ow] += sr[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ow++) d[ow * q->sw] += sr[ow];
           }
         }
       }
@@ -122,17 +149,152 @@ static void gather_kl(const float* src, float* dst, int64_t g, int64_t K, int64_
   });
 }
 
-static float* scratch(const kcall* c, int64_t floats, int32_t* status) {
-  float* p = malloc(sizeof(float) * (size_t)(floats > 0 ? floats : 1));
-  if (!p) {
+/* Scratch buffers kept between calls (per thread, three slots: the column matrix, a
+ * gathered/regrouped operand and a transposed result) so that a conv does not pay malloc and first-touch page
+ * faults every call; buffers over SCRATCH_KEEP bytes are released after the call. */
+#define SCRATCH_KEEP ((int64_t)64 << 20)
+static _Thread_local float* scratch_buf[3];
+static _Thread_local int64_t scratch_cap[3];
+
+static float* scratch_get(const kcall* c, int slot, int64_t floats, int32_t* status) {
+  if (floats < 1) floats = 1;
+  if (scratch_cap[slot] >= floats) return scratch_buf[slot];
+  free(scratch_buf[slot]);
+  scratch_buf[slot] = malloc(sizeof(float) * (size_t)floats);
+  scratch_cap[slot] = scratch_buf[slot] ? floats : 0;
+  if (!scratch_buf[slot]) {
     *status = set_error(LIBRA_ERR_OUT_OF_MEMORY,
                         "libra_run(%s): could not allocate %lld bytes of im2col scratch", c->name,
                         (long long)(floats * 4));
   }
-  return p;
+  return scratch_buf[slot];
+}
+
+/* Ends a call's use of the scratch: large buffers are not kept. */
+static void scratch_done(void) {
+  for (int i = 0; i < 3; i++) {
+    if (scratch_cap[i] * 4 > SCRATCH_KEEP) {
+      free(scratch_buf[i]);
+      scratch_buf[i] = NULL;
+      scratch_cap[i] = 0;
+    }
+  }
+}
+
+/* ---- the small-weight path ----
+ * When the weights are small (the output channels and kernels of a CIFAR-sized
+ * network) each image is one GEMM on libra_sgemm_small, which beats OpenBLAS at
+ * these shapes, with no grouping of images; images are split across threads. Every
+ * output element is still computed by one thread in a fixed order, so results do not
+ * depend on the thread count. */
+#define SMALL_WEIGHTS 65536
+
+static int use_small(const convp* q) {
+  const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW;
+  return q->K * CRS <= SMALL_WEIGHTS && CRS * L * 4 <= SCRATCH_KEEP;
+}
+
+/* Whether to split images across threads: more than one image, more than one thread
+ * and enough work that the fork/join is noise. */
+static int par_images(const convp* q) {
+  const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW;
+  return q->N > 1 && libra_threads() > 1 && q->K * CRS * L > PAR_MIN;
+}
+
+static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X, const float* Wt,
+                                  const float* B, float* Y) {
+  const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
+  const int direct = is_pointwise(q);
+  int failed = 0;
+  PAR_FOR(par_images(q),
+  for (int64_t n = 0; n < q->N; n++) {
+    int32_t st = 0;
+    float* col = direct ? (float*)X + n * CHW : scratch_get(c, 0, CRS * L, &st);
+    float* y = Y + n * q->K * L;
+    if (!col) {
+      failed = 1;
+      continue;
+    }
+    if (!direct) im2col(q, X + n * CHW, col, L, 0);
+    if (libra_sgemm_small(q->K, L, CRS, Wt, CRS, 1, col, L, y, L, 0)) {
+      failed = 1;
+      continue;
+    }
+    if (B) {
+      for (int64_t k = 0; k < q->K; k++) {
+        const float b = B[k];
+        for (int64_t l = 0; l < L; l++) y[k * L + l] += b;
+      }
+    }
+  });
+  scratch_done();
+  if (failed) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
+                     c->name);
+  }
+  return LIBRA_OK;
+}
+
+static int32_t conv_backward_input_small(const kcall* c, const convp* q, const float* GY,
+                                         const float* Wt, float* GX) {
+  const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
+  const int direct = is_pointwise(q);
+  /* Stride 1: the input gradient is the forward conv of gy with the weights transposed
+   * over channels and flipped in space, padded by dil*(R-1) - pad; that runs on the
+   * forward path (reduction over K*R*S, no col2im). */
+  if (!direct && q->sh == 1 && q->sw == 1 && q->dh * (q->R - 1) >= q->ph &&
+      q->dw * (q->S - 1) >= q->pw) {
+    convp t = *q;
+    t.C = q->K;
+    t.K = q->C;
+    t.H = q->OH;
+    t.W = q->OW;
+    t.ph = q->dh * (q->R - 1) - q->ph;
+    t.pw = q->dw * (q->S - 1) - q->pw;
+    t.has_bias = 0;
+    t.OH = out_size(t.H, t.R, 1, t.ph, t.dh);
+    t.OW = out_size(t.W, t.S, 1, t.pw, t.dw);
+    if (t.OH == q->H && t.OW == q->W && use_small(&t)) {
+      int32_t st = 0;
+      float* wf = scratch_get(c, 2, q->K * CRS, &st);
+      if (!wf) return st;
+      const int64_t RS = q->R * q->S;
+      for (int64_t k = 0; k < q->K; k++) {
+        for (int64_t ch = 0; ch < q->C; ch++) {
+          const float* src = Wt + (k * q->C + ch) * RS;
+          float* dst = wf + (ch * q->K + k) * RS;
+          for (int64_t i = 0; i < RS; i++) dst[i] = src[RS - 1 - i];
+        }
+      }
+      return conv_forward_small(c, &t, GY, wf, NULL, GX);
+    }
+  }
+  int failed = 0;
+  PAR_FOR(par_images(q),
+  for (int64_t n = 0; n < q->N; n++) {
+    int32_t st = 0;
+    float* col = direct ? GX + n * CHW : scratch_get(c, 0, CRS * L, &st);
+    if (!col) {
+      failed = 1;
+      continue;
+    }
+    /* col = W^T gy_n: A[i, p] = W[p, i] */
+    if (libra_sgemm_small(CRS, L, q->K, Wt, 1, CRS, GY + n * q->K * L, L, col, L, 0)) {
+      failed = 1;
+      continue;
+    }
+    if (!direct) col2im(q, col, L, GX + n * CHW, 0);
+  });
+  scratch_done();
+  if (failed) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
+                     c->name);
+  }
+  return LIBRA_OK;
 }
 
 int32_t k_conv2d(const kcall* c) {
+
   convp q;
   int32_t st = conv_parse(c, &q);
   if (st) return st;
@@ -143,19 +305,19 @@ int32_t k_conv2d(const kcall* c) {
   const float *X = IN_F(0), *Wt = IN_F(1), *B = q.has_bias ? IN_F(2) : NULL;
   float* Y = OUT_F(0);
   if (q.N == 0) return LIBRA_OK;
+  if (use_small(&q)) return conv_forward_small(c, &q, X, Wt, B, Y);
   const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW, G = group_size(&q);
   const int64_t CHW = q.C * q.H * q.W;
   const int direct = G == 1 && is_pointwise(&q); /* x_n is already the column matrix */
-  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
-  float* tmp = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);
+  float* tmp = G > 1 ? scratch_get(c, 1, q.K * G * L, &st) : NULL;
   if ((!direct && !col) || (G > 1 && !tmp)) {
-    free(col);
-    free(tmp);
+    scratch_done();
     return st;
   }
   for (int64_t n0 = 0; n0 < q.N; n0 += G) {
     const int64_t g = q.N - n0 < G ? q.N - n0 : G, ld = g * L;
-    for (int64_t i = 0; i < g && !direct; i++) im2col(&q, X + (n0 + i) * CHW, col + i * L, ld);
+    for (int64_t i = 0; i < g && !direct; i++) im2col(&q, X + (n0 + i) * CHW, col + i * L, ld, 1);
     float* out = G > 1 ? tmp : Y + n0 * q.K * L;
     libra_sgemm(0, 0, q.K, ld, CRS, 1.0f, Wt, CRS > 0 ? CRS : 1, direct ? X + n0 * CHW : col, ld,
                 0.0f, out, ld);
@@ -171,8 +333,7 @@ int32_t k_conv2d(const kcall* c) {
       }
     });
   }
-  free(col);
-  free(tmp);
+  scratch_done();
   return LIBRA_OK;
 }
 
@@ -183,14 +344,14 @@ int32_t k_conv2d_backward_input(const kcall* c) {
   const float *GY = IN_F(0), *Wt = IN_F(1);
   float* GX = OUT_F(0);
   if (q.N == 0) return LIBRA_OK;
+  if (use_small(&q)) return conv_backward_input_small(c, &q, GY, Wt, GX);
   const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW, G = group_size(&q);
   const int64_t CHW = q.C * q.H * q.W;
   const int direct = G == 1 && is_pointwise(&q); /* the column matrix is gx_n itself */
-  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
-  float* gyg = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);
+  float* gyg = G > 1 ? scratch_get(c, 1, q.K * G * L, &st) : NULL;
   if ((!direct && !col) || (G > 1 && !gyg)) {
-    free(col);
-    free(gyg);
+    scratch_done();
     return st;
   }
   for (int64_t n0 = 0; n0 < q.N; n0 += G) {
@@ -202,14 +363,69 @@ int32_t k_conv2d_backward_input(const kcall* c) {
     }
     libra_sgemm(1, 0, CRS, ld, q.K, 1.0f, Wt, CRS > 0 ? CRS : 1, rhs, ld, 0.0f,
                 direct ? GX + n0 * CHW : col, ld);
-    for (int64_t i = 0; i < g && !direct; i++) col2im(&q, col + i * L, ld, GX + (n0 + i) * CHW);
+    for (int64_t i = 0; i < g && !direct; i++) col2im(&q, col + i * L, ld, GX + (n0 + i) * CHW, 1);
   }
-  free(col);
-  free(gyg);
+  scratch_done();
+  return LIBRA_OK;
+}
+
+static int32_t conv_backward_weight_small(const kcall* c, const convp* q, const float* X,
+                                          const float* GY, float* GW) {
+  const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
+  const int direct = is_pointwise(q);
+  int32_t st = 0;
+  float* gwt = scratch_get(c, 2, CRS * q->K, &st);
+  if (!gwt) return st;
+  /* gw^T[CRS, K] = sum over images, in order, of col_n [CRS, L] gy_n^T [L, K]. The rows
+   * of gw^T are split across threads in one parallel region: each thread builds its own
+   * rows of col_n and its own copy of gy_n^T, so every element is summed by one thread
+   * in (n, l) order whatever the thread count. */
+  const int threads = libra_threads();
+  const int64_t blocks = (CRS + 7) / 8;
+  const int64_t T = threads < blocks ? threads : blocks;
+  const int par = T > 1 && q->K * CRS * L > PAR_MIN;
+  int failed = 0;
+  PAR_FOR(par,
+  for (int64_t t = 0; t < T; t++) {
+    const int64_t b0 = blocks * t / T, b1 = blocks * (t + 1) / T;
+    const int64_t r0 = b0 * 8, r1 = b1 * 8 < CRS ? b1 * 8 : CRS;
+    if (r1 <= r0) continue;
+    int32_t st2 = 0;
+    float* col = direct ? NULL : scratch_get(c, 0, (r1 - r0) * L, &st2);
+    float* gyt = scratch_get(c, 1, L * q->K, &st2);
+    if ((!direct && !col) || !gyt) {
+      failed = 1;
+      continue;
+    }
+    for (int64_t n = 0; n < q->N; n++) {
+      const float* a = direct ? X + n * CHW + r0 * L : col;
+      if (!direct) {
+        for (int64_t row = r0; row < r1; row++) im2col_row(q, X + n * CHW, col + (row - r0) * L, row);
+      }
+      const float* gy = GY + n * q->K * L;
+      for (int64_t l = 0; l < L; l++) {
+        for (int64_t k = 0; k < q->K; k++) gyt[l * q->K + k] = gy[k * L + l];
+      }
+      if (libra_sgemm_small(r1 - r0, q->K, L, a, L, 1, gyt, q->K, gwt + r0 * q->K, q->K, n > 0)) {
+        failed = 1;
+        break;
+      }
+    }
+  });
+  if (failed) {
+    scratch_done();
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
+                     c->name);
+  }
+  for (int64_t k = 0; k < q->K; k++) {
+    for (int64_t r = 0; r < CRS; r++) GW[k * CRS + r] = gwt[r * q->K + k];
+  }
+  scratch_done();
   return LIBRA_OK;
 }
 
 int32_t k_conv2d_backward_weight(const kcall* c) {
+
   convp q;
   int32_t st = conv_parse(c, &q);
   if (st) return st;
@@ -221,17 +437,17 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
     if (q.K * CRS > 0) memset(GW, 0, sizeof(float) * (size_t)(q.K * CRS));
     return LIBRA_OK;
   }
+  if (use_small(&q)) return conv_backward_weight_small(c, &q, X, GY, GW);
   const int direct = G == 1 && is_pointwise(&q);
-  float* col = direct ? NULL : scratch(c, CRS * G * L, &st);
-  float* gyg = G > 1 ? scratch(c, q.K * G * L, &st) : NULL;
+  float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);
+  float* gyg = G > 1 ? scratch_get(c, 1, q.K * G * L, &st) : NULL;
   if ((!direct && !col) || (G > 1 && !gyg)) {
-    free(col);
-    free(gyg);
+    scratch_done();
     return st;
   }
   for (int64_t n0 = 0; n0 < q.N; n0 += G) {
     const int64_t g = q.N - n0 < G ? q.N - n0 : G, ld = g * L;
-    for (int64_t i = 0; i < g && !direct; i++) im2col(&q, X + (n0 + i) * CHW, col + i * L, ld);
+    for (int64_t i = 0; i < g && !direct; i++) im2col(&q, X + (n0 + i) * CHW, col + i * L, ld, 1);
     const float* lhs = GY + n0 * q.K * L;
     if (G > 1) {
       gather_kl(lhs, gyg, g, q.K, L);
@@ -240,8 +456,7 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
     libra_sgemm(0, 1, q.K, CRS, ld, 1.0f, lhs, ld, direct ? X + n0 * CHW : col, ld,
                 n0 == 0 ? 0.0f : 1.0f, GW, CRS > 0 ? CRS : 1);
   }
-  free(col);
-  free(gyg);
+  scratch_done();
   return LIBRA_OK;
 }
 

@@ -133,6 +133,79 @@ LIBRA_API int32_t libra_mem_info(uint64_t* free_bytes, uint64_t* total_bytes) {
 
 /* ---- memory ---- */
 
+/*
+ * Freed device buffers are kept in a cache keyed by their rounded size and
+ * handed out again by the next allocation of that size: a training step
+ * allocates the same sizes every iteration, and a fresh large block would come
+ * from mmap and pay a page fault per 4 KiB on first touch (often more than the
+ * kernel that writes it). At most LIBRA_CPU_CACHE_MB (default 1024) MiB are
+ * kept; beyond that, freed blocks go back to the system. Host buffers
+ * (libra_host_alloc) are not cached.
+ */
+#include <pthread.h>
+
+typedef struct cblock {
+  struct cblock* next;
+  uint64_t bytes; /* rounded size */
+} cblock;
+
+#define CACHE_SLOTS 1024 /* open addressing by rounded size */
+static struct {
+  uint64_t bytes;
+  cblock* head;
+} cache[CACHE_SLOTS];
+static uint64_t cache_bytes = 0, cache_cap = 0;
+static int cache_ready = 0;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Size of each live allocation, so libra_free knows it: a small header before the block. */
+#define HDR 256
+
+static void cache_init(void) {
+  if (cache_ready) return;
+  const char* env = getenv("LIBRA_CPU_CACHE_MB");
+  long long mb = env && *env ? atoll(env) : 1024;
+  cache_cap = mb > 0 ? (uint64_t)mb << 20 : 0;
+  cache_ready = 1;
+}
+
+static size_t slot_of(uint64_t bytes) {
+  uint64_t h = (bytes >> 8) * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 54) & (CACHE_SLOTS - 1);
+}
+
+/* Takes a cached block of exactly `bytes` (rounded), or NULL. Lock held. */
+static void* cache_take(uint64_t bytes) {
+  for (size_t i = slot_of(bytes), n = 0; n < CACHE_SLOTS; i = (i + 1) & (CACHE_SLOTS - 1), n++) {
+    if (cache[i].bytes == 0) return NULL;
+    if (cache[i].bytes == bytes) {
+      cblock* b = cache[i].head;
+      if (!b) return NULL;
+      cache[i].head = b->next;
+      cache_bytes -= bytes;
+      return b;
+    }
+  }
+  return NULL;
+}
+
+/* Keeps a block; returns 0 when the cache is full (the caller frees it). Lock held. */
+static int cache_put(void* base, uint64_t bytes) {
+  if (cache_bytes + bytes > cache_cap) return 0;
+  for (size_t i = slot_of(bytes), n = 0; n < CACHE_SLOTS; i = (i + 1) & (CACHE_SLOTS - 1), n++) {
+    if (cache[i].bytes == 0 || cache[i].bytes == bytes) {
+      cache[i].bytes = bytes;
+      cblock* b = base;
+      b->next = cache[i].head;
+      b->bytes = bytes;
+      cache[i].head = b;
+      cache_bytes += bytes;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int32_t aligned(uint64_t bytes, void** out, const char* fn) {
   if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
   if (bytes > (UINT64_MAX >> 2)) {
@@ -149,9 +222,52 @@ static int32_t aligned(uint64_t bytes, void** out, const char* fn) {
   return LIBRA_OK;
 }
 
-LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) { return aligned(bytes, out, "libra_alloc"); }
+LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) {
+  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_alloc: out is NULL");
+  if (bytes > (UINT64_MAX >> 2)) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_alloc: %llu bytes is not allocatable",
+                     (unsigned long long)bytes);
+  }
+  const uint64_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;
+  pthread_mutex_lock(&cache_lock);
+  cache_init();
+  void* base = cache_cap ? cache_take(rounded) : NULL;
+  pthread_mutex_unlock(&cache_lock);
+  if (!base) {
+    base = aligned_alloc(256, (size_t)(rounded + HDR));
+    if (!base) {
+      /* give the cached blocks back and try once more */
+      pthread_mutex_lock(&cache_lock);
+      for (size_t i = 0; i < CACHE_SLOTS; i++) {
+        while (cache[i].head) {
+          cblock* b = cache[i].head;
+          cache[i].head = b->next;
+          free(b);
+        }
+      }
+      cache_bytes = 0;
+      pthread_mutex_unlock(&cache_lock);
+      base = aligned_alloc(256, (size_t)(rounded + HDR));
+    }
+    if (!base) {
+      return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_alloc: could not allocate %llu bytes",
+                       (unsigned long long)bytes);
+    }
+  }
+  ((cblock*)base)->bytes = rounded;
+  *out = (char*)base + HDR;
+  return LIBRA_OK;
+}
+
 LIBRA_API int32_t libra_free(void* ptr) {
-  free(ptr);
+  if (!ptr) return LIBRA_OK;
+  void* base = (char*)ptr - HDR;
+  const uint64_t rounded = ((cblock*)base)->bytes;
+  pthread_mutex_lock(&cache_lock);
+  cache_init();
+  const int kept = cache_put(base, rounded);
+  pthread_mutex_unlock(&cache_lock);
+  if (!kept) free(base);
   return LIBRA_OK;
 }
 LIBRA_API int32_t libra_memset(void* ptr, int32_t value, uint64_t bytes) {

@@ -240,6 +240,32 @@ int32_t k_sum_to(const kcall* c) {
     memset(Y, 0, (size_t)ny * 4);
     return LIBRA_OK;
   }
+  /* Every reduced dim before every kept one (a bias gradient: [rows, cols] -> [cols]):
+   * x is [nred, ny] row-major; sum column blocks row by row, which adds each output's
+   * terms in the same order as the general loop below (so the same bits), but reads
+   * memory contiguously. */
+  int leading = 1, seen_kept = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (xs[i] == 1) continue;
+    if (ys[i] == xs[i]) seen_kept = 1;
+    else if (seen_kept) leading = 0;
+  }
+  if (leading && nred > 1) {
+    enum { CB = 256 };
+    const int64_t blocks = (ny + CB - 1) / CB;
+    PAR_FOR(nx > PAR_MIN && blocks > 1,
+    for (int64_t b = 0; b < blocks; b++) {
+      double acc[CB];
+      const int64_t j0 = b * CB, w = ny - j0 < CB ? ny - j0 : CB;
+      for (int64_t j = 0; j < w; j++) acc[j] = 0.0;
+      for (int64_t r = 0; r < nred; r++) {
+        const float* row = X + r * ny + j0;
+        for (int64_t j = 0; j < w; j++) acc[j] += row[j];
+      }
+      for (int64_t j = 0; j < w; j++) Y[j0 + j] = (float)acc[j];
+    });
+    return LIBRA_OK;
+  }
   PAR_FOR(nx > PAR_MIN,
   for (int64_t o = 0; o < ny; o++) {
     int64_t base = 0, r = o;
@@ -290,10 +316,14 @@ static int32_t read_n(const kcall* c, int64_t* n) {
     return LIBRA_OK;                                             \
   }
 
+static inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+
+/* 0.5 x (1 + tanh(u)) written as x sigmoid(2u), which has no cancellation for x << 0. */
 static inline float gelu_tanh_f(float x) {
-  return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + GELU_C * x * x * x)));
+  const float u = SQRT_2_OVER_PI * (x + GELU_C * x * x * x);
+  return x / (1.0f + fast_expf(-2.0f * u));
 }
-static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+
 
 UNARY(neg, -x)
 UNARY(exp, expf(x))
@@ -356,10 +386,11 @@ int32_t k_cast_i32_f32(const kcall* c) {
     return LIBRA_OK;                                             \
   }
 
+/* With s = sigmoid(2u) = (1 + tanh u) / 2: d/dx = s + x 2 s (1 - s) du/dx. */
 static inline float gelu_tanh_grad(float x) {
   const float u = SQRT_2_OVER_PI * (x + GELU_C * x * x * x);
-  const float t = tanhf(u);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_C * x * x);
+  const float s = 1.0f / (1.0f + fast_expf(-2.0f * u));
+  return s + 2.0f * x * s * (1.0f - s) * SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_C * x * x);
 }
 static inline float gelu_erf_grad(float x) {
   return 0.5f * (1.0f + erff(x * INV_SQRT2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x);

@@ -34,6 +34,41 @@
     }                                                           \
   } while (0)
 
+/* ---- deterministic vectorized sums ----
+ * Row reductions accumulate in double in 8 lanes (element j of a run goes to lane
+ * j % 8 of the full 8-blocks, the rest to a scalar tail), combined in a fixed tree:
+ * the order depends only on the lengths, never on threads, and the loops vectorize. */
+typedef double v8d __attribute__((vector_size(64)));
+typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
+static inline v8d ld8d(const float* p) { return __builtin_convertvector(*(const v8f_u*)p, v8d); }
+static inline double hsum8(v8d a) {
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* expf without a library call, so loops over it vectorize: Cephes' range reduction
+ * (x = k ln2 + r) and degree-6 polynomial, 2^k built in the exponent bits; within
+ * ~2 ulp of expf; 0 below -87.3 (where expf is subnormal or 0) and +inf above 88.7. */
+static inline float fast_expf(float x) {
+  const float xc = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+  const float k = __builtin_rintf(xc * 1.44269504088896341f);
+  float r = xc - k * 0.693359375f;
+  r = r - k * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  union {
+    int32_t i;
+    float f;
+  } e;
+  e.i = ((int32_t)k + 127) << 23;
+  const float y = p * e.f;
+  return x < -87.3f ? 0.0f : (x > 88.7f ? __builtin_inff() : y);
+}
+
 /* Largest tensor rank (MAX_DIMS in kernels.ts). */
 #define MAX_DIMS_C 8
 
@@ -77,6 +112,11 @@ int pcount(const kcall* c, int32_t n, const char* layout);
 void libra_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* cm,
                  int64_t ldc);
+/* Single-threaded GEMM for convolution shapes (gemm_small.c): C (+)= A B with A read as
+ * a[i*ars + k*acs] and B, C row-major; each C element summed in k order. -1 when out of
+ * memory for the packed A. */
+int libra_sgemm_small(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
+                      const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate);
 /* Philox4x32-10 on one block. */
 #include "libra_philox.h"
 

@@ -32,20 +32,29 @@ int32_t k_batch_norm_stats(const kcall* c) {
   const double M = (double)(N * HW);
   PAR_FOR(N * C * HW > PAR_MIN,
   for (int64_t ch = 0; ch < C; ch++) {
-    double s = 0.0;
+    v8d acc = {0};
+    double tail = 0.0;
+    const int64_t HW8 = HW - HW % 8;
     for (int64_t n = 0; n < N; n++) {
       const float* x = X + (n * C + ch) * HW;
-      for (int64_t j = 0; j < HW; j++) s += x[j];
+      for (int64_t j = 0; j < HW8; j += 8) acc += ld8d(x + j);
+      for (int64_t j = HW8; j < HW; j++) tail += x[j];
     }
-    const double mean = s / M;
-    double v = 0.0;
+    const double mean = (hsum8(acc) + tail) / M;
+    v8d vacc = {0};
+    double vtail = 0.0;
     for (int64_t n = 0; n < N; n++) {
       const float* x = X + (n * C + ch) * HW;
-      for (int64_t j = 0; j < HW; j++) {
+      for (int64_t j = 0; j < HW8; j += 8) {
+        const v8d d = ld8d(x + j) - mean;
+        vacc += d * d;
+      }
+      for (int64_t j = HW8; j < HW; j++) {
         const double d = x[j] - mean;
-        v += d * d;
+        vtail += d * d;
       }
     }
+    const double v = hsum8(vacc) + vtail;
     MEAN[ch] = (float)mean;
     VAR[ch] = (float)(v / M);
   });
@@ -95,15 +104,23 @@ int32_t k_batch_norm_backward(const kcall* c) {
   PAR_FOR(N * C * HW > PAR_MIN,
   for (int64_t ch = 0; ch < C; ch++) {
     const double mean = MEAN[ch], rstd = 1.0 / sqrt((double)VAR[ch] + eps);
-    double sg = 0.0, sgx = 0.0;
+    v8d ag = {0}, agx = {0};
+    double tg = 0.0, tgx = 0.0;
+    const int64_t HW8 = HW - HW % 8;
     for (int64_t n = 0; n < N; n++) {
       const float* x = X + (n * C + ch) * HW;
       const float* gy = GY + (n * C + ch) * HW;
-      for (int64_t j = 0; j < HW; j++) {
-        sg += gy[j];
-        sgx += gy[j] * ((x[j] - mean) * rstd);
+      for (int64_t j = 0; j < HW8; j += 8) {
+        const v8d g = ld8d(gy + j);
+        ag += g;
+        agx += g * ((ld8d(x + j) - mean) * rstd);
+      }
+      for (int64_t j = HW8; j < HW; j++) {
+        tg += gy[j];
+        tgx += gy[j] * ((x[j] - mean) * rstd);
       }
     }
+    const double sg = hsum8(ag) + tg, sgx = hsum8(agx) + tgx;
     GB[ch] = (float)sg;
     GG[ch] = (float)sgx;
     const double k = G[ch] * rstd / M;
@@ -135,14 +152,23 @@ int32_t k_layer_norm(const kcall* c) {
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * cols;
     float* y = Y + r * cols;
-    double s = 0.0;
-    for (int64_t j = 0; j < cols; j++) s += x[j];
-    const double mean = s / (double)cols;
-    double v = 0.0;
-    for (int64_t j = 0; j < cols; j++) {
-      const double d = x[j] - mean;
-      v += d * d;
+    const int64_t c8 = cols - cols % 8;
+    v8d acc = {0};
+    double tail = 0.0;
+    for (int64_t j = 0; j < c8; j += 8) acc += ld8d(x + j);
+    for (int64_t j = c8; j < cols; j++) tail += x[j];
+    const double mean = (hsum8(acc) + tail) / (double)cols;
+    v8d vacc = {0};
+    double vtail = 0.0;
+    for (int64_t j = 0; j < c8; j += 8) {
+      const v8d d = ld8d(x + j) - mean;
+      vacc += d * d;
     }
+    for (int64_t j = c8; j < cols; j++) {
+      const double d = x[j] - mean;
+      vtail += d * d;
+    }
+    const double v = hsum8(vacc) + vtail;
     const double rstd = 1.0 / sqrt(v / (double)cols + eps);
     for (int64_t j = 0; j < cols; j++) y[j] = (float)((x[j] - mean) * rstd * G[j] + B[j]);
     MEAN[r] = (float)mean;
@@ -163,12 +189,21 @@ int32_t k_layer_norm_backward(const kcall* c) {
     const float* gy = GY + r * cols;
     float* gx = GX + r * cols;
     const double mean = MEAN[r], rstd = RSTD[r];
-    double a = 0.0, b = 0.0; /* sum gxhat, sum gxhat * xhat */
-    for (int64_t j = 0; j < cols; j++) {
-      const double gh = (double)gy[j] * G[j];
-      a += gh;
-      b += gh * ((x[j] - mean) * rstd);
+    /* a = sum gxhat, b = sum gxhat * xhat */
+    const int64_t c8 = cols - cols % 8;
+    v8d va = {0}, vb = {0};
+    double ta = 0.0, tb = 0.0;
+    for (int64_t j = 0; j < c8; j += 8) {
+      const v8d gh = ld8d(gy + j) * ld8d(G + j);
+      va += gh;
+      vb += gh * ((ld8d(x + j) - mean) * rstd);
     }
+    for (int64_t j = c8; j < cols; j++) {
+      const double gh = (double)gy[j] * G[j];
+      ta += gh;
+      tb += gh * ((x[j] - mean) * rstd);
+    }
+    const double a = hsum8(va) + ta, b = hsum8(vb) + tb;
     const double inv = 1.0 / (double)cols;
     for (int64_t j = 0; j < cols; j++) {
       const double xhat = (x[j] - mean) * rstd;

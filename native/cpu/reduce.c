@@ -110,17 +110,18 @@ static int32_t softmax_like(const kcall* c, int logmode) {
     float m = -INFINITY;
     for (int64_t j = 0; j < cols; j++) m = x[j] > m || x[j] != x[j] ? x[j] : m;
     if (m == -INFINITY) m = 0.0f; /* all -inf: exp(-inf - 0) = 0 */
-    double s = 0.0;
+    /* exp(x - m) into y, then summed in double lanes (see ld8d) */
+    for (int64_t j = 0; j < cols; j++) y[j] = fast_expf(x[j] - m);
+    const int64_t c8 = cols - cols % 8;
+    v8d acc = {0};
+    double tail = 0.0;
+    for (int64_t j = 0; j < c8; j += 8) acc += ld8d(y + j);
+    for (int64_t j = c8; j < cols; j++) tail += y[j];
+    const double s = hsum8(acc) + tail;
     if (logmode) {
-      for (int64_t j = 0; j < cols; j++) s += expf(x[j] - m);
       const float lse = (float)log(s);
       for (int64_t j = 0; j < cols; j++) y[j] = x[j] - m - lse;
     } else {
-      for (int64_t j = 0; j < cols; j++) {
-        const float e = expf(x[j] - m);
-        y[j] = e;
-        s += e;
-      }
       const float inv = (float)(1.0 / s);
       for (int64_t j = 0; j < cols; j++) y[j] *= inv;
     }
@@ -142,14 +143,18 @@ static int32_t softmax_bw_like(const kcall* c, int logmode) {
     const float* y = Yv + r * cols;
     const float* g = G + r * cols;
     float* gx = GX + r * cols;
-    double s = 0.0;
+    const int64_t c8 = cols - cols % 8;
+    v8d acc = {0};
+    double tail = 0.0;
     if (logmode) {
-      for (int64_t j = 0; j < cols; j++) s += g[j];
-      const float sf = (float)s;
-      for (int64_t j = 0; j < cols; j++) gx[j] = g[j] - expf(y[j]) * sf;
+      for (int64_t j = 0; j < c8; j += 8) acc += ld8d(g + j);
+      for (int64_t j = c8; j < cols; j++) tail += g[j];
+      const float sf = (float)(hsum8(acc) + tail);
+      for (int64_t j = 0; j < cols; j++) gx[j] = g[j] - fast_expf(y[j]) * sf;
     } else {
-      for (int64_t j = 0; j < cols; j++) s += (double)g[j] * y[j];
-      const float sf = (float)s;
+      for (int64_t j = 0; j < c8; j += 8) acc += ld8d(g + j) * ld8d(y + j);
+      for (int64_t j = c8; j < cols; j++) tail += (double)g[j] * y[j];
+      const float sf = (float)(hsum8(acc) + tail);
       for (int64_t j = 0; j < cols; j++) gx[j] = y[j] * (g[j] - sf);
     }
   });

@@ -33,6 +33,11 @@ export interface CostModel {
   callCost(call: CallInfo, measuredNs?: number): number;
   /** Cost of copying `bytes` between device and host (one direction), in ns. */
   swapCost(bytes: number): number;
+  /**
+   * False when {@link callCost} ignores `measuredNs` (at the moment): a live
+   * runtime then need not time every kernel call. Absent means true.
+   */
+  readonly measures?: boolean;
 }
 
 /** Options of the swap part of a cost model. */
@@ -128,6 +133,12 @@ export class MeasuredCostModel implements CostModel {
   }
 }
 
+function sameParams(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+  return true;
+}
+
 /** Peak numbers of a device, for {@link AnalyticCostModel}. */
 export interface DevicePeaks {
   /** Floating-point operations per second. */
@@ -161,18 +172,38 @@ export const DEVICE_PEAKS: Readonly<Record<string, DevicePeaks>> = {
  */
 export class AnalyticCostModel implements CostModel {
   readonly name: string = "analytic";
+  readonly measures: boolean = false;
   /** The device peaks used. */
   readonly peaks: DevicePeaks;
   readonly #swap: SwapCost;
-  readonly #cache = new Map<string, number>();
+  /** Costs by op, then by a hash of the params (entries compared number by number). */
+  readonly #cache = new Map<string, Map<number, { params: number[]; ns: number }[]>>();
+  #cached = 0;
   constructor(peaks: DevicePeaks = DEVICE_PEAKS.cpu!, swap: SwapCostOptions = {}) {
     this.peaks = peaks;
     this.#swap = new SwapCost(swap);
   }
   callCost(call: CallInfo): number {
-    const key = call.op + ":" + call.params.join(",");
-    const hit = this.#cache.get(key);
-    if (hit !== undefined) return hit;
+    // A string key (op + joined params) cost more than the rest of a small call's dispatch.
+    const ps = call.params;
+    let h = ps.length;
+    for (let i = 0; i < ps.length; i++) h = (Math.imul(h, 31) + (ps[i]! | 0)) | 0;
+    let byOp = this.#cache.get(call.op);
+    if (byOp === undefined) this.#cache.set(call.op, byOp = new Map());
+    const bucket = byOp.get(h);
+    if (bucket !== undefined) {
+      for (const e of bucket) if (sameParams(e.params, ps)) return e.ns;
+    }
+    const r = this.#price(call);
+    if (this.#cached < 100_000) {
+      this.#cached++;
+      const e = { params: ps.slice(), ns: r };
+      if (bucket === undefined) byOp.set(h, [e]);
+      else bucket.push(e);
+    }
+    return r;
+  }
+  #price(call: CallInfo): number {
     let flops = 0;
     let bytes = call.totalBytes;
     try {
@@ -186,9 +217,7 @@ export class AnalyticCostModel implements CostModel {
     }
     const ns = this.peaks.launchNs +
       Math.max((flops / this.peaks.flopsPerS) * 1e9, (bytes / this.peaks.memBytesPerS) * 1e9);
-    const r = Math.round(ns);
-    if (this.#cache.size < 100_000) this.#cache.set(key, r);
-    return r;
+    return Math.round(ns);
   }
   swapCost(bytes: number): number {
     return this.#swap.swapCost(bytes);
@@ -202,6 +231,7 @@ export class AnalyticCostModel implements CostModel {
  */
 export class ProfiledCostModel implements CostModel {
   readonly name: string = "profiled";
+  readonly measures: boolean = false;
   readonly #byIndex: { op: string; timeNs: number }[];
   readonly #byOp = new Map<string, number>();
   readonly #swap: SwapCost;
@@ -248,5 +278,109 @@ export class Clock {
   advance(ns: number): number {
     if (ns > 0) this.now += ns;
     return this.now;
+  }
+}
+
+/**
+ * Profiled costs recorded from live warm-up steps, then frozen: while
+ * recording, a call costs what was measured for it and the time is kept for
+ * its index in the step (the lowest time seen at that index for the same op,
+ * so a step slowed by other processes or a late compile counts least); after
+ * {@link freeze}, every call costs what the profile says for its index (else
+ * the op's median, else `fallbackNs`) whatever is measured, so every
+ * decision of the rest of the run rests on the same, fixed costs.
+ *
+ * @example
+ * ```ts
+ * import { FrozenProfileCostModel } from "@libra/cost";
+ * const m = new FrozenProfileCostModel();
+ * m.callCost({ op: "relu", params: [4], index: 0, totalBytes: 16 }, 900);
+ * m.callCost({ op: "relu", params: [4], index: 0, totalBytes: 16 }, 700);
+ * m.freeze();
+ * if (m.callCost({ op: "relu", params: [4], index: 0, totalBytes: 16 }, 5) !== 700) {
+ *   throw new Error("the fastest warm-up time, frozen");
+ * }
+ * ```
+ */
+export class FrozenProfileCostModel implements CostModel {
+  readonly name: string = "profiled";
+  readonly #calls: { op: string; timeNs: number }[] = [];
+  readonly #options: SwapCostOptions & { fallbackNs?: number };
+  readonly #swap: SwapCost;
+  #frozen: ProfiledCostModel | null = null;
+  constructor(options: SwapCostOptions & { fallbackNs?: number } = {}) {
+    this.#options = options;
+    this.#swap = new SwapCost(options);
+  }
+  /** True once {@link freeze} was called. */
+  get frozen(): boolean {
+    return this.#frozen !== null;
+  }
+  /** Measured times matter only while recording. */
+  get measures(): boolean {
+    return this.#frozen === null;
+  }
+  /** Calls recorded so far (the profile's length). */
+  get recordedCalls(): number {
+    return this.#calls.length;
+  }
+  /** Stops recording: from now on costs come from the profile only. */
+  freeze(): void {
+    if (this.#frozen !== null) return;
+    this.#frozen = new ProfiledCostModel(
+      this.#calls.filter((c) => c !== undefined),
+      this.#options,
+    );
+  }
+  callCost(call: CallInfo, measuredNs?: number): number {
+    if (this.#frozen !== null) return this.#frozen.callCost(call);
+    const ok = measuredNs !== undefined && Number.isFinite(measuredNs) && measuredNs >= 0;
+    const ns = ok ? measuredNs : this.#options.fallbackNs ?? 1;
+    const i = call.index;
+    if (ok && i !== undefined && i >= 0 && Number.isInteger(i) && i < 10_000_000) {
+      const had = this.#calls[i];
+      if (had === undefined || had.op !== call.op) this.#calls[i] = { op: call.op, timeNs: ns };
+      else if (ns < had.timeNs) had.timeNs = ns;
+    }
+    return ns;
+  }
+  swapCost(bytes: number): number {
+    return this.#swap.swapCost(bytes);
+  }
+}
+
+/** Names of the cost models a live run can use. */
+export const LIVE_COST_MODELS = ["analytic", "profiled", "measured"] as const;
+
+/** A cost model of a live run by name (see {@link LIVE_COST_MODELS}). */
+export type LiveCostModelName = typeof LIVE_COST_MODELS[number];
+
+/**
+ * The cost model named `name` for a live run on `device`: `analytic` (the
+ * roofline of the device's peaks: the same decisions on every run),
+ * `profiled` (a {@link FrozenProfileCostModel}: the caller freezes it after
+ * the warm-up steps) or `measured` (every call priced by its own measured
+ * time: decisions follow machine noise).
+ *
+ * @example
+ * ```ts
+ * import { liveCostModel } from "@libra/cost";
+ * if (liveCostModel("analytic", "cpu").name !== "analytic") throw new Error("analytic");
+ * ```
+ */
+export function liveCostModel(name: string, device: "cpu" | "cuda" = "cpu"): CostModel {
+  switch (name) {
+    case "analytic":
+      return new AnalyticCostModel(device === "cuda" ? DEVICE_PEAKS.h100! : DEVICE_PEAKS.cpu!);
+    case "profiled":
+      return new FrozenProfileCostModel();
+    case "measured":
+      return new MeasuredCostModel();
+    default:
+      throw new RangeError(
+        `unknown cost model "${name}" for a live run (choose one of ${
+          LIVE_COST_MODELS.join(", ")
+        })`,
+      );
   }
 }

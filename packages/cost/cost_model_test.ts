@@ -4,6 +4,8 @@ import {
   AnalyticCostModel,
   Clock,
   DEVICE_PEAKS,
+  FrozenProfileCostModel,
+  liveCostModel,
   MeasuredCostModel,
   ProfiledCostModel,
   SwapCost,
@@ -62,4 +64,53 @@ Deno.test("Clock advances by cost and ignores negative steps", () => {
   c.advance(10);
   c.advance(-5);
   assert.equal(c.now, 11);
+});
+
+costModelConformance("profiled (frozen warm-up)", () => {
+  const m = new FrozenProfileCostModel();
+  m.callCost({ op: "relu", params: [1024], totalBytes: 4096, index: 0 }, 100);
+  m.freeze();
+  return m;
+});
+
+Deno.test("FrozenProfileCostModel: records the fastest time per index, then ignores measurements", () => {
+  const m = new FrozenProfileCostModel({ fallbackNs: 2 });
+  const relu = { op: "relu", params: [4], totalBytes: 16, index: 0 };
+  const mm = { op: "matmul", params: [1, 2, 2, 2, 0, 0, 0, 0], totalBytes: 16, index: 1 };
+  // while recording, the measured time is the cost
+  assert.equal(m.callCost(relu, 500), 500);
+  assert.equal(m.callCost(mm, 3000), 3000);
+  assert.equal(m.callCost(relu, 400), 400);
+  assert.equal(m.callCost(mm, 9000), 9000);
+  assert.equal(m.recordedCalls, 2);
+  assert.equal(m.frozen, false);
+  m.freeze();
+  assert.equal(m.frozen, true);
+  // frozen: the fastest recorded time per index, whatever is measured now
+  assert.equal(m.callCost(relu, 1), 400);
+  assert.equal(m.callCost(relu, 1e9), 400);
+  assert.equal(m.callCost(mm, 1), 3000);
+  // another op at a recorded index: that op's median; an unknown op: the fallback
+  assert.equal(m.callCost({ ...mm, index: 0 }), 3000);
+  assert.equal(m.callCost({ op: "gelu", params: [], totalBytes: 4, index: 7 }, 123), 2);
+});
+
+Deno.test("FrozenProfileCostModel: an op change at an index restarts that index's profile", () => {
+  const m = new FrozenProfileCostModel();
+  m.callCost({ op: "relu", params: [], totalBytes: 4, index: 3 }, 100);
+  m.callCost({ op: "add", params: [], totalBytes: 4, index: 3 }, 700);
+  m.freeze();
+  assert.equal(m.callCost({ op: "add", params: [], totalBytes: 4, index: 3 }), 700);
+  assert.equal(m.callCost({ op: "relu", params: [], totalBytes: 4, index: 3 }, 5), 1);
+});
+
+Deno.test("liveCostModel: names the three live models and rejects others with the choices", () => {
+  assert.ok(liveCostModel("analytic") instanceof AnalyticCostModel);
+  assert.equal((liveCostModel("analytic", "cuda") as AnalyticCostModel).peaks, DEVICE_PEAKS.h100);
+  assert.ok(liveCostModel("profiled") instanceof FrozenProfileCostModel);
+  assert.ok(liveCostModel("measured") instanceof MeasuredCostModel);
+  assert.throws(
+    () => liveCostModel("magic"),
+    /unknown cost model "magic".*analytic, profiled, measured/,
+  );
 });

@@ -137,6 +137,18 @@ function unaryCases(): KernelCase[] {
       out.push({ kernel: k, label, params: [n], gens: [g, "normal"], tol });
     }
   }
+  // saturated tails (|x| up to a few hundred): the exp-based forms must neither overflow nor cancel
+  for (
+    const k of ["gelu_tanh", "gelu_tanh_backward", "silu", "silu_backward", "sigmoid"] as const
+  ) {
+    out.push({
+      kernel: k,
+      label: "wide range",
+      params: [4099],
+      gens: ["big", "normal"],
+      tol: LOOSE,
+    });
+  }
   const scalar: [KernelName, Gen, number, Tol][] = [
     ["add_scalar", "normal", 1.5, TIGHT],
     ["mul_scalar", "normal", -2.5, TIGHT],
@@ -199,6 +211,8 @@ function layoutCases(): KernelCase[] {
     ["empty x", [0, 3], [1, 3]],
     ["large rows", [300, 257], [1, 257]],
     ["large cols", [257, 300], [257, 1]],
+    ["two leading dims reduced", [4, 5, 600], [1, 1, 600]],
+    ["leading reduced, size-1 between", [30, 1, 520], [1, 1, 520]],
   ];
   for (const [label, xs, ys] of sumTo) {
     out.push({ kernel: "sum_to", label, params: [xs.length, ...xs, ...ys], tol: TIGHT });
@@ -320,6 +334,9 @@ function convCases(): KernelCase[] {
     ["batch 5 in image groups of 4 and 1", [5, 3, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
     ["pointwise, small images grouped", [6, 8, 4, 4, 5, 1, 1, 1, 1, 0, 0, 1, 1, 0]],
     ["resnet-ish", [2, 16, 16, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["odd sizes: 8-row and 32-column tails", [3, 5, 7, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["stride 2 pad 1, odd sizes", [2, 4, 11, 13, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1]],
+    ["large weights (grouped sgemm path)", [3, 64, 5, 5, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
   ];
   for (const [label, p] of convs) {
     out.push({ kernel: "conv2d", label, params: p, tol: GEMM });

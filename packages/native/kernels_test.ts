@@ -434,3 +434,45 @@ Deno.test("cpu kernels are bitwise deterministic across repeated calls", () => {
   runTwice("layer_norm_backward", [512, 256], ["normal", "normal", "normal", "pos", "normal"]);
   runTwice("dropout", [300_000, 0.25, 11, 1234]);
 });
+
+Deno.test("cpu kernels give the same bits at 1 and 2 threads", () => {
+  const b = cpuBackend();
+  const before = b.threads();
+  const r = rng(17);
+  const cases: [KernelName, number[]][] = [
+    ["conv2d", [6, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["conv2d_backward_input", [6, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
+    ["conv2d_backward_weight", [6, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
+    ["conv2d_backward_weight", [4, 8, 5, 5, 2000, 1, 1, 1, 1, 0, 0, 1, 1, 0]],
+    ["sum_to", [2, 3000, 700, 1, 700]],
+    ["gelu_tanh_backward", [300_000]],
+  ];
+  try {
+    for (const [kernel, params] of cases) {
+      const sizes = kernelSizes(kernel, params);
+      const ins = sizes.inputs.map((bytes) => {
+        const buf = b.alloc(bytes);
+        b.write(buf, fill("normal", bytes / 4, r));
+        return buf;
+      });
+      const results = [1, 2].map((t) => {
+        b.setThreads(t);
+        const outs = sizes.outputs.map((bytes) => b.alloc(bytes));
+        b.run(kernel, ins, outs, params);
+        const bytes = outs.map((o) => b.read(o));
+        outs.forEach((o) => b.free(o));
+        return bytes;
+      });
+      ins.forEach((i) => b.free(i));
+      results[0]!.forEach((bytes, i) => {
+        assert.deepEqual(
+          bytes,
+          results[1]![i],
+          `${kernel} output ${i} differs between 1 and 2 threads`,
+        );
+      });
+    }
+  } finally {
+    b.setThreads(before);
+  }
+});

@@ -29,6 +29,7 @@ export {
   type CpuBackendOptions,
   cudaBackend,
   type CudaBackendOptions,
+  type KernelProfileEntry,
   NativeBackend,
   type NativeBackendOptions,
   type NativeBackendStats,

@@ -176,6 +176,16 @@ export interface NativeBackendStats {
   readonly kernelCalls: number;
 }
 
+/** Time spent in one kernel (or in `alloc`/`free`) while profiling was on. */
+export interface KernelProfileEntry {
+  /** Kernel name, or `"(alloc)"` / `"(free)"` for device allocations. */
+  readonly name: string;
+  /** Calls made. */
+  readonly calls: number;
+  /** Wall-clock milliseconds inside the native call (FFI included, validation excluded). */
+  readonly ms: number;
+}
+
 /**
  * A backend over `libra_cpu.so` or `libra_cuda.so`. Create it with
  * {@link cpuBackend} or {@link cudaBackend}.
@@ -208,6 +218,8 @@ export class NativeBackend implements Backend {
   #outs = new BigUint64Array(4);
   #params = new Float64Array(64);
   #copyStream: Deno.PointerObject | null = null;
+  /** Per-name [calls, ms] while profiling (null when off: the hot path pays one branch). */
+  #prof: Map<string, [number, number]> | null = null;
   readonly #transfers = new Set<NativeTransfer>();
 
   /** Internal: use {@link cpuBackend} or {@link cudaBackend}. */
@@ -257,7 +269,9 @@ export class NativeBackend implements Backend {
         bytes,
       );
     }
+    const t0 = this.#prof ? performance.now() : 0;
     const st = this.#s.libra_alloc(BigInt(bytes), this.#ptrOut);
+    if (this.#prof) this.#tally("(alloc)", t0);
     if (st !== Status.OK) throw this.#error("libra_alloc", st, bytes);
     const addr = this.#ptrOut[0]!;
     const ptr = Deno.UnsafePointer.create(addr);
@@ -277,7 +291,34 @@ export class NativeBackend implements Backend {
     deviceRegistry.unregister(b);
     this.#acct.used -= b.bytes;
     this.#acct.live--;
-    this.#check("libra_free", this.#s.libra_free(bufferPtr(b)));
+    const t0 = this.#prof ? performance.now() : 0;
+    const st = this.#s.libra_free(bufferPtr(b));
+    if (this.#prof) this.#tally("(free)", t0);
+    this.#check("libra_free", st);
+  }
+
+  /**
+   * Starts (or restarts) the per-kernel profile: from now on every `run`,
+   * `alloc` and `free` adds its wall time under its kernel name.
+   */
+  startProfile(): void {
+    this.#prof = new Map();
+  }
+
+  /** Stops profiling and returns the time per kernel, largest first. */
+  stopProfile(): KernelProfileEntry[] {
+    const p = this.#prof ?? new Map<string, [number, number]>();
+    this.#prof = null;
+    return [...p].map(([name, [calls, ms]]) => ({ name, calls, ms })).sort((a, b) => b.ms - a.ms);
+  }
+
+  #tally(name: string, t0: number): void {
+    const ms = performance.now() - t0;
+    const e = this.#prof!.get(name);
+    if (e) {
+      e[0]++;
+      e[1] += ms;
+    } else this.#prof!.set(name, [1, ms]);
   }
 
   write(buf: DeviceBuffer, data: ArrayBufferView, offsetBytes = 0): void {
@@ -379,7 +420,9 @@ export class NativeBackend implements Backend {
       outs[i] = bufferAddr(b);
     }
     for (let i = 0; i < nP; i++) ps[i] = params[i]!;
+    const t0 = this.#prof ? performance.now() : 0;
     const st = this.#s.libra_run(id, ins, nIn, outs, nOut, ps, nP);
+    if (this.#prof) this.#tally(kernel, t0);
     this.#calls++;
     if (st !== Status.OK) {
       const err = this.#error("libra_run", st);

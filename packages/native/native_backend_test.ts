@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { backendConformance } from "../tensor/_conformance.ts";
-import { openLibrary } from "./_loader.ts";
+import { loadLibrary, openLibrary } from "./_loader.ts";
 import {
   cpuBackend,
   cudaBackend,
@@ -240,4 +240,48 @@ Deno.test("OpenBLAS and portable sgemm agree within f32 tolerance", () => {
     // |entries| <= 1, so each dot product is bounded by k; f32 rounding ~ k * 2^-24 * sqrt(k)
     assert.ok(worst <= 1e-5 * Math.sqrt(k) * 4, `${m}x${n}x${k} t${ta}${tb}: max diff ${worst}`);
   }
+});
+
+Deno.test("startProfile/stopProfile time each kernel, alloc and free by name", () => {
+  const b = cpuBackend();
+  const x = b.alloc(4096), y = b.alloc(4096);
+  b.run("relu", [x], [y], [1024]); // not profiled
+  b.startProfile();
+  for (let i = 0; i < 3; i++) b.run("relu", [x], [y], [1024]);
+  b.run("neg", [x], [y], [1024]);
+  const z = b.alloc(64);
+  b.free(z);
+  const prof = b.stopProfile();
+  const by = new Map(prof.map((e) => [e.name, e]));
+  assert.equal(by.get("relu")?.calls, 3);
+  assert.equal(by.get("neg")?.calls, 1);
+  assert.equal(by.get("(alloc)")?.calls, 1);
+  assert.equal(by.get("(free)")?.calls, 1);
+  assert.equal(prof.length, 4);
+  for (const e of prof) assert.ok(e.ms >= 0 && Number.isFinite(e.ms), `${e.name}: ${e.ms} ms`);
+  for (let i = 1; i < prof.length; i++) assert.ok(prof[i - 1]!.ms >= prof[i]!.ms, "largest first");
+  b.run("relu", [x], [y], [1024]);
+  assert.deepEqual(b.stopProfile(), [], "profiling stopped");
+  b.free(x);
+  b.free(y);
+});
+
+Deno.test("the cpu library reuses a freed block for the next allocation of its size", () => {
+  const { lib } = loadLibrary("cpu");
+  const s = lib.symbols;
+  const out = new BigUint64Array(1);
+  const alloc = (bytes: number) => {
+    assert.equal(s.libra_alloc(BigInt(bytes), out), 0);
+    return out[0]!;
+  };
+  const p = alloc(1 << 20);
+  assert.equal(p % 256n, 0n, "256-byte aligned");
+  assert.equal(s.libra_free(Deno.UnsafePointer.create(p)), 0);
+  const q = alloc(1 << 20);
+  assert.equal(q, p, "same block back");
+  const r = alloc(1 << 20);
+  assert.notEqual(r, q, "a live block is never handed out twice");
+  const t = alloc(1000);
+  assert.equal(t % 256n, 0n);
+  for (const v of [q, r, t]) assert.equal(s.libra_free(Deno.UnsafePointer.create(v)), 0);
 });

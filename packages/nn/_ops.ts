@@ -98,8 +98,3 @@ export function assignHost(t: Tensor, h: HostTensor): void {
   t.assertLive("assignHost");
   if (t.size > 0) t.backend.write(t.storage.buffer, h.data);
 }
-
-/** Uploads a host tensor. */
-export function fromHost(h: HostTensor, backend?: Tensor["backend"]): Tensor {
-  return fromTypedArray(h.data, h.shape, backend ? { backend } : {});
-}

@@ -17,12 +17,14 @@
  * @module
  */
 
-import { Rng } from "./_rng.ts";
+import { Rng } from "@libra/util/rng";
 import type { HostTensor } from "./safetensors.ts";
 
 /** One training batch: model input and targets (class indices, i32). */
 export interface Batch {
+  /** Model input: features, images or token ids. */
   readonly x: HostTensor;
+  /** Targets: class indices (i32), one per sample, pixel or token. */
   readonly targets: HostTensor;
 }
 
@@ -53,9 +55,13 @@ function checkPositive(fn: string, o: Record<string, number>): void {
 
 /** Options of {@link vectorData}. */
 export interface VectorDataOptions {
+  /** Features per sample. */
   features: number;
+  /** Number of classes. */
   classes: number;
+  /** Samples per batch. */
   batchSize: number;
+  /** Seed of the generator (default 0). */
   seed?: number;
 }
 
@@ -96,13 +102,17 @@ export function vectorData(o: VectorDataOptions): DataSource {
 
 /** Options of {@link imageData}. */
 export interface ImageDataOptions {
+  /** Image channels. */
   channels: number;
   /** Height and width. */
   size: number;
+  /** Number of classes. */
   classes: number;
+  /** Images per batch. */
   batchSize: number;
   /** Standard deviation of the noise (default 1). */
   noise?: number;
+  /** Seed of the generator (default 0). */
   seed?: number;
 }
 
@@ -147,11 +157,15 @@ export function imageData(o: ImageDataOptions): DataSource {
 
 /** Options of {@link segmentationData}. */
 export interface SegmentationDataOptions {
+  /** Image channels. */
   channels: number;
+  /** Height and width. */
   size: number;
+  /** Images per batch. */
   batchSize: number;
   /** Rectangles per image (default 2). */
   shapes?: number;
+  /** Seed of the generator (default 0). */
   seed?: number;
 }
 
@@ -193,11 +207,15 @@ export function segmentationData(o: SegmentationDataOptions): DataSource {
 
 /** Options of {@link tokenData}. */
 export interface TokenDataOptions {
+  /** Number of distinct tokens. */
   vocabSize: number;
+  /** Tokens per sequence. */
   seqLen: number;
+  /** Sequences per batch. */
   batchSize: number;
   /** Fraction of tokens drawn uniformly instead of following the permutation (default 0.1). */
   noise?: number;
+  /** Seed of the generator (default 0). */
   seed?: number;
 }
 

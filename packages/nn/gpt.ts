@@ -29,11 +29,15 @@ import { Module } from "./module.ts";
 
 /** Configuration of {@link GPT}. */
 export interface GPTConfig {
+  /** Number of distinct tokens (rows of `wte`). */
   vocabSize: number;
   /** Maximum sequence length (rows of `wpe`). */
   contextLength: number;
+  /** Number of transformer blocks. */
   nLayer: number;
+  /** Attention heads per block. */
   nHead: number;
+  /** Embedding width (divisible by `nHead`). */
   nEmbd: number;
   /** Dropout on embeddings, attention and residual branches (default 0). */
   dropout?: number;
@@ -43,14 +47,19 @@ export interface GPTConfig {
 
 /** GELU-tanh MLP: `c_fc` (C -> 4C), GELU, `c_proj` (4C -> C). */
 export class GPTMLP extends Module implements Layer {
+  /** Expansion to 4x the width. */
   readonly c_fc: Linear;
+  /** GELU with the tanh approximation, as GPT-2. */
   readonly act: GELU = new GELU("tanh");
+  /** Projection back to the width. */
   readonly c_proj: Linear;
+  /** An MLP block for embedding width `nEmbd`. */
   constructor(nEmbd: number) {
     super();
     this.c_fc = this.child("c_fc", new Linear(nEmbd, 4 * nEmbd, { initStd: 0.02 }));
     this.c_proj = this.child("c_proj", new Linear(4 * nEmbd, nEmbd, { initStd: 0.02 }));
   }
+  /** `c_proj(gelu(c_fc(x)))`. */
   forward(x: Tensor): Tensor {
     return this.c_proj.forward(this.act.forward(this.c_fc.forward(x)));
   }
@@ -58,10 +67,15 @@ export class GPTMLP extends Module implements Layer {
 
 /** One pre-norm transformer block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`. */
 export class GPTBlock extends Module implements Layer {
+  /** Layer norm before attention. */
   readonly ln_1: LayerNorm;
+  /** Causal self-attention. */
   readonly attn: CausalSelfAttention;
+  /** Layer norm before the MLP. */
   readonly ln_2: LayerNorm;
+  /** The position-wise MLP. */
   readonly mlp: GPTMLP;
+  /** A transformer block of width `nEmbd` with `nHead` heads. */
   constructor(nEmbd: number, nHead: number, dropout = 0) {
     super();
     this.ln_1 = this.child("ln_1", new LayerNorm(nEmbd));
@@ -81,12 +95,19 @@ export class GPTBlock extends Module implements Layer {
 
 /** The GPT-2 style model. Input: i32 token ids `[B, T]`; output: logits `[B, T, vocabSize]`. */
 export class GPT extends Module implements Layer {
+  /** Token embeddings. */
   readonly wte: Embedding;
+  /** Position embeddings. */
   readonly wpe: Embedding;
+  /** Dropout on the summed embeddings. */
   readonly drop: Dropout;
+  /** The transformer blocks. */
   readonly h: ModuleList<GPTBlock>;
+  /** Final layer norm. */
   readonly ln_f: LayerNorm;
+  /** Output head; null when it is tied to `wte`. */
   readonly lm_head: Linear | null;
+  /** Builds the model described by `config` with GPT-2's initialisation. */
   constructor(readonly config: GPTConfig) {
     super();
     const c = config;
@@ -108,6 +129,7 @@ export class GPT extends Module implements Layer {
       ? null
       : this.child("lm_head", new Linear(c.nEmbd, c.vocabSize, { bias: false, initStd: 0.02 }));
   }
+  /** Logits `[batch, seq, vocab]` for token ids `[batch, seq]` (i32). */
   forward(ids: Tensor): Tensor {
     const [, T] = ids.shape as [number, number];
     if (ids.ndim !== 2 || ids.dtype !== "i32") {

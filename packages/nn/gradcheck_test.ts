@@ -19,7 +19,7 @@ import {
   withBackend,
 } from "@libra/tensor";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
-import { Rng } from "./_rng.ts";
+import { Rng } from "@libra/util/rng";
 import { GPTBlock } from "./gpt.ts";
 import {
   BatchNorm2d,

@@ -29,6 +29,7 @@ import { Module } from "./module.ts";
 
 /** A module with a one-input forward pass (what {@link Sequential} chains). */
 export interface Layer extends Module {
+  /** Runs the layer on `x`. */
   forward(x: Tensor): Tensor;
 }
 
@@ -68,8 +69,11 @@ export interface LinearOptions {
  * ```
  */
 export class Linear extends Module implements Layer {
+  /** Weight `[out, in]`. */
   readonly weight: Tensor;
+  /** Bias `[out]`, or null without bias. */
   readonly bias: Tensor | null;
+  /** A linear layer from `inFeatures` to `outFeatures` with PyTorch's default initialisation. */
   constructor(
     readonly inFeatures: number,
     readonly outFeatures: number,
@@ -94,6 +98,7 @@ export class Linear extends Module implements Layer {
       )
       : null;
   }
+  /** `x @ weight^T + bias` over the last dimension. */
   forward(x: Tensor): Tensor {
     if (x.shape[x.ndim - 1] !== this.inFeatures) {
       throw new RangeError(
@@ -108,19 +113,29 @@ export class Linear extends Module implements Layer {
 
 /** Options of {@link Conv2d}. */
 export interface Conv2dOptions {
+  /** Stride (default 1). */
   stride?: number;
+  /** Zero padding on each side (default 0). */
   padding?: number;
+  /** Dilation (default 1). */
   dilation?: number;
+  /** Whether to add a bias (default true). */
   bias?: boolean;
 }
 
 /** 2-D convolution (NCHW); `weight` `[out, in, k, k]`, PyTorch's default initialisation. */
 export class Conv2d extends Module implements Layer {
+  /** Weight `[out, in, k, k]`. */
   readonly weight: Tensor;
+  /** Bias `[out]`, or null without bias. */
   readonly bias: Tensor | null;
+  /** Stride. */
   readonly stride: number;
+  /** Zero padding on each side. */
   readonly padding: number;
+  /** Dilation. */
   readonly dilation: number;
+  /** A `kernelSize` x `kernelSize` convolution from `inChannels` to `outChannels`. */
   constructor(
     readonly inChannels: number,
     readonly outChannels: number,
@@ -148,6 +163,7 @@ export class Conv2d extends Module implements Layer {
       ? this.param("bias", uniform([outChannels], { low: -bound, high: bound }))
       : null;
   }
+  /** Convolves `x` `[N, in, H, W]`. */
   forward(x: Tensor): Tensor {
     if (x.ndim !== 4 || x.shape[1] !== this.inChannels) {
       throw new RangeError(
@@ -166,7 +182,9 @@ export class Conv2d extends Module implements Layer {
 
 /** Options of {@link BatchNorm2d}. */
 export interface BatchNormOptions {
+  /** Added to the variance (default 1e-5). */
   eps?: number;
+  /** Weight of the new batch in the running statistics (default 0.1). */
   momentum?: number;
 }
 
@@ -177,12 +195,19 @@ export interface BatchNormOptions {
  * statistics and updates the running ones in place.
  */
 export class BatchNorm2d extends Module implements Layer {
+  /** Scale `[C]` (gamma). */
   readonly weight: Tensor;
+  /** Shift `[C]` (beta). */
   readonly bias: Tensor;
+  /** Running mean `[C]`, used in eval mode. */
   readonly runningMean: Tensor;
+  /** Running (unbiased) variance `[C]`, used in eval mode. */
   readonly runningVar: Tensor;
+  /** Added to the variance. */
   readonly eps: number;
+  /** Weight of the new batch in the running statistics. */
   readonly momentum: number;
+  /** Batch norm over `numFeatures` channels. */
   constructor(readonly numFeatures: number, options: BatchNormOptions = {}) {
     super();
     checkInt("BatchNorm2d", { numFeatures });
@@ -197,6 +222,7 @@ export class BatchNorm2d extends Module implements Layer {
   protected override ignoredStateKeys(): readonly string[] {
     return ["num_batches_tracked"];
   }
+  /** Normalizes `x` `[N, C, H, W]` with batch statistics (training) or the running ones (eval). */
   forward(x: Tensor): Tensor {
     if (x.ndim !== 4 || x.shape[1] !== this.numFeatures) {
       throw new RangeError(
@@ -215,14 +241,18 @@ export class BatchNorm2d extends Module implements Layer {
 
 /** Layer normalisation over the last axis; `weight` ones, `bias` zeros. */
 export class LayerNorm extends Module implements Layer {
+  /** Scale `[dim]`. */
   readonly weight: Tensor;
+  /** Shift `[dim]`. */
   readonly bias: Tensor;
+  /** Layer norm over a last dimension of size `dim`. */
   constructor(readonly dim: number, readonly eps = 1e-5) {
     super();
     checkInt("LayerNorm", { dim });
     this.weight = this.param("weight", ones([dim]));
     this.bias = this.param("bias", zeros([dim]));
   }
+  /** Normalizes `x` over its last dimension. */
   forward(x: Tensor): Tensor {
     if (x.shape[x.ndim - 1] !== this.dim) {
       throw new RangeError(`LayerNorm(${this.dim}): input ${fmt(x.shape)} must end in ${this.dim}`);
@@ -233,12 +263,15 @@ export class LayerNorm extends Module implements Layer {
 
 /** RMS normalisation over the last axis: `x / sqrt(mean(x^2) + eps) * weight`. */
 export class RMSNorm extends Module implements Layer {
+  /** Scale `[dim]`. */
   readonly weight: Tensor;
+  /** RMS norm over a last dimension of size `dim`. */
   constructor(readonly dim: number, readonly eps = 1e-6) {
     super();
     checkInt("RMSNorm", { dim });
     this.weight = this.param("weight", ones([dim]));
   }
+  /** Normalizes `x` by the root mean square of its last dimension. */
   forward(x: Tensor): Tensor {
     if (x.shape[x.ndim - 1] !== this.dim) {
       throw new RangeError(`RMSNorm(${this.dim}): input ${fmt(x.shape)} must end in ${this.dim}`);
@@ -249,12 +282,15 @@ export class RMSNorm extends Module implements Layer {
 
 /** Lookup table `[num, dim]` initialised N(0, 1) like PyTorch; input: i32 ids of any shape. */
 export class Embedding extends Module {
+  /** Embedding table `[numEmbeddings, dim]`. */
   readonly weight: Tensor;
+  /** A table of `numEmbeddings` vectors of size `dim`, drawn from N(0, std^2). */
   constructor(readonly numEmbeddings: number, readonly dim: number, std = 1) {
     super();
     checkInt("Embedding", { numEmbeddings, dim });
     this.weight = this.param("weight", normal([numEmbeddings, dim], { std }));
   }
+  /** The rows of `weight` for `ids` (i32): shape `[...ids.shape, dim]`. */
   forward(ids: Tensor): Tensor {
     if (ids.dtype !== "i32") {
       throw new TypeError(`Embedding: ids must be i32, got ${ids.dtype} ${fmt(ids.shape)}`);
@@ -265,10 +301,12 @@ export class Embedding extends Module {
 
 /** Inverted dropout with the seeded generator of `@libra/tensor`; identity in eval mode or for p = 0. */
 export class Dropout extends Module implements Layer {
+  /** Dropout with drop probability `p`. */
   constructor(readonly p = 0.5) {
     super();
     if (!(p >= 0 && p <= 1)) throw new RangeError(`Dropout: p must be in [0, 1], got ${p}`);
   }
+  /** Drops elements with probability `p` in training mode; the identity in eval mode. */
   forward(x: Tensor): Tensor {
     return this.training && this.p > 0 ? dropout(x, this.p) : x;
   }
@@ -276,6 +314,7 @@ export class Dropout extends Module implements Layer {
 
 /** `max(x, 0)`. */
 export class ReLU extends Module implements Layer {
+  /** `max(x, 0)`. */
   forward(x: Tensor): Tensor {
     return x.relu();
   }
@@ -283,9 +322,11 @@ export class ReLU extends Module implements Layer {
 
 /** GELU, exact (`"none"`) or with the tanh approximation GPT-2 uses. */
 export class GELU extends Module implements Layer {
+  /** GELU, exact (`"none"`) or with the tanh approximation. */
   constructor(readonly approximate: "none" | "tanh" = "none") {
     super();
   }
+  /** GELU of `x`. */
   forward(x: Tensor): Tensor {
     return x.gelu(this.approximate);
   }
@@ -293,12 +334,15 @@ export class GELU extends Module implements Layer {
 
 /** Runs children in order; names are `0`, `1`, ... as in PyTorch. */
 export class Sequential extends Module implements Layer {
+  /** The layers, in order. */
   readonly layers: readonly Layer[];
+  /** A chain of `layers`. */
   constructor(...layers: Layer[]) {
     super();
     layers.forEach((l, i) => this.child(String(i), l));
     this.layers = layers;
   }
+  /** Runs the layers in order. */
   forward(x: Tensor): Tensor {
     let h = x;
     for (const l of this.layers) h = l.forward(h);
@@ -308,7 +352,9 @@ export class Sequential extends Module implements Layer {
 
 /** A list of modules named `0`, `1`, ... (no forward of its own). */
 export class ModuleList<M extends Module = Module> extends Module {
+  /** The modules, in order. */
   readonly items: readonly M[];
+  /** A list of `items`, registered as children `0`, `1`, ... */
   constructor(items: M[]) {
     super();
     items.forEach((m, i) => this.child(String(i), m));
@@ -324,6 +370,7 @@ export class ModuleList<M extends Module = Module> extends Module {
     if (!m) throw new RangeError(`ModuleList: index ${i} out of range [0, ${this.items.length})`);
     return m;
   }
+  /** Iterates the modules in order. */
   [Symbol.iterator](): Iterator<M> {
     return this.items[Symbol.iterator]();
   }
@@ -343,10 +390,15 @@ export interface AttentionOptions {
  * Input and output `[B, T, C]`.
  */
 export class CausalSelfAttention extends Module implements Layer {
+  /** Joint query, key and value projection. */
   readonly c_attn: Linear;
+  /** Output projection. */
   readonly c_proj: Linear;
+  /** Dropout on the attention weights. */
   readonly attnDropout: Dropout;
+  /** Dropout on the output. */
   readonly residDropout: Dropout;
+  /** Causal self-attention of width `nEmbd` with `nHead` heads. */
   constructor(readonly nEmbd: number, readonly nHead: number, options: AttentionOptions = {}) {
     super();
     checkInt("CausalSelfAttention", { nEmbd, nHead });

@@ -17,15 +17,21 @@ import { Module } from "./module.ts";
 
 /** Configuration of {@link LSTMLM}. */
 export interface LSTMConfig {
+  /** Number of distinct tokens. */
   vocabSize: number;
+  /** Embedding width. */
   embedDim: number;
+  /** Hidden units per layer. */
   hiddenSize: number;
+  /** Stacked LSTM layers. */
   numLayers: number;
 }
 
 /** A stacked LSTM over `[B, T, in]` returning the top layer's hidden states `[B, T, H]`. */
 export class LSTM extends Module implements Layer {
+  /** Per layer: input and hidden weights and biases (PyTorch's gate order i, f, g, o). */
   readonly weights: { ih: Tensor; hh: Tensor; bih: Tensor; bhh: Tensor }[] = [];
+  /** A stack of `numLayers` LSTM layers from `inputSize` to `hiddenSize`. */
   constructor(readonly inputSize: number, readonly hiddenSize: number, readonly numLayers: number) {
     super();
     const H = hiddenSize, b = 1 / Math.sqrt(H);
@@ -40,6 +46,7 @@ export class LSTM extends Module implements Layer {
       });
     }
   }
+  /** Hidden states `[batch, seq, hidden]` of the last layer for `x` `[batch, seq, input]`. */
   forward(x: Tensor): Tensor {
     const [B, T] = x.shape as [number, number, number];
     const H = this.hiddenSize;
@@ -70,9 +77,13 @@ export class LSTM extends Module implements Layer {
 
 /** Embedding -> LSTM -> Linear head. Input i32 `[B, T]`; output logits `[B, T, vocabSize]`. */
 export class LSTMLM extends Module implements Layer {
+  /** Token embeddings. */
   readonly embed: Embedding;
+  /** The LSTM stack. */
   readonly lstm: LSTM;
+  /** Output head to the vocabulary. */
   readonly head: Linear;
+  /** Builds the model described by `config`. */
   constructor(readonly config: LSTMConfig) {
     super();
     const c = config;
@@ -80,6 +91,7 @@ export class LSTMLM extends Module implements Layer {
     this.lstm = this.child("lstm", new LSTM(c.embedDim, c.hiddenSize, c.numLayers));
     this.head = this.child("head", new Linear(c.hiddenSize, c.vocabSize));
   }
+  /** Logits `[batch, seq, vocab]` for token ids `[batch, seq]` (i32). */
   forward(ids: Tensor): Tensor {
     if (ids.ndim !== 2 || ids.dtype !== "i32") {
       throw new TypeError(`LSTMLM: input must be i32 [B, T], got ${ids.dtype} [${ids.shape}]`);

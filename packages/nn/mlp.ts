@@ -23,7 +23,9 @@ export interface MLPConfig {
  * `layers.0.weight`, `layers.2.weight`, ... exactly as the PyTorch equivalent.
  */
 export class MLP extends Module implements Layer {
+  /** The linear layers and activations, in order. */
   readonly layers: Sequential;
+  /** Builds the MLP described by `config` with fresh parameters. */
   constructor(readonly config: MLPConfig) {
     super();
     const dims = [config.inFeatures, ...config.hidden, config.outFeatures];

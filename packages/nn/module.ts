@@ -22,6 +22,7 @@ export class StateDictError extends Error {
   readonly unexpected: readonly string[];
   /** Keys whose shape (or dtype) differs, with both shapes. */
   readonly mismatched: readonly string[];
+  /** An error listing the missing, unexpected and mismatched parameter names. */
   constructor(missing: string[], unexpected: string[], mismatched: string[]) {
     const parts: string[] = [];
     if (missing.length) parts.push(`missing keys: ${missing.join(", ")}`);
@@ -47,8 +48,11 @@ export interface LoadStateDictOptions {
 
 /** Result of a non-strict load: what was skipped. */
 export interface LoadStateDictResult {
+  /** Names the model has and the state lacks. */
   readonly missing: readonly string[];
+  /** Names the state has and the model lacks. */
   readonly unexpected: readonly string[];
+  /** Names present in both whose shapes or dtypes differ. */
   readonly mismatched: readonly string[];
 }
 

@@ -28,10 +28,15 @@ export interface Optimizer {
 
 /** Options of {@link SGD}. */
 export interface SGDOptions {
+  /** Learning rate. */
   lr: number;
+  /** Momentum factor (default 0). */
   momentum?: number;
+  /** Dampening of the momentum (default 0). */
   dampening?: number;
+  /** L2 penalty added to the gradient (default 0). */
   weightDecay?: number;
+  /** Nesterov momentum (default false). */
   nesterov?: boolean;
 }
 
@@ -67,12 +72,17 @@ function zeroGradOf(params: readonly Tensor[]): void {
 export class SGD implements Optimizer {
   readonly params: readonly Tensor[];
   lr: number;
+  /** Momentum factor. */
   readonly momentum: number;
+  /** Dampening of the momentum. */
   readonly dampening: number;
+  /** L2 penalty added to the gradient. */
   readonly weightDecay: number;
+  /** Whether the momentum is Nesterov's. */
   readonly nesterov: boolean;
   #buffers = new Map<Tensor, Tensor>();
   #steps = 0;
+  /** SGD over `params`. */
   constructor(params: Iterable<Tensor>, o: SGDOptions) {
     this.params = [...params];
     checkLr("SGD", o.lr);
@@ -120,10 +130,15 @@ export class SGD implements Optimizer {
 
 /** Options of {@link AdamW}. */
 export interface AdamWOptions {
+  /** Learning rate (default 1e-3). */
   lr?: number;
+  /** Decay of the first moment (default 0.9). */
   beta1?: number;
+  /** Decay of the second moment (default 0.999). */
   beta2?: number;
+  /** Added to the denominator (default 1e-8). */
   eps?: number;
+  /** Decoupled weight decay (default 0.01). */
   weightDecay?: number;
 }
 
@@ -131,12 +146,17 @@ export interface AdamWOptions {
 export class AdamW implements Optimizer {
   readonly params: readonly Tensor[];
   lr: number;
+  /** Decay of the first moment. */
   readonly beta1: number;
+  /** Decay of the second moment. */
   readonly beta2: number;
+  /** Added to the denominator. */
   readonly eps: number;
+  /** Decoupled weight decay. */
   readonly weightDecay: number;
   #state = new Map<Tensor, { m: Tensor; v: Tensor; step: number }>();
   #steps = 0;
+  /** AdamW over `params`. */
   constructor(params: Iterable<Tensor>, o: AdamWOptions = {}) {
     this.params = [...params];
     this.lr = o.lr ?? 1e-3;

@@ -25,18 +25,27 @@ export interface ResNetConfig {
   layers: number[];
   /** Base width per stage (stage 1 keeps the resolution, later stages halve it). */
   widths: number[];
+  /** Input image channels. */
   inChannels: number;
+  /** Number of classes. */
   numClasses: number;
 }
 
 /** Two 3x3 convolutions with a residual connection. */
 export class BasicBlock extends Module implements Layer {
+  /** Output channels per unit of block width. */
   static readonly expansion = 1;
+  /** First 3x3 convolution. */
   readonly conv1: Conv2d;
+  /** Batch norm after `conv1`. */
   readonly bn1: BatchNorm2d;
+  /** Second 3x3 convolution. */
   readonly conv2: Conv2d;
+  /** Batch norm after `conv2`. */
   readonly bn2: BatchNorm2d;
+  /** 1x1 projection of the shortcut when the shape changes; otherwise null. */
   readonly downsample: Sequential | null;
+  /** A basic block from `cin` channels to `width`, with `stride` on its first convolution. */
   constructor(cin: number, width: number, stride: number) {
     super();
     this.conv1 = this.child(
@@ -53,6 +62,7 @@ export class BasicBlock extends Module implements Layer {
       )
       : null;
   }
+  /** `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`. */
   forward(x: Tensor): Tensor {
     const out = this.bn2.forward(
       this.conv2.forward(this.bn1.forward(this.conv1.forward(x)).relu()),
@@ -64,14 +74,23 @@ export class BasicBlock extends Module implements Layer {
 
 /** 1x1 reduce, 3x3 (carrying the stride), 1x1 expand by 4, with a residual connection. */
 export class Bottleneck extends Module implements Layer {
+  /** Output channels per unit of block width. */
   static readonly expansion = 4;
+  /** 1x1 reduction. */
   readonly conv1: Conv2d;
+  /** Batch norm after `conv1`. */
   readonly bn1: BatchNorm2d;
+  /** 3x3 convolution (carries the stride). */
   readonly conv2: Conv2d;
+  /** Batch norm after `conv2`. */
   readonly bn2: BatchNorm2d;
+  /** 1x1 expansion to `4 * width`. */
   readonly conv3: Conv2d;
+  /** Batch norm after `conv3`. */
   readonly bn3: BatchNorm2d;
+  /** 1x1 projection of the shortcut when the shape changes; otherwise null. */
   readonly downsample: Sequential | null;
+  /** A bottleneck block from `cin` channels to `4 * width`, with `stride` on its 3x3 convolution. */
   constructor(cin: number, width: number, stride: number) {
     super();
     const cout = width * 4;
@@ -91,6 +110,7 @@ export class Bottleneck extends Module implements Layer {
       )
       : null;
   }
+  /** The bottleneck branch plus the shortcut, then ReLU. */
   forward(x: Tensor): Tensor {
     let out = this.bn1.forward(this.conv1.forward(x)).relu();
     out = this.bn2.forward(this.conv2.forward(out)).relu();
@@ -102,10 +122,15 @@ export class Bottleneck extends Module implements Layer {
 
 /** A ResNet; stages are children `layer1`, `layer2`, ... (Sequentials of blocks). */
 export class ResNet extends Module implements Layer {
+  /** Stem convolution. */
   readonly conv1: Conv2d;
+  /** Batch norm after the stem. */
   readonly bn1: BatchNorm2d;
+  /** The stages of blocks. */
   readonly stages: Sequential[] = [];
+  /** Classifier after global average pooling. */
   readonly fc: Linear;
+  /** Builds the network described by `config`. */
   constructor(readonly config: ResNetConfig) {
     super();
     const c = config;

@@ -39,6 +39,7 @@ export interface SafetensorsFile {
 export class SafetensorsError extends Error {
   /** The tensor the problem concerns, when it concerns one. */
   readonly tensor: string | undefined;
+  /** A safetensors error; `tensor` names the tensor concerned, when there is one. */
   constructor(message: string, tensor?: string, options?: ErrorOptions) {
     super(
       tensor === undefined

@@ -37,6 +37,7 @@ export interface TrainOptions {
   model: Layer;
   /** Batches (see `createData`). */
   data: DataSource;
+  /** The optimizer that updates the parameters after each step. */
   optimizer: Optimizer;
   /** Number of steps. */
   steps: number;
@@ -52,6 +53,7 @@ export interface TrainOptions {
 
 /** What {@link train} returns: one entry per step. */
 export interface TrainResult {
+  /** The loss of every step, in order. */
   readonly losses: number[];
   /** Step times in milliseconds. */
   readonly times: number[];
@@ -103,8 +105,11 @@ export function train(options: TrainOptions): TrainResult {
 
 /** Options of {@link trainStep}. */
 export interface TrainStepOptions {
+  /** The model to train. */
   model: Layer;
+  /** The batch of this step. */
   batch: Batch;
+  /** The optimizer that updates the parameters. */
   optimizer: Optimizer;
   /** Default: {@link crossEntropyLoss}. */
   loss?: (output: Tensor, targets: Tensor) => Tensor;

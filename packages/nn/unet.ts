@@ -17,7 +17,9 @@ import { Module } from "./module.ts";
 
 /** Configuration of {@link UNet}. */
 export interface UNetConfig {
+  /** Input image channels. */
   inChannels: number;
+  /** Number of classes (output channels). */
   numClasses: number;
   /** Channels of the first level; level i has `baseWidth * 2^i`. */
   baseWidth: number;
@@ -27,10 +29,15 @@ export interface UNetConfig {
 
 /** (3x3 conv without bias, BatchNorm, ReLU) twice. */
 export class DoubleConv extends Module implements Layer {
+  /** First 3x3 convolution. */
   readonly conv1: Conv2d;
+  /** Batch norm after `conv1`. */
   readonly bn1: BatchNorm2d;
+  /** Second 3x3 convolution. */
   readonly conv2: Conv2d;
+  /** Batch norm after `conv2`. */
   readonly bn2: BatchNorm2d;
+  /** Two conv-BN-ReLU layers from `cin` to `cout` channels ("same" padding). */
   constructor(cin: number, cout: number) {
     super();
     this.conv1 = this.child("conv1", new Conv2d(cin, cout, 3, { padding: 1, bias: false }));
@@ -38,6 +45,7 @@ export class DoubleConv extends Module implements Layer {
     this.conv2 = this.child("conv2", new Conv2d(cout, cout, 3, { padding: 1, bias: false }));
     this.bn2 = this.child("bn2", new BatchNorm2d(cout));
   }
+  /** `relu(bn2(conv2(relu(bn1(conv1(x))))))`. */
   forward(x: Tensor): Tensor {
     const h = this.bn1.forward(this.conv1.forward(x)).relu();
     return this.bn2.forward(this.conv2.forward(h)).relu();
@@ -46,11 +54,17 @@ export class DoubleConv extends Module implements Layer {
 
 /** U-Net. Input `[N, inChannels, H, W]`; output logits `[N, numClasses, H, W]`. */
 export class UNet extends Module implements Layer {
+  /** Encoder levels. */
   readonly downs: ModuleList<DoubleConv>;
+  /** The lowest level. */
   readonly bottleneck: DoubleConv;
+  /** Decoder convolutions after each nearest 2x up-sampling. */
   readonly ups: ModuleList<Conv2d>;
+  /** Decoder levels (after concatenating the skip connection). */
   readonly decs: ModuleList<DoubleConv>;
+  /** 1x1 convolution to the classes. */
   readonly head: Conv2d;
+  /** Builds the network described by `config`. */
   constructor(readonly config: UNetConfig) {
     super();
     const { inChannels, numClasses, baseWidth: w, depth: d } = config;
@@ -75,6 +89,7 @@ export class UNet extends Module implements Layer {
     );
     this.head = this.child("head", new Conv2d(widths[0]!, numClasses, 1));
   }
+  /** Per-pixel logits `[N, classes, H, W]` for images `[N, in, H, W]`. */
   forward(x: Tensor): Tensor {
     const d = this.config.depth;
     const [, , H, W] = x.shape as [number, number, number, number];

@@ -1,6 +1,7 @@
 /**
- * The model registry: `createModel(name, preset | config)`, the presets of
- * every family, and the matching synthetic data (`createData`).
+ * The model registry ({@link MODELS}: name -> presets, factory and matching
+ * synthetic data, registered once), `createModel(name, preset | config)` and
+ * `createData`. Unknown names and presets are errors that list the available ones.
  *
  * Presets: `tiny` (a training step well under a second on 2 CPU cores; the
  * tests train them), `small` (benchmarks), `paper` (the configuration used in
@@ -31,15 +32,21 @@ export type ModelName = "mlp" | "resnet" | "gpt" | "unet" | "lstm";
 
 /** Configuration type of each family. */
 export interface ModelConfigs {
+  /** Configuration of {@link MLP}. */
   mlp: MLPConfig;
+  /** Configuration of {@link ResNet}. */
   resnet: ResNetConfig;
+  /** Configuration of {@link GPT}. */
   gpt: GPTConfig;
+  /** Configuration of {@link UNet}. */
   unet: UNetConfig;
+  /** Configuration of {@link LSTMLM}. */
   lstm: LSTMConfig;
 }
 
 /** Batch geometry that goes with a preset (image side or sequence length). */
 export interface InputSpec {
+  /** Samples per batch. */
   batchSize: number;
   /** Image side (resnet, unet). */
   imageSize?: number;
@@ -49,8 +56,11 @@ export interface InputSpec {
 
 /** A named configuration plus the input it is meant for. */
 export interface Preset<C> {
+  /** The model configuration. */
   readonly config: C;
+  /** The batch geometry it is meant for. */
   readonly input: InputSpec;
+  /** What the preset is, in a few words. */
   readonly description: string;
 }
 
@@ -63,133 +73,247 @@ const basic = (layers: number[], widths: number[], classes = 10): ResNetConfig =
   numClasses: classes,
 });
 
-/** Every preset of every family. */
-export const PRESETS: {
-  readonly [K in ModelName]: Readonly<Record<string, Preset<ModelConfigs[K]>>>;
-} = {
-  mlp: {
-    tiny: {
-      config: { inFeatures: 16, hidden: [32, 32], outFeatures: 4 },
-      input: { batchSize: 32 },
-      description: "16-32-32-4",
-    },
-    small: {
-      config: { inFeatures: 64, hidden: [256, 256], outFeatures: 10 },
-      input: { batchSize: 64 },
-      description: "64-256-256-10",
-    },
-    paper: {
-      config: { inFeatures: 784, hidden: [1024, 1024, 1024], outFeatures: 10 },
-      input: { batchSize: 128 },
-      description: "784-1024x3-10 (MNIST-sized)",
-    },
+const MLP_PRESETS: Readonly<Record<string, Preset<MLPConfig>>> = {
+  tiny: {
+    config: { inFeatures: 16, hidden: [32, 32], outFeatures: 4 },
+    input: { batchSize: 32 },
+    description: "16-32-32-4",
   },
-  resnet: {
-    tiny: {
-      config: basic([1, 1, 1], [8, 16, 32]),
-      input: { batchSize: 8, imageSize: 16 },
-      description: "ResNet-8, widths 8/16/32, 16x16",
-    },
-    small: {
-      config: basic([3, 3, 3], [16, 32, 64]),
-      input: { batchSize: 16, imageSize: 32 },
-      description: "ResNet-20 (CIFAR)",
-    },
-    paper: {
-      config: basic([5, 5, 5], [16, 32, 64]),
-      input: { batchSize: 128, imageSize: 32 },
-      description: "ResNet-32 (CIFAR-10), as in DTR",
-    },
-    resnet32: {
-      config: basic([5, 5, 5], [16, 32, 64]),
-      input: { batchSize: 128, imageSize: 32 },
-      description: "ResNet-32 (CIFAR-10)",
-    },
-    resnet50: {
-      config: {
-        block: "bottleneck",
-        stem: "imagenet",
-        layers: [3, 4, 6, 3],
-        widths: [64, 128, 256, 512],
-        inChannels: 3,
-        numClasses: 1000,
-      },
-      input: { batchSize: 32, imageSize: 224 },
-      description: "ResNet-50 (ImageNet)",
-    },
+  small: {
+    config: { inFeatures: 64, hidden: [256, 256], outFeatures: 10 },
+    input: { batchSize: 64 },
+    description: "64-256-256-10",
   },
-  gpt: {
-    tiny: {
-      config: { vocabSize: 32, contextLength: 16, nLayer: 2, nHead: 2, nEmbd: 32 },
-      input: { batchSize: 8, seqLen: 16 },
-      description: "2 layers, width 32, context 16",
-    },
-    small: {
-      config: { vocabSize: 256, contextLength: 128, nLayer: 4, nHead: 4, nEmbd: 128 },
-      input: { batchSize: 8, seqLen: 128 },
-      description: "4 layers, width 128, context 128",
-    },
-    paper: {
-      config: { vocabSize: 50257, contextLength: 1024, nLayer: 12, nHead: 12, nEmbd: 768 },
-      input: { batchSize: 8, seqLen: 1024 },
-      description: "GPT-2 small (124M)",
-    },
-  },
-  unet: {
-    tiny: {
-      config: { inChannels: 1, numClasses: 2, baseWidth: 4, depth: 2 },
-      input: { batchSize: 4, imageSize: 16 },
-      description: "base 4, depth 2, 16x16",
-    },
-    small: {
-      config: { inChannels: 3, numClasses: 2, baseWidth: 16, depth: 3 },
-      input: { batchSize: 4, imageSize: 64 },
-      description: "base 16, depth 3, 64x64",
-    },
-    paper: {
-      config: { inChannels: 3, numClasses: 2, baseWidth: 64, depth: 4 },
-      input: { batchSize: 4, imageSize: 256 },
-      description: "U-Net (base 64, 4 levels), 256x256",
-    },
-  },
-  lstm: {
-    tiny: {
-      config: { vocabSize: 32, embedDim: 32, hiddenSize: 32, numLayers: 1 },
-      input: { batchSize: 8, seqLen: 12 },
-      description: "1 layer, 32 units, 12 steps",
-    },
-    small: {
-      config: { vocabSize: 256, embedDim: 128, hiddenSize: 128, numLayers: 2 },
-      input: { batchSize: 16, seqLen: 32 },
-      description: "2 layers, 128 units, 32 steps",
-    },
-    paper: {
-      config: { vocabSize: 10000, embedDim: 650, hiddenSize: 650, numLayers: 2 },
-      input: { batchSize: 20, seqLen: 35 },
-      description: "medium PTB LSTM (Zaremba et al. 2014)",
-    },
+  paper: {
+    config: { inFeatures: 784, hidden: [1024, 1024, 1024], outFeatures: 10 },
+    input: { batchSize: 128 },
+    description: "784-1024x3-10 (MNIST-sized)",
   },
 };
 
-/** Names of all families. */
-export const MODEL_NAMES: readonly ModelName[] = ["mlp", "resnet", "gpt", "unet", "lstm"];
+const RESNET_PRESETS: Readonly<Record<string, Preset<ResNetConfig>>> = {
+  tiny: {
+    config: basic([1, 1, 1], [8, 16, 32]),
+    input: { batchSize: 8, imageSize: 16 },
+    description: "ResNet-8, widths 8/16/32, 16x16",
+  },
+  small: {
+    config: basic([3, 3, 3], [16, 32, 64]),
+    input: { batchSize: 16, imageSize: 32 },
+    description: "ResNet-20 (CIFAR)",
+  },
+  paper: {
+    config: basic([5, 5, 5], [16, 32, 64]),
+    input: { batchSize: 128, imageSize: 32 },
+    description: "ResNet-32 (CIFAR-10), as in DTR",
+  },
+  resnet32: {
+    config: basic([5, 5, 5], [16, 32, 64]),
+    input: { batchSize: 128, imageSize: 32 },
+    description: "ResNet-32 (CIFAR-10)",
+  },
+  resnet50: {
+    config: {
+      block: "bottleneck",
+      stem: "imagenet",
+      layers: [3, 4, 6, 3],
+      widths: [64, 128, 256, 512],
+      inChannels: 3,
+      numClasses: 1000,
+    },
+    input: { batchSize: 32, imageSize: 224 },
+    description: "ResNet-50 (ImageNet)",
+  },
+};
+
+const GPT_PRESETS: Readonly<Record<string, Preset<GPTConfig>>> = {
+  tiny: {
+    config: { vocabSize: 32, contextLength: 16, nLayer: 2, nHead: 2, nEmbd: 32 },
+    input: { batchSize: 8, seqLen: 16 },
+    description: "2 layers, width 32, context 16",
+  },
+  small: {
+    config: { vocabSize: 256, contextLength: 128, nLayer: 4, nHead: 4, nEmbd: 128 },
+    input: { batchSize: 8, seqLen: 128 },
+    description: "4 layers, width 128, context 128",
+  },
+  paper: {
+    config: { vocabSize: 50257, contextLength: 1024, nLayer: 12, nHead: 12, nEmbd: 768 },
+    input: { batchSize: 8, seqLen: 1024 },
+    description: "GPT-2 small (124M)",
+  },
+};
+
+const UNET_PRESETS: Readonly<Record<string, Preset<UNetConfig>>> = {
+  tiny: {
+    config: { inChannels: 1, numClasses: 2, baseWidth: 4, depth: 2 },
+    input: { batchSize: 4, imageSize: 16 },
+    description: "base 4, depth 2, 16x16",
+  },
+  small: {
+    config: { inChannels: 3, numClasses: 2, baseWidth: 16, depth: 3 },
+    input: { batchSize: 4, imageSize: 64 },
+    description: "base 16, depth 3, 64x64",
+  },
+  paper: {
+    config: { inChannels: 3, numClasses: 2, baseWidth: 64, depth: 4 },
+    input: { batchSize: 4, imageSize: 256 },
+    description: "U-Net (base 64, 4 levels), 256x256",
+  },
+};
+
+const LSTM_PRESETS: Readonly<Record<string, Preset<LSTMConfig>>> = {
+  tiny: {
+    config: { vocabSize: 32, embedDim: 32, hiddenSize: 32, numLayers: 1 },
+    input: { batchSize: 8, seqLen: 12 },
+    description: "1 layer, 32 units, 12 steps",
+  },
+  small: {
+    config: { vocabSize: 256, embedDim: 128, hiddenSize: 128, numLayers: 2 },
+    input: { batchSize: 16, seqLen: 32 },
+    description: "2 layers, 128 units, 32 steps",
+  },
+  paper: {
+    config: { vocabSize: 10000, embedDim: 650, hiddenSize: 650, numLayers: 2 },
+    input: { batchSize: 20, seqLen: 35 },
+    description: "medium PTB LSTM (Zaremba et al. 2014)",
+  },
+};
+
+/** The batch geometry and seed {@link ModelEntry.data} gets. */
+export interface DataInput {
+  /** Samples per batch. */
+  batchSize: number;
+  /** Image side (image models). */
+  imageSize: number;
+  /** Sequence length (token models). */
+  seqLen: number;
+  /** Seed of the data generator. */
+  seed: number;
+}
+
+/** One family of the registry: its presets, how to build it and the data it trains on. */
+export interface ModelEntry<C> {
+  /** What the family is, in a few words. */
+  readonly description: string;
+  /** Named configurations (`tiny`, `small`, `paper`, ...). */
+  readonly presets: Readonly<Record<string, Preset<C>>>;
+  /** Builds the model on the current default backend. */
+  build(config: C): ZooModel;
+  /** The synthetic data source that matches a configuration. */
+  data(config: C, input: DataInput): DataSource;
+}
 
 /** A model of the zoo: a module with a one-input forward pass. */
 export type ZooModel = Layer;
 
-function checkName(name: string): asserts name is ModelName {
-  if (!(MODEL_NAMES as readonly string[]).includes(name)) {
+/**
+ * The model registry: every family by name, registered once. The lists the
+ * CLI, the benchmarks, the lab API and the web forms show derive from it
+ * ({@link MODEL_NAMES}, {@link PRESETS}).
+ */
+export const MODELS: { readonly [K in ModelName]: ModelEntry<ModelConfigs[K]> } = {
+  mlp: {
+    description: "multilayer perceptron (ReLU) on synthetic vectors",
+    presets: MLP_PRESETS,
+    build: (c) => new MLP(c),
+    data: (c, i) =>
+      vectorData({
+        features: c.inFeatures,
+        classes: c.outFeatures,
+        batchSize: i.batchSize,
+        seed: i.seed,
+      }),
+  },
+  resnet: {
+    description: "ResNet (basic or bottleneck blocks) on synthetic images",
+    presets: RESNET_PRESETS,
+    build: (c) => new ResNet(c),
+    data: (c, i) =>
+      imageData({
+        channels: c.inChannels,
+        size: i.imageSize,
+        classes: c.numClasses,
+        batchSize: i.batchSize,
+        seed: i.seed,
+      }),
+  },
+  gpt: {
+    description: "GPT-2 style decoder-only transformer on synthetic tokens",
+    presets: GPT_PRESETS,
+    build: (c) => new GPT(c),
+    data: (c, i) =>
+      tokenData({ vocabSize: c.vocabSize, seqLen: i.seqLen, batchSize: i.batchSize, seed: i.seed }),
+  },
+  unet: {
+    description: "U-Net segmentation on synthetic images (2 classes)",
+    presets: UNET_PRESETS,
+    build: (c) => new UNet(c),
+    data: (c, i) => {
+      if (c.numClasses !== 2) {
+        throw new RangeError(
+          `createData("unet"): the segmentation data has 2 classes, the config ${c.numClasses}`,
+        );
+      }
+      return segmentationData({
+        channels: c.inChannels,
+        size: i.imageSize,
+        batchSize: i.batchSize,
+        seed: i.seed,
+      });
+    },
+  },
+  lstm: {
+    description: "LSTM language model on synthetic tokens",
+    presets: LSTM_PRESETS,
+    build: (c) => new LSTMLM(c),
+    data: (c, i) =>
+      tokenData({ vocabSize: c.vocabSize, seqLen: i.seqLen, batchSize: i.batchSize, seed: i.seed }),
+  },
+};
+
+/** Names of all families, in registry order. */
+export const MODEL_NAMES: readonly ModelName[] = Object.keys(MODELS) as ModelName[];
+
+/** Every preset of every family (the registry's presets, by family). */
+export const PRESETS: {
+  readonly [K in ModelName]: Readonly<Record<string, Preset<ModelConfigs[K]>>>;
+} = {
+  mlp: MODELS.mlp.presets,
+  resnet: MODELS.resnet.presets,
+  gpt: MODELS.gpt.presets,
+  unet: MODELS.unet.presets,
+  lstm: MODELS.lstm.presets,
+};
+
+/** True when `name` is a family of the registry. */
+export function isModelName(name: string): name is ModelName {
+  return Object.hasOwn(MODELS, name);
+}
+
+/**
+ * The registry entry of a family, with an error listing the available ones.
+ *
+ * @example
+ * ```ts
+ * import { modelEntry } from "@libra/nn/zoo";
+ * if (!("tiny" in modelEntry("gpt").presets)) throw new Error("example: no tiny gpt");
+ * ```
+ */
+export function modelEntry<K extends ModelName>(name: K): ModelEntry<ModelConfigs[K]> {
+  if (!isModelName(name)) {
     throw new RangeError(`unknown model "${name}"; available: ${MODEL_NAMES.join(", ")}`);
   }
+  return MODELS[name] as unknown as ModelEntry<ModelConfigs[K]>;
 }
 
 /** Looks up a preset, with an error listing the available ones. */
 export function getPreset<K extends ModelName>(name: K, preset: string): Preset<ModelConfigs[K]> {
-  checkName(name);
-  const p = PRESETS[name][preset] as Preset<ModelConfigs[K]> | undefined;
+  const presets = modelEntry(name).presets;
+  const p = Object.hasOwn(presets, preset) ? presets[preset] : undefined;
   if (!p) {
     throw new RangeError(
-      `unknown preset "${preset}" for ${name}; available: ${Object.keys(PRESETS[name]).join(", ")}`,
+      `unknown preset "${preset}" for ${name}; available: ${Object.keys(presets).join(", ")}`,
     );
   }
   return p;
@@ -218,29 +342,17 @@ export function createModel<K extends ModelName>(
   presetOrConfig: string | ModelConfigs[K] = "tiny",
   options: CreateModelOptions = {},
 ): ZooModel {
-  checkName(name);
+  const entry = modelEntry(name);
   const config = typeof presetOrConfig === "string"
     ? getPreset(name, presetOrConfig).config
     : presetOrConfig;
-  const build = (): ZooModel => {
-    switch (name) {
-      case "mlp":
-        return new MLP(config as MLPConfig);
-      case "resnet":
-        return new ResNet(config as ResNetConfig);
-      case "gpt":
-        return new GPT(config as GPTConfig);
-      case "unet":
-        return new UNet(config as UNetConfig);
-      default:
-        return new LSTMLM(config as LSTMConfig);
-    }
-  };
+  const build = (): ZooModel => entry.build(config);
   return options.backend ? withBackend(options.backend, build) : build();
 }
 
 /** Options of {@link createData}: override the preset's batch geometry or the seed. */
 export interface CreateDataOptions extends Partial<InputSpec> {
+  /** Seed of the data generator (default 0). */
   seed?: number;
 }
 
@@ -254,44 +366,13 @@ export function createData<K extends ModelName>(
   presetOrConfig: string | ModelConfigs[K] = "tiny",
   options: CreateDataOptions = {},
 ): DataSource {
-  checkName(name);
+  const entry = modelEntry(name);
   const preset = typeof presetOrConfig === "string" ? getPreset(name, presetOrConfig) : undefined;
   const config = (preset?.config ?? presetOrConfig) as ModelConfigs[K];
-  const batchSize = options.batchSize ?? preset?.input.batchSize ?? 8;
-  const imageSize = options.imageSize ?? preset?.input.imageSize ?? 16;
-  const seqLen = options.seqLen ?? preset?.input.seqLen ?? 16;
-  const seed = options.seed ?? 0;
-  switch (name) {
-    case "mlp": {
-      const c = config as MLPConfig;
-      return vectorData({ features: c.inFeatures, classes: c.outFeatures, batchSize, seed });
-    }
-    case "resnet": {
-      const c = config as ResNetConfig;
-      return imageData({
-        channels: c.inChannels,
-        size: imageSize,
-        classes: c.numClasses,
-        batchSize,
-        seed,
-      });
-    }
-    case "unet": {
-      const c = config as UNetConfig;
-      if (c.numClasses !== 2) {
-        throw new RangeError(
-          `createData("unet"): the segmentation data has 2 classes, the config ${c.numClasses}`,
-        );
-      }
-      return segmentationData({ channels: c.inChannels, size: imageSize, batchSize, seed });
-    }
-    case "gpt": {
-      const c = config as GPTConfig;
-      return tokenData({ vocabSize: c.vocabSize, seqLen, batchSize, seed });
-    }
-    default: {
-      const c = config as LSTMConfig;
-      return tokenData({ vocabSize: c.vocabSize, seqLen, batchSize, seed });
-    }
-  }
+  return entry.data(config, {
+    batchSize: options.batchSize ?? preset?.input.batchSize ?? 8,
+    imageSize: options.imageSize ?? preset?.input.imageSize ?? 16,
+    seqLen: options.seqLen ?? preset?.input.seqLen ?? 16,
+    seed: options.seed ?? 0,
+  });
 }

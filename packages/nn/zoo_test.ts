@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { fromTypedArray, manualSeed, MetaBackend, type Tensor, tidy, zeros } from "@libra/tensor";
+import {
+  fromTypedArray,
+  manualSeed,
+  MetaBackend,
+  type Tensor,
+  tidy,
+  withBackend,
+  zeros,
+} from "@libra/tensor";
 import { nativeBackend, nativeSkipReason } from "./_testing.ts";
 import { crossEntropyLoss } from "./loss.ts";
 import { AdamW } from "./optim.ts";
@@ -10,8 +18,11 @@ import {
   createModel,
   getPreset,
   type InputSpec,
+  isModelName,
   MODEL_NAMES,
+  modelEntry,
   type ModelName,
+  MODELS,
   PRESETS,
 } from "./zoo.ts";
 
@@ -170,4 +181,36 @@ Deno.test("createModel() and getPreset() reject unknown names and presets, listi
     () => createModel("gpt", "huge"),
     /unknown preset "huge" for gpt; available: tiny, small, paper/,
   );
+});
+
+Deno.test("the registry is the one list: names, presets and factories come from MODELS", () => {
+  assert.deepEqual([...MODEL_NAMES], Object.keys(MODELS));
+  for (const name of MODEL_NAMES) {
+    assert.equal(PRESETS[name], MODELS[name].presets);
+    assert.ok(isModelName(name));
+    const meta = new MetaBackend();
+    const m = createModel(name, "tiny", { backend: meta });
+    // the registry's own factory builds the same model class with the same parameter count
+    const entry = modelEntry(name as "gpt"); // one family at a time; the cast only names a K
+    const direct = withBackend(meta, () => entry.build(getPreset(name as "gpt", "tiny").config));
+    assert.equal(m.constructor, direct.constructor);
+    assert.equal(m.numParameters(), direct.numParameters());
+    m.dispose();
+    direct.dispose();
+  }
+});
+
+Deno.test("unknown model names are errors everywhere, never a silent fallback to another family", () => {
+  for (const bad of ["vgg", "LSTM", "toString", "__proto__", ""]) {
+    assert.equal(isModelName(bad), false, bad);
+    const want = new RegExp(`unknown model "${bad.replace(/[_]/g, "_")}"; available: `);
+    assert.throws(
+      () => createModel(bad as ModelName, "tiny", { backend: new MetaBackend() }),
+      want,
+    );
+    assert.throws(() => createData(bad as ModelName, "tiny"), want);
+    assert.throws(() => getPreset(bad as ModelName, "tiny"), want);
+    assert.throws(() => modelEntry(bad as ModelName), want);
+  }
+  assert.throws(() => createModel("gpt", "constructor"), /unknown preset "constructor" for gpt/);
 });

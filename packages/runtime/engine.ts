@@ -39,7 +39,8 @@ import {
   type StorageNode,
   type TensorNode,
 } from "@libra/lineage";
-import { OutOfBudgetError } from "./errors.ts";
+import { CopyEngine, type Link } from "./copy_engine.ts";
+import { OutOfBudgetError, ThrashingError } from "./errors.ts";
 import { newStats, type RuntimeEvent, type RuntimeStats, Timeline } from "./stats.ts";
 
 /** What actually moves bytes and runs kernels (live) or only accounts for them (simulation). */
@@ -89,10 +90,35 @@ export interface EngineOptions {
    * is released while values computed from it may need it for recomputation:
    * `"keep-if-needed"` (default) keeps it; `"free-unless-evicted"` frees it
    * unless an evicted value needs it, and its resident dependents become leaves
-   * (swap-only). Leaves nothing needs are always freed.
+   * (swap-only); `"free"` always frees it (DTR's budget-free baseline, which
+   * banishes every storage no handle refers to); `"keep-pinned"` keeps a pinned
+   * leaf resident for good (DTR's budgeted runtime: constants are pinned and a
+   * release never frees them). Otherwise leaves nothing needs are freed.
    */
-  leafRelease?: "keep-if-needed" | "free-unless-evicted";
+  leafRelease?: LeafRelease;
+  /**
+   * Thrash limit X: once recomputation plus stalls pass `(X - 1)` times the
+   * budget-free compute, the call in progress throws {@link ThrashingError}
+   * (reason `"thrashing"`). Default `Infinity` (no limit); drivers pass 2.0,
+   * as the published DTR evaluation did.
+   */
+  overheadLimit?: number;
+  /**
+   * The budget-free compute the limit is relative to, ns (a simulation knows
+   * it from the trace). Default: the cost of the model calls run so far.
+   */
+  baselineComputeNs?: number;
+  /**
+   * Swaps on their own copy stream at this link's bandwidth (see
+   * {@link CopyEngine}), overlapping compute: a call waits only for a copy it
+   * needs. Default: none, a swap stalls for the cost model's swap cost. A
+   * measured swap time (live executors) always wins.
+   */
+  link?: Link;
 }
+
+/** See {@link EngineOptions.leafRelease}. */
+export type LeafRelease = "keep-if-needed" | "free-unless-evicted" | "keep-pinned" | "free";
 
 /**
  * The evictable pool: an array for O(1) random access (sampling) and an
@@ -208,8 +234,13 @@ export class Engine {
   #onEvent: ((e: RuntimeEvent) => void) | undefined;
   #knownFeasible: number | undefined;
   readonly #gc: boolean;
-  readonly #leafRelease: "keep-if-needed" | "free-unless-evicted";
+  readonly #leafRelease: LeafRelease;
   #deadCandidates = 0;
+  #overheadLimit: number;
+  #baselineComputeNs: number | undefined;
+  /** The copy stream (with a link), and when each swapped-in storage is back. */
+  readonly copyEngine: CopyEngine | null;
+  readonly #readyAt = new Map<StorageNode, number>();
   readonly #ctx: EvictionContext;
   #bytesNeeded = 0;
 
@@ -222,10 +253,13 @@ export class Engine {
     this.#hostLimit = options.hostLimitBytes ?? 0;
     this.#onEvent = options.onEvent;
     this.#knownFeasible = options.knownFeasibleBytes;
+    this.copyEngine = options.link !== undefined ? new CopyEngine(options.link) : null;
     this.#gc = options.gc ?? true;
     this.#leafRelease = options.leafRelease ?? "keep-if-needed";
     this.timeline = new Timeline(options.timeline ?? true);
     this.stats.budgetBytes = this.#budget;
+    this.#overheadLimit = checkLimit(options.overheadLimit ?? Infinity);
+    this.#baselineComputeNs = options.baselineComputeNs;
     const clock = (): number => this.clock;
     const needed = (): number => this.#bytesNeeded;
     this.#ctx = {
@@ -255,11 +289,54 @@ export class Engine {
     this.stats.budgetBytes = bytes;
   }
 
-  /** Records that a step completed under `bytes` of budget (reported by later errors). */
+  /**
+   * Records that a step completed under `bytes` of budget (or peaked at `bytes`
+   * without one). Errors report the largest such budget, one every step so far
+   * fits, and only when it is above the budget that failed.
+   */
   noteFeasible(bytes: number): void {
-    if (this.#knownFeasible === undefined || bytes < this.#knownFeasible) {
+    if (this.#knownFeasible === undefined || bytes > this.#knownFeasible) {
       this.#knownFeasible = bytes;
     }
+  }
+
+  /** The thrash limit X (see {@link EngineOptions.overheadLimit}). */
+  get overheadLimit(): number {
+    return this.#overheadLimit;
+  }
+
+  /** Sets the thrash limit and, optionally, the budget-free compute it is relative to. */
+  setOverheadLimit(limit: number, baselineComputeNs?: number): void {
+    this.#overheadLimit = checkLimit(limit);
+    if (baselineComputeNs !== undefined) this.#baselineComputeNs = baselineComputeNs;
+  }
+
+  /**
+   * Throws {@link ThrashingError} when recomputation plus stalls passed
+   * `(limit - 1)` x the budget-free compute (the check DTR's simulator makes
+   * after every materialization).
+   */
+  #checkThrash(): void {
+    const limit = this.#overheadLimit;
+    if (limit === Infinity) return;
+    const st = this.stats;
+    const base = this.#baselineComputeNs ?? st.computeNs;
+    const extra = st.recomputeNs + st.swapStallNs;
+    if (extra <= (limit - 1) * base) return;
+    st.oomErrors++;
+    this.timeline.mark(this.callIndex, this.used, "oom", "thrashing");
+    this.#emit({ type: "oom", bytes: 0, usedBytes: this.used, reason: "thrashing" });
+    throw new ThrashingError({
+      neededBytes: 0,
+      usedBytes: this.used,
+      evictableBytes: this.evictableBytes,
+      budgetBytes: this.#budget,
+      ...(this.#knownFeasible !== undefined ? { knownFeasibleBytes: this.#knownFeasible } : {}),
+      recomputeNs: st.recomputeNs,
+      stallNs: st.swapStallNs,
+      overheadLimit: limit,
+      baselineComputeNs: base,
+    });
   }
 
   /** The policy in use. */
@@ -330,7 +407,10 @@ export class Engine {
           usedBytes: this.used,
           evictableBytes: this.evictableBytes,
           budgetBytes: this.#budget,
-          ...(this.#knownFeasible !== undefined ? { knownFeasibleBytes: this.#knownFeasible } : {}),
+          // A budget at or below this one did not complete this step: not known to work.
+          ...(this.#knownFeasible !== undefined && this.#knownFeasible > this.#budget
+            ? { knownFeasibleBytes: this.#knownFeasible }
+            : {}),
         });
         this.stats.oomErrors++;
         this.timeline.mark(this.callIndex, this.used, "oom", "");
@@ -367,11 +447,14 @@ export class Engine {
         st.drops++;
         st.dropBytes += s.bytes;
       }
-      const t0 = now();
+      // Eager drops (a value freed by its last handle) are not timed: two clock
+      // reads cost more than the merge they would measure, on every free.
+      const eager = why === "eager";
+      const t0 = eager ? 0 : now();
       s.eq = new EqNode(s.compute);
       const ns = this.lineage.evictedNeighbors(s);
       for (const n of ns) if (n.eq !== null) merge(n.eq, s.eq);
-      st.bookkeepingNs += (now() - t0) * 1e6;
+      if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
       if (this.recordDecisions && why !== "eager") this.decisions.push(`drop:${s.name}`);
       if (why !== "eager") this.timeline.mark(this.callIndex, this.used, "drop", s.name);
       if (this.#onEvent) {
@@ -391,7 +474,13 @@ export class Engine {
       }
       const defined = s.tensors.filter((t) => t.defined);
       const measured = this.#exec.swapOut(s);
-      const stall = measured ?? this.#cost.swapCost(s.bytes);
+      let stall: number;
+      if (measured === undefined && this.copyEngine !== null) {
+        // Asynchronous: the memory stays held until the copy ends (a call that
+        // needs it waits in #run); nothing stalls now.
+        this.copyEngine.swapOut(s.bytes);
+        stall = 0;
+      } else stall = measured ?? this.#cost.swapCost(s.bytes);
       s.residency = "swapped";
       s.host = s.host ?? undefined;
       swappedDefined.set(s, defined);
@@ -417,7 +506,12 @@ export class Engine {
   #swapIn(s: StorageNode): void {
     this.reserve(s.bytes);
     const measured = this.#exec.swapIn(s);
-    const stall = measured ?? this.#cost.swapCost(s.bytes);
+    let stall: number;
+    if (measured === undefined && this.copyEngine !== null) {
+      // Asynchronous: the call that reads it waits for the copy in #run.
+      this.#readyAt.set(s, this.copyEngine.swapIn(s.bytes).endNs);
+      stall = 0;
+    } else stall = measured ?? this.#cost.swapCost(s.bytes);
     s.residency = "resident";
     this.hostUsed -= s.bytes;
     this.#addUsed(s.bytes);
@@ -432,6 +526,7 @@ export class Engine {
     this.#refreshPool(s);
     this.timeline.mark(this.callIndex, this.used, "swap-in", s.name);
     if (this.#onEvent) this.#emit({ type: "remat", how: "swap", name: s.name, bytes: s.bytes });
+    this.#checkThrash();
   }
 
   #lock(s: StorageNode): void {
@@ -573,6 +668,7 @@ export class Engine {
       measuredNs,
     );
     this.clock += cost;
+    this.copyEngine?.compute(cost);
     this.stats.computeNs += cost;
     this.lastOutputs = [];
     if (measuredNs !== undefined) this.stats.kernelNs += measuredNs;
@@ -607,8 +703,10 @@ export class Engine {
     if (s.residency === "resident") {
       if (s.droppable && !s.pinned) {
         if (this.#eager) this.evict(s, "drop", "eager");
+      } else if (this.#leafRelease === "keep-pinned" && s.pinned) {
+        return; // DTR's constants: pinned, resident until the end
       } else if (
-        !this.isNeeded(s, true) ||
+        this.#leafRelease === "free" || !this.isNeeded(s, true) ||
         (this.#leafRelease === "free-unless-evicted" && !this.#evictedNeeds(s))
       ) {
         // A leaf (or pinned value) no handle refers to: free it for good. Calls
@@ -1078,6 +1176,32 @@ export class Engine {
     }
   }
 
+  /**
+   * Before `call` runs on the compute stream: waits for its swapped-in inputs
+   * to be back and for swap-outs in flight to release the memory it needs.
+   */
+  #awaitCopies(call: CallNode): void {
+    const ce = this.copyEngine!;
+    let wait = 0;
+    if (this.#readyAt.size > 0) {
+      for (const inp of call.inputs) {
+        const t = this.#readyAt.get(inp.storage);
+        if (t === undefined) continue;
+        this.#readyAt.delete(inp.storage);
+        wait += ce.waitUntil(t);
+      }
+    }
+    if (this.#budget !== Infinity) {
+      const excess = this.used + ce.heldBytes() + call.totalBytes - this.#budget;
+      if (excess > 0) wait += ce.waitForMemory(excess);
+    }
+    if (wait > 0) {
+      this.stats.swapStallNs += wait;
+      this.clock += wait;
+      this.#checkThrash();
+    }
+  }
+
   #run(call: CallNode, remat: boolean): void {
     const outs = call.outputs;
     const fresh: StorageNode[] = [];
@@ -1087,6 +1211,7 @@ export class Engine {
         fresh.push(s);
       }
     }
+    if (this.copyEngine !== null) this.#awaitCopies(call);
     const measured = this.#exec.execute(call, remat);
     const st = this.stats;
     if (!remat) {
@@ -1113,6 +1238,7 @@ export class Engine {
       if (measured !== undefined) st.kernelNs += measured;
     }
     this.clock += call.cost;
+    this.copyEngine?.compute(remat ? (measured ?? call.cost) : call.cost);
     this.#addUsed(call.totalBytes);
     for (let i = 0; i < outs.length; i++) {
       const o = outs[i]!;
@@ -1146,8 +1272,16 @@ export class Engine {
           bytes: call.totalBytes,
         });
       }
+      this.#checkThrash();
     }
   }
+}
+
+function checkLimit(limit: number): number {
+  if (!(limit >= 1)) {
+    throw new RangeError(`overhead limit must be a number >= 1 (or Infinity), got ${limit}`);
+  }
+  return limit;
 }
 
 function allFreed(call: CallNode): boolean {

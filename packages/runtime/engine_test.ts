@@ -4,7 +4,7 @@ import { createPolicy } from "@libra/evict";
 import { classValue, type TensorNode } from "@libra/lineage";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { Engine } from "./engine.ts";
-import { OutOfBudgetError } from "./errors.ts";
+import { OutOfBudgetError, ThrashingError } from "./errors.ts";
 import { MetaExecutor, replayTrace } from "./simulator.ts";
 import { Runtime } from "./runtime.ts";
 import { formatTrace, parseTrace } from "./trace.ts";
@@ -132,7 +132,16 @@ Deno.test("Engine never exceeds the budget and reports OutOfBudgetError facts on
         assert.ok(err instanceof OutOfBudgetError);
         assert.equal(err.budgetBytes, budget);
         assert.equal(err.knownFeasibleBytes, free);
-        assert.ok(err.usedBytes + err.neededBytes > budget, "it really did not fit");
+        if (err instanceof ThrashingError) {
+          assert.equal(err.reason, "thrashing");
+          assert.ok(
+            err.recomputeNs + err.stallNs > (err.overheadLimit - 1) * err.baselineComputeNs,
+            "it really thrashed",
+          );
+        } else {
+          assert.equal(err.reason, "out of memory");
+          assert.ok(err.usedBytes + err.neededBytes > budget, "it really did not fit");
+        }
         assert.ok(err.usedBytes <= budget);
       }
     }

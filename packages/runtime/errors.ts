@@ -14,15 +14,27 @@ export interface OutOfBudgetInfo {
   evictableBytes: number;
   /** The budget. */
   budgetBytes: number;
-  /** The smallest budget known to work (a budget-free peak, or a budget a step completed under). */
+  /**
+   * A budget above `budgetBytes` known to work: every step so far completed
+   * under it (a budget-free peak, or the largest budget a step completed under).
+   */
   knownFeasibleBytes?: number;
 }
+
+/**
+ * Why a run or a replay is infeasible: no eviction could make room
+ * (`"out of memory"`), or recomputation plus stalls passed the overhead limit
+ * (`"thrashing"`, see {@link ThrashingError}).
+ */
+export type InfeasibleReason = "out of memory" | "thrashing";
 
 /**
  * Thrown when no eviction can make room for a call under the budget. The
  * runtime stays usable: the failed call did not happen, nothing stays locked.
  */
 export class OutOfBudgetError extends Error {
+  /** Why the budget is infeasible (`"thrashing"` for a {@link ThrashingError}). */
+  readonly reason: InfeasibleReason = "out of memory";
   /** Bytes needed on top of what is in use. */
   readonly neededBytes: number;
   /** Bytes in use. */
@@ -31,12 +43,12 @@ export class OutOfBudgetError extends Error {
   readonly evictableBytes: number;
   /** The budget. */
   readonly budgetBytes: number;
-  /** Smallest budget known to work, when known. */
+  /** A larger budget every step so far completed under, when known. */
   readonly knownFeasibleBytes: number | undefined;
   constructor(info: OutOfBudgetInfo) {
     const known = info.knownFeasibleBytes !== undefined
-      ? `; a budget of ${info.knownFeasibleBytes} bytes is known to work`
-      : "; no budget known to work yet (run once without a budget to measure the peak)";
+      ? `; a budget of ${info.knownFeasibleBytes} bytes is known to work (every step so far completed under it)`
+      : "; no larger budget is known to work yet (run a step without a budget to measure its peak)";
     super(
       `out of budget: ${info.neededBytes} bytes needed with ${info.usedBytes} of ${info.budgetBytes} in use and only ${info.evictableBytes} evictable${known}. Raise the budget or use a policy that can swap.`,
     );
@@ -46,5 +58,53 @@ export class OutOfBudgetError extends Error {
     this.evictableBytes = info.evictableBytes;
     this.budgetBytes = info.budgetBytes;
     this.knownFeasibleBytes = info.knownFeasibleBytes;
+  }
+}
+
+/** Facts reported by {@link ThrashingError}. */
+export interface ThrashingInfo extends OutOfBudgetInfo {
+  /** Recomputation so far, ns. */
+  recomputeNs: number;
+  /** Compute stalled on copies (swaps) so far, ns. */
+  stallNs: number;
+  /** The overhead limit X (the run stops once recompute + stall > (X - 1) x baseline). */
+  overheadLimit: number;
+  /** The budget-free compute the limit is relative to, ns. */
+  baselineComputeNs: number;
+}
+
+/**
+ * Thrown when recomputation plus stalls pass `(overheadLimit - 1)` times the
+ * budget-free compute: the budget is infeasible because the run thrashes (the
+ * published DTR evaluation stops such replays at an overhead of 2.0 and counts
+ * them as out of memory). A kind of {@link OutOfBudgetError} whose
+ * {@link OutOfBudgetError.reason} is `"thrashing"`.
+ */
+export class ThrashingError extends OutOfBudgetError {
+  override readonly reason: InfeasibleReason = "thrashing";
+  /** Recomputation so far, ns. */
+  readonly recomputeNs: number;
+  /** Stalls on copies so far, ns. */
+  readonly stallNs: number;
+  /** The overhead limit. */
+  readonly overheadLimit: number;
+  /** The budget-free compute, ns. */
+  readonly baselineComputeNs: number;
+  constructor(info: ThrashingInfo) {
+    super(info);
+    this.name = "ThrashingError";
+    this.recomputeNs = info.recomputeNs;
+    this.stallNs = info.stallNs;
+    this.overheadLimit = info.overheadLimit;
+    this.baselineComputeNs = info.baselineComputeNs;
+    this.message = `thrashing: recomputation ${Math.round(info.recomputeNs)} ns plus stalls ${
+      Math.round(info.stallNs)
+    } ns passed ${info.overheadLimit - 1} x the budget-free compute of ${
+      Math.round(info.baselineComputeNs)
+    } ns (overhead limit ${info.overheadLimit}) at a budget of ${info.budgetBytes} bytes${
+      info.knownFeasibleBytes !== undefined
+        ? `; a budget of ${info.knownFeasibleBytes} bytes is known to work`
+        : ""
+    }. Raise the budget or the overhead limit.`;
   }
 }

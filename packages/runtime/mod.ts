@@ -15,6 +15,7 @@
  * @module
  */
 
+export * from "./copy_engine.ts";
 export * from "./engine.ts";
 export * from "./errors.ts";
 export * from "./stats.ts";

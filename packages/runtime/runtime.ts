@@ -12,7 +12,7 @@
  */
 
 import type { CostModel } from "@libra/cost";
-import { MeasuredCostModel } from "@libra/cost";
+import { AnalyticCostModel, DEVICE_PEAKS } from "@libra/cost";
 import {
   createPolicy,
   type EvictionPolicy,
@@ -48,8 +48,18 @@ export interface RuntimeOptions {
   policy?: EvictionPolicy | string;
   /** Candidate search for a named policy. */
   search?: SearchOptions;
-  /** Cost model. Default: measured kernel times. */
+  /**
+   * Cost model. Default: the analytic model with the device's peaks, so the
+   * same run makes the same decisions every time (`MeasuredCostModel` prices
+   * calls by the time they just took, and its decisions follow machine noise).
+   */
   costModel?: CostModel;
+  /**
+   * Time every kernel call (`stats.kernelNs` then counts them all). Default:
+   * when the cost model prices calls by measured time (its `measures` is not
+   * false); recomputations are always timed.
+   */
+  timeKernels?: boolean;
   /** Host memory for swapping, bytes. Default: unlimited for `+swap` policies, else 0 (no swapping). */
   hostLimitBytes?: number;
   /** Evict storages as soon as no handle references them (lineage kept). Default true. */
@@ -60,6 +70,12 @@ export interface RuntimeOptions {
   timeline?: boolean;
   /** See `EngineOptions.leafRelease`. Default `"keep-if-needed"`. */
   leafRelease?: "keep-if-needed" | "free-unless-evicted";
+  /**
+   * Thrash limit X (see `EngineOptions.overheadLimit`): a call throws
+   * `ThrashingError` once recomputation plus stalls pass (X - 1) x the compute
+   * of the model calls so far. Default `Infinity`; `libra run` passes 2.0.
+   */
+  overheadLimit?: number;
   /** Event listener (also see {@link Runtime.subscribe}). */
   onEvent?: (e: RuntimeEvent) => void;
 }
@@ -76,10 +92,18 @@ function sameBytes(a: readonly number[], b: readonly VirtualBuffer[]): boolean {
   return true;
 }
 
+/** Calls per step whose output names are cached. */
+const NAME_CACHE = 1 << 16;
+
 /** Names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
 const STEP_LOCAL = /^[cw]\d/;
 /** A step's call output name `c<i>.<k>`. */
 const STEP_OUTPUT = /^c(\d+)\.(\d+)$/;
+
+function hasConsumers(s: StorageNode): boolean {
+  for (const t of s.tensors) if (t.consumers.length > 0) return true;
+  return false;
+}
 
 class VirtualBuffer implements DeviceBuffer {
   freed = false;
@@ -89,9 +113,18 @@ class VirtualBuffer implements DeviceBuffer {
 class LiveExecutor implements Executor {
   readonly pending: Map<StorageNode, Transfer> = new Map();
   asyncStallNs = 0;
+  /**
+   * Time every kernel (else only recomputations): the cost model prices calls
+   * by their measured time, or the caller wants `kernelNs` for every call.
+   * Two clock reads cost more than the rest of a small call's dispatch.
+   */
+  timeAll: () => boolean = () => true;
   /** Device buffers kept across `retire` for the storage that is produced into again. */
   readonly #spareFor: StorageNode[] = [];
   readonly #spareBuf: DeviceBuffer[] = [];
+  /** Argument arrays reused by `execute` (backends read them during the call only), by length. */
+  readonly #insBy: DeviceBuffer[][] = [];
+  readonly #outsBy: DeviceBuffer[][] = [];
   constructor(readonly backend: Backend) {}
   /**
    * Takes `s`'s device buffer aside so that releasing `s` keeps it, for `s`'s
@@ -107,7 +140,13 @@ class LiveExecutor implements Executor {
     s.data = undefined;
   }
   #takeSpare(s: StorageNode): DeviceBuffer | undefined {
-    if (this.#spareFor.length === 0) return undefined;
+    const n = this.#spareFor.length;
+    if (n === 0) return undefined;
+    if (n === 1) {
+      if (this.#spareFor[0] !== s) return undefined;
+      this.#spareFor.length = 0;
+      return this.#spareBuf.pop();
+    }
     const i = this.#spareFor.indexOf(s);
     if (i < 0) return undefined;
     const b = this.#spareBuf[i]!;
@@ -117,6 +156,7 @@ class LiveExecutor implements Executor {
   }
   /** Frees the spare buffers no output reused. */
   dropSpares(): void {
+    if (this.#spareBuf.length === 0) return;
     while (this.#spareBuf.length > 0) this.backend.free(this.#spareBuf.pop()!);
     this.#spareFor.length = 0;
   }
@@ -124,7 +164,7 @@ class LiveExecutor implements Executor {
     s.data = this.backend.alloc(s.bytes);
   }
   release(s: StorageNode): void {
-    this.wait(s);
+    if (this.pending.size > 0) this.wait(s);
     if (s.data !== undefined) {
       this.backend.free(s.data as DeviceBuffer);
       s.data = undefined;
@@ -148,32 +188,40 @@ class LiveExecutor implements Executor {
       s.host = undefined;
     }
   }
-  execute(call: CallNode): number {
-    const outs: DeviceBuffer[] = [];
-    const temps: DeviceBuffer[] = [];
-    for (let i = 0; i < call.outputs.length; i++) {
-      const s = call.outputs[i]!.storage;
+  execute(call: CallNode, remat: boolean): number | undefined {
+    const co = call.outputs, ci = call.inputs;
+    const no = co.length, ni = ci.length;
+    const outs = this.#outsBy[no] ?? (this.#outsBy[no] = new Array(no));
+    const ins = this.#insBy[ni] ?? (this.#insBy[ni] = new Array(ni));
+    let temps: DeviceBuffer[] | null = null;
+    for (let i = 0; i < no; i++) {
+      const s = co[i]!.storage;
       if (s.residency === "resident" || s.residency === "freed") {
         const tmp = this.backend.alloc(s.bytes);
-        temps.push(tmp);
-        outs.push(tmp);
+        (temps ??= []).push(tmp);
+        outs[i] = tmp;
       } else {
         if (s.data === undefined) s.data = this.#takeSpare(s) ?? this.backend.alloc(s.bytes);
-        outs.push(s.data as DeviceBuffer);
+        outs[i] = s.data as DeviceBuffer;
       }
     }
-    const ins: DeviceBuffer[] = [];
-    for (const t of call.inputs) {
-      if (this.pending.size > 0) this.wait(t.storage);
-      ins.push(t.storage.data as DeviceBuffer);
+    const waits = this.pending.size > 0;
+    for (let i = 0; i < ni; i++) {
+      const st = ci[i]!.storage;
+      if (waits) this.wait(st);
+      ins[i] = st.data as DeviceBuffer;
     }
-    const t0 = performance.now();
+    const timed = remat || this.timeAll();
+    const t0 = timed ? performance.now() : 0;
     try {
       this.backend.run(call.op as KernelName, ins, outs, call.params);
     } finally {
-      for (const b of temps) this.backend.free(b);
+      if (temps !== null) { for (const b of temps) this.backend.free(b); }
+      // Drop the references so reused arrays do not keep buffers alive.
+      outs.fill(undefined as unknown as DeviceBuffer);
+      ins.fill(undefined as unknown as DeviceBuffer);
     }
-    return (performance.now() - t0) * 1e6;
+    return timed ? (performance.now() - t0) * 1e6 : undefined;
   }
   swapOut(s: StorageNode): number {
     this.wait(s);
@@ -243,8 +291,10 @@ export class Runtime implements Backend {
   /** Per kernel: the params and buffer sizes of its last call that passed `checkKernelCall`. */
   readonly #checked = new Map<
     string,
-    { params: number[]; ins: number[]; outs: number[] }
+    { params: number[]; ins: number[]; outs: number[]; mutates: readonly number[] }
   >();
+  /** Output names `c<index>.<k>` by call index in the step. */
+  readonly #outNames: string[][] = [];
 
   constructor(options: RuntimeOptions) {
     this.#backend = options.backend;
@@ -265,15 +315,22 @@ export class Runtime implements Backend {
       else this.#ratio = b.ratio;
     }
     this.#exec = new LiveExecutor(options.backend);
+    const cost: CostModel = options.costModel ??
+      new AnalyticCostModel(DEVICE_PEAKS[options.backend.device === "cuda" ? "h100" : "cpu"]);
+    if (options.timeKernels !== undefined) {
+      const all = options.timeKernels;
+      this.#exec.timeAll = () => all;
+    } else this.#exec.timeAll = () => cost.measures !== false;
     this.engine = new Engine({
       budgetBytes,
       policy,
-      costModel: options.costModel ?? new MeasuredCostModel(),
+      costModel: cost,
       executor: this.#exec,
       eagerEviction: options.eagerEviction ?? true,
       hostLimitBytes: options.hostLimitBytes ?? (policy.name.endsWith("+swap") ? Infinity : 0),
       timeline: options.timeline ?? true,
       leafRelease: options.leafRelease ?? "keep-if-needed",
+      overheadLimit: options.overheadLimit ?? Infinity,
       ...(typeof b === "object" && b.peakBytes !== undefined
         ? { knownFeasibleBytes: b.peakBytes }
         : {}),
@@ -356,7 +413,8 @@ export class Runtime implements Backend {
   /**
    * Marks the end of a training step. With a `{ ratio }` budget and no peak
    * given, the first step runs without a budget and its peak sets the budget
-   * here. Every completed step records its budget as known to work. Call
+   * here. Every completed step records its budget (its peak without one): errors
+   * report the largest, which every step so far fits, as known to work. Call
    * indices (plan hooks, profiled costs) restart at 0, and so do the names of
    * the step's own values: outputs `c<i>.<k>` (output k of call i) and host
    * writes `w<n>`, so a plan made on one step's trace names the same values in
@@ -501,14 +559,12 @@ export class Runtime implements Backend {
     outputs: readonly DeviceBuffer[],
     params: readonly number[],
   ): void {
-    const spec = kernelSpec(kernel);
     const ni = inputs.length, no = outputs.length;
     const ins: VirtualBuffer[] = new Array(ni);
     const outs: VirtualBuffer[] = new Array(no);
     for (let i = 0; i < ni; i++) ins[i] = this.#own(inputs[i]!, kernel);
     for (let k = 0; k < no; k++) outs[k] = this.#own(outputs[k]!, kernel);
-    this.#check(kernel, ins, outs, params);
-    const mutates = spec.mutates ?? [];
+    const mutates = this.#check(kernel, ins, outs, params);
     for (let k = 0; k < no; k++) {
       const o = outs[k]!;
       for (let i = 0; i < ni; i++) {
@@ -538,34 +594,49 @@ export class Runtime implements Backend {
       return;
     }
     const record = this.#record;
+    const engine = this.engine;
+    let spares = false;
     for (let k = 0; k < no; k++) {
       const s = outs[k]!.storage;
       const old = s.tensors[0];
       if (old !== undefined) {
-        this.engine.invalidate(s);
+        // A value nothing was computed from needs no dependents made independent.
+        if (hasConsumers(s)) engine.invalidate(s);
         record?.push({ kind: "release", name: old.name, line: 0 });
         // Without a budget to respect, the device buffer goes straight to the new value.
-        if (s.residency === "resident" && this.engine.budgetBytes === Infinity) {
+        if (s.residency === "resident" && engine.budgetBytes === Infinity) {
           this.#exec.keepSpare(s);
+          spares = true;
         }
-        this.engine.retire(s, false);
+        engine.retire(s, false);
       }
     }
-    const index = this.engine.callIndex - this.engine.stepBase;
-    const prefix = `c${index}.`;
+    const index = engine.callIndex - engine.stepBase;
+    // Names `c<index>.<k>` repeat every step: made once (for the first 64k calls of a step).
+    const names = index < NAME_CACHE
+      ? this.#outNames[index] ?? (this.#outNames[index] = [])
+      : undefined;
     const specs: OutputSpec[] = new Array(no);
     for (let k = 0; k < no; k++) {
       const o = outs[k]!;
-      specs[k] = { bytes: o.bytes, storage: o.storage, name: prefix + k };
+      let name = names?.[k];
+      if (name === undefined) {
+        name = `c${index}.${k}`;
+        if (names !== undefined) names[k] = name;
+      }
+      specs[k] = { bytes: o.bytes, storage: o.storage, name };
     }
-    // Names `c<index>.<k>` resolve through this (a string-keyed map costs more than the call).
-    this.#callOuts[index] = outs;
+    // Names `c<index>.<k>` resolve through this (a string-keyed map costs more than the
+    // call) for plans and recordings only: without `endStep` it would grow with every call.
+    if (record !== null || engine.policy.hooks !== undefined) this.#callOuts[index] = outs;
     let results: TensorNode[];
-    try {
-      results = this.engine.compute(kernel, p, tensors, specs);
-    } finally {
-      this.#exec.dropSpares();
-    }
+    if (spares) {
+      try {
+        results = engine.compute(kernel, p, tensors, specs);
+      } finally {
+        this.#exec.dropSpares();
+      }
+    } else results = engine.compute(kernel, p, tensors, specs);
     if (record !== null) {
       record.push({
         kind: "call",
@@ -582,22 +653,25 @@ export class Runtime implements Backend {
 
   /**
    * `checkKernelCall`, skipped when the kernel's last call that passed had the
-   * same params and buffer sizes (the check depends on nothing else).
+   * same params and buffer sizes (the check depends on nothing else). Returns
+   * the kernel's in-place inputs (`mutates`).
    */
   #check(
     kernel: KernelName,
     ins: readonly VirtualBuffer[],
     outs: readonly VirtualBuffer[],
     params: readonly number[],
-  ): void {
+  ): readonly number[] {
     const last = this.#checked.get(kernel);
     if (
       last !== undefined && sameNumbers(last.params, params) &&
       sameBytes(last.ins, ins) && sameBytes(last.outs, outs)
-    ) return;
+    ) return last.mutates;
     const inBytes = ins.map((x) => x.bytes), outBytes = outs.map((x) => x.bytes);
     checkKernelCall(kernel, inBytes, outBytes, params);
-    this.#checked.set(kernel, { params: params.slice(), ins: inBytes, outs: outBytes });
+    const mutates = kernelSpec(kernel).mutates ?? [];
+    this.#checked.set(kernel, { params: params.slice(), ins: inBytes, outs: outBytes, mutates });
+    return mutates;
   }
 
   #runInPlace(

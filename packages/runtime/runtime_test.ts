@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { KernelError } from "@libra/tensor/backend";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+import { OutOfBudgetError } from "./errors.ts";
 import { Runtime } from "./runtime.ts";
 import type { RuntimeEvent } from "./stats.ts";
 
@@ -74,4 +75,44 @@ Deno.test("Runtime: a call with too-small buffers is rejected after a valid one 
   // The runtime stays usable and the valid call still runs.
   rt.run("relu", [x], [y], [4]);
   assert.equal(rt.stats.calls, 3);
+});
+
+Deno.test("OutOfBudgetError: the budget known to work completed every step, never the one that failed", () => {
+  // Step 0 fits 8192 bytes; step 1 holds a third value and needs 12288.
+  const steps = (rt: Runtime) => {
+    const leaf = (v: number) => {
+      const b = rt.alloc(4096);
+      rt.write(b, new Float32Array(1024).fill(v));
+      return b;
+    };
+    const a = leaf(1), b = leaf(2);
+    rt.endStep();
+    void a, b;
+    return () => leaf(3);
+  };
+  const under = new Runtime({ backend: new ReferenceBackend(), budget: 8192 });
+  const third = steps(under);
+  assert.throws(third, (e: unknown) => {
+    assert.ok(e instanceof OutOfBudgetError);
+    // before the fix: "a budget of 8192 bytes is known to work", the budget that just failed
+    assert.equal(e.knownFeasibleBytes, undefined);
+    assert.match(e.message, /no larger budget is known to work yet/);
+    return true;
+  });
+  // Without a budget, step 0 peaked at 12288 (a value freed before its end); under 8192
+  // the next step fails, and 12288, which every step so far fit, is what is reported.
+  const rt = new Runtime({ backend: new ReferenceBackend() });
+  const x = rt.alloc(4096), y = rt.alloc(4096), z = rt.alloc(4096);
+  for (const [i, b] of [x, y, z].entries()) rt.write(b, new Float32Array(1024).fill(i));
+  rt.free(z);
+  rt.endStep();
+  rt.setBudget(8192);
+  const w = rt.alloc(4096);
+  assert.throws(() => rt.write(w, new Float32Array(1024)), (e: unknown) => {
+    assert.ok(e instanceof OutOfBudgetError);
+    assert.equal(e.budgetBytes, 8192);
+    assert.equal(e.knownFeasibleBytes, 12288);
+    assert.match(e.message, /a budget of 12288 bytes is known to work/);
+    return true;
+  });
 });

@@ -19,8 +19,9 @@ import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
 import type { Trace } from "@libra/lineage/trace";
 import type { DeviceBuffer } from "@libra/tensor/backend";
 import { MetaBackend } from "@libra/tensor/meta-backend";
-import { Engine, type Executor } from "./engine.ts";
-import { OutOfBudgetError } from "./errors.ts";
+import type { Link } from "./copy_engine.ts";
+import { Engine, type Executor, type LeafRelease } from "./engine.ts";
+import { type InfeasibleReason, OutOfBudgetError } from "./errors.ts";
 import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
 
 /** Executor for replays: memory accounting on a {@link MetaBackend}, no data, no kernels. */
@@ -81,16 +82,34 @@ export interface ReplayOptions {
   /** Peak of a budget-free replay, reported as known-feasible in errors. */
   knownFeasibleBytes?: number;
   /**
-   * Released constants that values computed from them may need: freed unless an
-   * evicted value needs them (default, `"free-unless-evicted"`), or kept.
+   * What a release of a constant's last handle does (see `EngineOptions.leafRelease`).
+   * Default, as in the published DTR simulator: `"free"` without a budget (its
+   * baseline banishes every unreferenced storage, constants included) and
+   * `"keep-pinned"` under a budget (its budgeted runtime pins constants for good).
    */
-  leafRelease?: "keep-if-needed" | "free-unless-evicted";
+  leafRelease?: LeafRelease;
+  /**
+   * Thrash limit X (default 2.0, as in the published DTR evaluation): once
+   * recomputation plus stalls pass (X - 1) x the budget-free compute (the sum
+   * of the trace's call costs), the replay stops, infeasible with reason
+   * `"thrashing"`. `Infinity` turns it off.
+   */
+  overheadLimit?: number;
+  /**
+   * Swaps on an asynchronous copy stream at this link (`"pcie4"`, `"pcie5"`,
+   * `"nvlink-c2c"` or GB/s; see `CopyEngine`): compute waits only for a copy it
+   * needs. Default: none, a swap stalls for the cost model's swap cost
+   * (`libra simulate` defaults to `pcie5`).
+   */
+  link?: Link;
 }
 
 /** Outcome of one replay. */
 export interface ReplayResult {
-  /** False when the replay ran out of budget. */
+  /** False when the replay ran out of budget or thrashed. */
   feasible: boolean;
+  /** Why it is infeasible (absent when feasible). */
+  reason?: InfeasibleReason;
   /** (compute + recompute + swap stall) / compute; `Infinity` when infeasible. */
   overhead: number;
   /** Statistics. */
@@ -140,6 +159,10 @@ function makePolicy(p: ReplayOptions["policy"], search: SearchOptions | undefine
 export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayResult {
   const policy = makePolicy(options.policy, options.search);
   const swapAware = policy.name.endsWith("+swap");
+  const cm = options.costModel;
+  const costs = eventCosts(trace, cm);
+  let baselineComputeNs = 0;
+  for (let i = 0; i < costs.length; i++) baselineComputeNs += costs[i]!;
   const exec = new MetaExecutor();
   const engine = new Engine({
     budgetBytes: options.budgetBytes ?? Infinity,
@@ -151,7 +174,11 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
     hostLimitBytes: options.hostLimitBytes ?? (swapAware ? Infinity : 0),
     timeline: options.timeline ?? false,
     gc: false,
-    leafRelease: options.leafRelease ?? "free-unless-evicted",
+    leafRelease: options.leafRelease ??
+      ((options.budgetBytes ?? Infinity) === Infinity ? "free" : "keep-pinned"),
+    overheadLimit: options.overheadLimit ?? 2,
+    baselineComputeNs,
+    ...(options.link !== undefined ? { link: options.link } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     ...(options.knownFeasibleBytes !== undefined
       ? { knownFeasibleBytes: options.knownFeasibleBytes }
@@ -160,14 +187,7 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
   engine.recordDecisions = options.recordDecisions ?? false;
   const names = new Map<string, TensorNode>();
   engine.resolveName = (n) => names.get(n)?.storage;
-  const cm = options.costModel;
   let index = 0;
-  const cost = (
-    op: string,
-    timeNs: number,
-    params: readonly number[] | undefined,
-    bytes: number,
-  ): number => cm ? cm.callCost({ op, params: params ?? [], index, totalBytes: bytes }) : timeNs;
   const t0 = performance.now();
   let error: OutOfBudgetError | undefined;
   try {
@@ -178,14 +198,12 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
           break;
         case "call": {
           const inputs = e.args.map((a) => names.get(a)!);
-          let bytes = 0;
-          for (const r of e.results) bytes += r.bytes;
           const outs = engine.compute(
             e.op,
             e.params ?? [],
             inputs,
             e.results.map((r) => ({ name: r.name, bytes: r.bytes, alias: r.alias })),
-            cost(e.op, e.timeNs, e.params, bytes),
+            costs[index]!,
             e.backward,
           );
           index++;
@@ -194,8 +212,6 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
         }
         case "mutate": {
           const inputs = e.args.map((a) => names.get(a)!);
-          let bytes = 0;
-          for (const m of e.mutate) bytes += inputs[m]!.storage.bytes;
           const outs = engine.compute(
             e.op,
             e.params ?? [],
@@ -205,7 +221,7 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
               bytes: inputs[m]!.storage.bytes,
               alias: -1,
             })),
-            cost(e.op, e.timeNs, e.params, bytes),
+            costs[index]!,
             e.backward,
           );
           index++;
@@ -269,8 +285,47 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
     metaPeakBytes: exec.meta.memory().peakBytes,
     engine,
   };
-  if (error) result.error = error;
+  if (error) {
+    result.error = error;
+    result.reason = error.reason;
+  }
   return result;
+}
+
+/**
+ * The cost of each call and in-place call of `trace`, in order: its TIME, or
+ * the cost model's price. Sums are checked to stay exact (safe integers).
+ */
+function eventCosts(trace: Trace, cm: CostModel | undefined): Float64Array {
+  let n = 0;
+  for (const e of trace.events) if (e.kind === "call" || e.kind === "mutate") n++;
+  const out = new Float64Array(n);
+  let i = 0;
+  const sizes = new Map<string, number>();
+  for (const e of trace.events) {
+    if (e.kind === "constant") sizes.set(e.name, e.bytes);
+    else if (e.kind === "call") {
+      let bytes = 0;
+      for (const r of e.results) {
+        bytes += r.bytes;
+        sizes.set(r.name, r.alias >= 0 ? sizes.get(e.args[r.alias]!) ?? 0 : r.bytes);
+      }
+      out[i] = cm
+        ? cm.callCost({ op: e.op, params: e.params ?? [], index: i, totalBytes: bytes })
+        : e.timeNs;
+      i++;
+    } else if (e.kind === "mutate") {
+      let bytes = 0;
+      for (const m of e.mutate) bytes += sizes.get(e.args[m]!) ?? 0;
+      out[i] = cm
+        ? cm.callCost({ op: e.op, params: e.params ?? [], index: i, totalBytes: bytes })
+        : e.timeNs;
+      i++;
+    } else if (e.kind === "copy" || e.kind === "copyFrom") {
+      sizes.set(e.dst, sizes.get(e.src) ?? 0);
+    }
+  }
+  return out;
 }
 
 const swap = new SwapCost();
@@ -281,8 +336,10 @@ export interface SimulationResult {
   ratio: number;
   /** floor(ratio * baseline peak). */
   budgetBytes: number;
-  /** False when the replay ran out of budget. */
+  /** False when the replay ran out of budget or thrashed. */
   feasible: boolean;
+  /** Why it is infeasible (absent or `null` when feasible). */
+  reason?: InfeasibleReason | null;
   /** Overhead (null when infeasible). */
   overhead: number | null;
   /** Policy evictions (drops + swap-outs; eager evictions of unreferenced storages excluded). */
@@ -346,6 +403,7 @@ export function simulateTrace(trace: Trace, options: SimulateOptions): Simulatio
       ratio,
       budgetBytes,
       feasible: r.feasible,
+      reason: r.reason ?? null,
       overhead: r.feasible ? r.overhead : null,
       evictions: r.stats.evictions,
       remats: r.stats.remats,
@@ -362,13 +420,16 @@ export function simulateTrace(trace: Trace, options: SimulateOptions): Simulatio
 /**
  * Services for planners (the replay hook): the budget-free peak of `trace`,
  * and `replay(plan, budget)`, which runs the plan through the simulator with
- * `fallback` (default `dtr-eq`) choosing when the plan under-evicts.
+ * `fallback` (default `dtr-eq`) choosing when the plan under-evicts. Its
+ * replays have no thrash limit unless `overheadLimit` says otherwise.
  */
 export function plannerContext(
   trace: Trace,
   options: Omit<ReplayOptions, "budgetBytes" | "policy"> & { fallback?: string } = {},
 ): PlannerContext {
-  const { fallback, ...rest } = options;
+  const { fallback, ...opts } = options;
+  // A planner's search sees the true overhead of a plan that thrashes.
+  const rest = { ...opts, overheadLimit: opts.overheadLimit ?? Infinity };
   const baseline = replayTrace(trace, rest);
   return {
     baselinePeakBytes: baseline.stats.peakBytes,

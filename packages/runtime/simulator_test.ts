@@ -83,3 +83,44 @@ plannerConformance(
   chainTrace(),
   plannerContext(chainTrace()),
 );
+
+Deno.test("the thrash limit stops a replay once recomputation passes (X - 1) x the compute", () => {
+  const trace = chainTrace();
+  const compute = 4 * 100 + 4 * 200;
+  // 4 KiB of 6: the backward recomputes part of the chain.
+  const free = replayTrace(trace, { budgetBytes: 4 * 1024, overheadLimit: Infinity });
+  assert.ok(free.feasible);
+  const extra = free.stats.recomputeNs;
+  assert.ok(extra > 0);
+  assert.equal(free.overhead, (compute + extra) / compute);
+  // A limit just above the final overhead lets it finish; just below stops it.
+  const above = replayTrace(trace, {
+    budgetBytes: 4 * 1024,
+    overheadLimit: 1 + (extra + 0.5) / compute,
+  });
+  assert.ok(above.feasible);
+  assert.equal(above.overhead, free.overhead);
+  const below = replayTrace(trace, {
+    budgetBytes: 4 * 1024,
+    overheadLimit: 1 + (extra - 0.5) / compute,
+  });
+  assert.equal(below.feasible, false);
+  assert.equal(below.reason, "thrashing");
+  assert.equal(below.overhead, Infinity);
+  assert.equal(below.stats.recomputeNs, extra, "stopped by the last recomputation");
+  // The budget that cannot hold a call's operands is out of memory, not thrashing.
+  const oom = replayTrace(trace, { budgetBytes: 2 * 1024 });
+  assert.equal(oom.reason, "out of memory");
+  assert.throws(() => replayTrace(trace, { overheadLimit: 0.5 }), /overhead limit must be/);
+});
+
+Deno.test("simulateTrace() reports thrashing as its own reason", () => {
+  const free = simulateTrace(chainTrace(), { ratios: [4 / 6], overheadLimit: Infinity });
+  const over = free.results[0]!.overhead!;
+  assert.ok(over > 1);
+  const r = simulateTrace(chainTrace(), { ratios: [4 / 6, 2 / 6], overheadLimit: over - 1e-6 });
+  assert.deepEqual(r.results.map((x) => [x.feasible, x.reason]), [
+    [false, "thrashing"],
+    [false, "out of memory"],
+  ]);
+});

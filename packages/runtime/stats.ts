@@ -79,7 +79,7 @@ export type RuntimeEvent =
   | { type: "call"; index: number; op: string; usedBytes: number }
   | { type: "evict"; action: "drop" | "swap"; name: string; bytes: number; eager: boolean }
   | { type: "remat"; how: "recompute" | "swap"; name: string; bytes: number }
-  | { type: "oom"; bytes: number; usedBytes: number };
+  | { type: "oom"; bytes: number; usedBytes: number; reason?: "out of memory" | "thrashing" };
 
 /** A marker on the memory timeline. */
 export interface TimelineMarker {

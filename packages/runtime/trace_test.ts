@@ -30,36 +30,71 @@ Deno.test({
 });
 if (resnet === null) console.warn(`trace_test: skipping shared-trace tests: ${SKIP}`);
 
-Deno.test({
-  name: "simulateTrace(dtr-eq) on resnet32-56 lands on the published simulator's overheads",
-  ignore: resnet === null,
-  fn() {
-    const published: [number, number | null][] = [
-      [0.8, 1.025],
-      [0.6, 1.074],
-      [0.5, 1.107],
-      [0.4, 1.140],
-      [0.3, 1.179],
-      [0.2, 1.332],
-      [0.1, null],
-    ];
-    const t = parseTrace(resnet!, "resnet32-56.log");
-    const rep = simulateTrace(t, { policy: "dtr-eq", ratios: published.map(([r]) => r) });
-    assert.equal(rep.baseline.peakBytes, 10061179152);
-    for (const [i, [ratio, want]] of published.entries()) {
-      const row = rep.results[i]!;
-      assert.equal(row.ratio, ratio);
-      if (want === null) {
-        assert.equal(row.feasible, false, `ratio ${ratio} infeasible`);
-      } else {
-        assert.ok(row.feasible, `ratio ${ratio} feasible`);
-        assert.ok(
-          Math.abs(row.overhead! - want) < 0.01 * want,
-          `ratio ${ratio}: ${row.overhead} vs ${want}`,
-        );
-        assert.ok(row.peakBytes <= row.budgetBytes);
+const gan = await shared("unroll_gan-512.log");
+
+/** The published h_DTR^eq figures (`../shared/traces/README.md`), ratios 0.9 down to 0.2; null = OOM. */
+const PUBLISHED: [string, string | null, number, (number | null)[]][] = [
+  ["resnet32-56.log", resnet, 10061179152, [
+    1.013,
+    1.025,
+    1.046,
+    1.074,
+    1.107,
+    1.140,
+    1.179,
+    1.332,
+  ]],
+  ["unet-6.log", unet, 8415764640, [1.033, 1.058, 1.085, 1.149, 1.159, null, null, null]],
+  ["unroll_gan-512.log", gan, 252677418, [1.011, 1.024, 1.044, 1.058, 1.069, 1.080, 1.111, null]],
+];
+const RATIOS = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
+
+for (const [name, text, peak, published] of PUBLISHED) {
+  Deno.test({
+    name: `simulateTrace(dtr-eq) on ${name} lands on the published peak, overheads and frontier`,
+    ignore: text === null,
+    fn() {
+      const t = parseTrace(text!, name);
+      const rep = simulateTrace(t, { policy: "dtr-eq", ratios: RATIOS });
+      assert.equal(rep.baseline.peakBytes, peak);
+      for (const [i, want] of published.entries()) {
+        const row = rep.results[i]!;
+        const ratio = RATIOS[i]!;
+        if (want === null) {
+          assert.equal(row.feasible, false, `${name} at ${ratio} is infeasible (published OOM)`);
+          assert.ok(row.reason === "out of memory" || row.reason === "thrashing");
+        } else {
+          assert.ok(row.feasible, `${name} at ${ratio} is feasible (published ${want})`);
+          // Within 1% and, in fact, equal to the published figure's 3 decimals.
+          assert.ok(
+            Math.abs(row.overhead! - want) < 0.01 * want,
+            `${name} at ${ratio}: ${row.overhead} vs ${want}`,
+          );
+          assert.equal(row.overhead!.toFixed(3), want.toFixed(3), `${name} at ${ratio}`);
+          assert.ok(row.peakBytes <= row.budgetBytes);
+        }
       }
+    },
+  });
+}
+
+Deno.test({
+  name: "unroll_gan-512 at 0.2 thrashes: stopped once recomputation passes the budget-free compute",
+  ignore: gan === null,
+  fn() {
+    const t = parseTrace(gan!, "unroll_gan-512.log");
+    const budgetBytes = Math.floor(0.2 * 252677418);
+    const r = replayTrace(t, { budgetBytes });
+    assert.equal(r.feasible, false);
+    assert.equal(r.reason, "thrashing");
+    assert.match(r.error!.message, /^thrashing: recomputation \d+ ns plus stalls 0 ns passed 1 x/);
+    // Stopped by the first recomputation that took it past the budget-free compute.
+    let longest = 0;
+    for (const e of t.events) {
+      if (e.kind === "call" || e.kind === "mutate") longest = Math.max(longest, e.timeNs);
     }
+    assert.ok(r.stats.recomputeNs > 125451477);
+    assert.ok(r.stats.recomputeNs <= 125451477 + longest);
   },
 });
 

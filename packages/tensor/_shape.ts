@@ -12,17 +12,6 @@ export function numel(shape: readonly number[]): number {
   return n;
 }
 
-/** Contiguous row-major strides. */
-export function contiguousStrides(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i]!;
-  }
-  return s;
-}
-
 /** Validates a user-given shape (non-negative integers). */
 export function checkShape(op: string, shape: readonly number[]): void {
   for (const d of shape) {

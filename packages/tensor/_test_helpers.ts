@@ -17,20 +17,12 @@ import type { Backend } from "./backend.ts";
 import { ReferenceBackend } from "./testing/reference_backend.ts";
 import { fromTypedArray, type Tensor, tidy, withBackend } from "./tensor.ts";
 import { mul, sum } from "./ops.ts";
+import { mulberry32 } from "@libra/util/rng";
 import { noGrad } from "./autograd.ts";
 import { manualSeed } from "./random.ts";
 
 /** mulberry32: a tiny seeded generator for test data. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const rng: (seed: number) => () => number = mulberry32;
 
 /** `n` f32-representable values uniform in `[lo, hi)`. */
 export function randomValues(n: number, seed: number, lo = -1, hi = 1): number[] {

@@ -129,11 +129,17 @@ function topoOrder(root: GradNode): GradNode[] {
 
 /** Hooks the engine needs from the tensor module (set there, to keep imports one-way). */
 export interface EngineHooks {
+  /** `a + b` (gradient accumulation). */
   add(a: Tensor, b: Tensor): Tensor;
+  /** A tensor of ones shaped like `t` (the seed gradient of a scalar loss). */
   onesLike(t: Tensor): Tensor;
+  /** A new handle on `t`'s storage. */
   alias(t: Tensor): Tensor;
+  /** Replaces a leaf's gradient, disposing the old one. */
   setGrad(leaf: Tensor, g: Tensor | null): void;
+  /** Runs `fn` with scope tracking off. */
   untracked<T>(fn: () => T): T;
+  /** Runs a gradient rule in a private scope: temporaries it does not return are disposed. */
   owned(fn: () => readonly (Tensor | null)[]): readonly (Tensor | null)[];
 }
 

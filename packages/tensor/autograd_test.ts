@@ -463,3 +463,62 @@ Deno.test("batchNorm training updates running stats in place (PyTorch momentum, 
   T.tidy(() => {});
   for (const t of [x, rm, rv, y, ev]) t.dispose();
 });
+
+Deno.test("max splits its gradient evenly among tied maxima, as PyTorch does", async (t) => {
+  const be = new ReferenceBackend({ precision: "f64" });
+  /** Gradient of sum(weights * max(x, axis, keepdim)) with respect to x. */
+  const gradOf = (
+    values: number[],
+    shape: number[],
+    axis?: number,
+    keepdim = false,
+    weights?: number[],
+  ): number[] =>
+    T.withBackend(be, () => {
+      const x = T.tensor(values, shape, { requiresGrad: true });
+      const m = T.max(x, axis, keepdim);
+      const y = weights ? T.sum(T.mul(m, T.tensor(weights, m.shape))) : T.sum(m);
+      y.backward();
+      const g = x.grad!.toArray() as number[];
+      x.dispose();
+      return g;
+    });
+  const close = (got: number[], want: number[], msg: string) => {
+    assert.equal(got.length, want.length, msg);
+    got.forEach((g, i) => {
+      if (Number.isNaN(want[i]!)) assert.ok(Number.isNaN(g), `${msg}[${i}]: ${g} is not NaN`);
+      else assert.ok(Math.abs(g - want[i]!) < 1e-6, `${msg}[${i}]: ${g} != ${want[i]}`);
+    });
+  };
+
+  await t.step("x.max(): a two-way tie matches central finite differences", () => {
+    const x = [1, 3, 3, 2];
+    const got = gradOf(x, [4]);
+    const h = 1e-3;
+    const fd = x.map((_, i) => {
+      const up = x.map((v, j) => (j === i ? v + h : v));
+      const dn = x.map((v, j) => (j === i ? v - h : v));
+      return (Math.max(...up) - Math.max(...dn)) / (2 * h);
+    });
+    close(got, fd, "fd");
+    close(got, [0, 0.5, 0.5, 0], "hand");
+  });
+  await t.step("x.max(): a three-way tie shares a third each (torch: grad / mask.sum())", () => {
+    close(gradOf([3, 1, 3, 3], [2, 2]), [1 / 3, 0, 1 / 3, 1 / 3], "3-way");
+  });
+  await t.step("x.max() with NaN maxima: the NaNs share the gradient", () => {
+    close(gradOf([1, NaN, 2, NaN], [4]), [0, 0.5, 0, 0.5], "nan");
+  });
+  await t.step(
+    "max(x, axis) splits per slice like torch.amax, scaled by the output gradient",
+    () => {
+      close(
+        gradOf([1, 3, 3, 2, 2, 0, 5, 4, 1], [3, 3], 1, false, [1, 2, 3]),
+        [0, 0.5, 0.5, 1, 1, 0, 3, 0, 0],
+        "axis 1",
+      );
+      close(gradOf([1, 2, 1, 0], [2, 2], 0, true), [0.5, 1, 0.5, 0], "axis 0 keepdim");
+      close(gradOf([7, 7, 7], [3], -1), [1 / 3, 1 / 3, 1 / 3], "axis -1");
+    },
+  );
+});

@@ -38,6 +38,7 @@ export interface DeviceBuffer {
  * On CUDA it is page-locked so copies can be asynchronous.
  */
 export interface HostBuffer {
+  /** Size in bytes. */
   readonly bytes: number;
   /** The host bytes; valid until the buffer is freed with {@link Backend.freeHost}. */
   readonly data: Uint8Array;
@@ -108,12 +109,14 @@ export interface Backend {
   freeHost(buf: HostBuffer): void;
   /** Copies device -> host (swap out) or host -> device (swap in); synchronous. */
   copy(src: DeviceBuffer, dst: HostBuffer): void;
+  /** Copies host memory to device memory (swap-in), synchronously. */
   copy(src: HostBuffer, dst: DeviceBuffer): void;
   /**
    * Asynchronous copy where the backend supports it (CUDA streams); backends
    * without it complete the copy before returning a finished `Transfer`.
    */
   copyAsync(src: DeviceBuffer, dst: HostBuffer): Transfer;
+  /** Starts a host-to-device copy (swap-in) that completes in the background. */
   copyAsync(src: HostBuffer, dst: DeviceBuffer): Transfer;
 }
 
@@ -121,6 +124,7 @@ export interface Backend {
 export class KernelError extends Error {
   /** The kernel that was called. */
   readonly kernel: string;
+  /** A kernel error naming `kernel`; the message reads `<kernel>: <message>`. */
   constructor(kernel: string, message: string, options?: ErrorOptions) {
     super(`${kernel}: ${message}`, options);
     this.name = "KernelError";
@@ -130,7 +134,9 @@ export class KernelError extends Error {
 
 /** Thrown when a backend cannot provide the memory asked for. */
 export class OutOfMemoryError extends Error {
+  /** Bytes the failed allocation asked for. */
   readonly requestedBytes: number;
+  /** An out-of-memory error for an allocation of `requestedBytes`. */
   constructor(message: string, requestedBytes: number, options?: ErrorOptions) {
     super(message, options);
     this.name = "OutOfMemoryError";

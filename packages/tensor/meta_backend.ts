@@ -55,6 +55,7 @@ export class MetaBackend implements Backend {
   #peak = 0;
   readonly #capacity: number;
 
+  /** A meta backend, with an allocation capacity when `options.capacityBytes` is set. */
   constructor(options: MetaBackendOptions = {}) {
     this.#capacity = options.capacityBytes ?? Infinity;
   }

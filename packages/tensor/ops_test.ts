@@ -632,3 +632,15 @@ Deno.test("ops reject disposed tensors and tensors from another backend", () => 
   other.dispose();
   mine.dispose();
 });
+
+Deno.test("OP_TABLE is keyed by each rule's own op name, and a recorded node points at its entry", () => {
+  for (const [key, rule] of Object.entries(T.OP_TABLE)) assert.equal(rule.name, key);
+  const be = new ReferenceBackend();
+  T.withBackend(be, () => {
+    const x = T.tensor([1, 2, 3], undefined, { requiresGrad: true });
+    const y = T.mul(x, x);
+    assert.equal(y.node?.op, T.OP_TABLE.mul);
+    const s = T.sum(y);
+    assert.equal(s.node?.op, T.OP_TABLE.sum);
+  });
+});

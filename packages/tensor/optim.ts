@@ -33,7 +33,7 @@ function checkState(op: string, param: Tensor, others: readonly [string, Tensor]
 }
 
 /** Options of {@link sgdUpdate} (PyTorch `torch.optim.SGD` semantics). */
-export interface SgdOptions {
+export interface SGDUpdateOptions {
   /** Learning rate. */
   lr: number;
   /** Default 0. */
@@ -66,7 +66,7 @@ export function sgdUpdate(
   param: Tensor,
   grad: Tensor,
   momentumBuf: Tensor | null,
-  o: SgdOptions,
+  o: SGDUpdateOptions,
 ): void {
   const momentum = o.momentum ?? 0;
   if (momentumBuf === null && momentum !== 0) {
@@ -95,7 +95,7 @@ export function sgdUpdate(
 }
 
 /** Options of {@link adamwUpdate} (PyTorch `torch.optim.AdamW` semantics). */
-export interface AdamWOptions {
+export interface AdamWUpdateOptions {
   /** Learning rate. */
   lr: number;
   /** Default 0.9. */
@@ -128,7 +128,7 @@ export function adamwUpdate(
   grad: Tensor,
   m: Tensor,
   v: Tensor,
-  o: AdamWOptions,
+  o: AdamWUpdateOptions,
 ): void {
   checkState("adamwUpdate", param, [["grad", grad], ["m", m], ["v", v]]);
   if (!Number.isInteger(o.step) || o.step < 1) {

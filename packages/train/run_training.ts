@@ -1,8 +1,24 @@
 /**
  * {@link runTraining}: trains a model of `@libra/nn` under a memory budget
- * with the re-materialization `Runtime` and compares it with a budget-free
- * run of the same steps in the same process. The core of `libra run`, also
- * for the lab API and the benchmark suite.
+ * with the re-materialization `Runtime` next to a budget-free copy of the same
+ * model, and measures the overhead the way every live number of the project is
+ * measured: `libra run`, `libra start`, the lab API's runs and the benchmark
+ * suite all call it.
+ *
+ * The method: two copies of one seeded model (same initial weights, same
+ * batches) train the same steps, one on the backend directly (budget-free) and
+ * one under the `Runtime` with the budget. After warm-up steps, their steps
+ * alternate (A B, B A, A B, ...), so load from other processes falls on both
+ * alike, and each pair gives a ratio (budgeted / budget-free step time). The
+ * overhead is the median of those ratios with a distribution-free 95% interval
+ * (order statistics), in wall time and in process CPU time, next to the
+ * overhead the runtime accounts for from its own counters. Losses of the two
+ * copies are bitwise equal on the cpu backend (re-materialization is exact).
+ *
+ * Decisions are deterministic by default: the budgeted copy's policy prices
+ * calls with the analytic cost model (or, with `costModel: "profiled"`, with a
+ * profile of its warm-up steps frozen for the run), never with the time a call
+ * just took; `costModel: "measured"` keeps the live-updating model.
  *
  * @module
  */
@@ -17,7 +33,13 @@ import {
   POLICY_NAMES,
 } from "@libra/evict";
 import { cpuBackend, cudaBackend } from "@libra/native";
-import type { CostModel } from "@libra/cost";
+import {
+  type CostModel,
+  FrozenProfileCostModel,
+  LIVE_COST_MODELS,
+  liveCostModel,
+  type LiveCostModelName,
+} from "@libra/cost";
 import {
   createData,
   createModel,
@@ -36,8 +58,18 @@ import {
   type RuntimeStats,
   type Timeline,
 } from "@libra/runtime";
-import { type Backend, manualSeed, withBackend } from "@libra/tensor";
+import { type Backend, manualSeed, randomState, setRandomState, withBackend } from "@libra/tensor";
 import { LivePlan, stepTrace } from "./live_plan.ts";
+import { type MedianInterval, medianInterval, processCpuMs } from "./overhead_stats.ts";
+
+/** The most steps a run may measure (the lab API's cap too). */
+export const MAX_STEPS = 10_000;
+/** Measured steps per side by default (a 95% interval needs at least 6 pairs). */
+export const DEFAULT_STEPS = 7;
+/** Warm-up steps per side by default (the second has optimizer state, like every later one). */
+export const DEFAULT_WARMUP_STEPS = 2;
+/** Measured and accounted overheads that differ by more than this fraction get a warning. */
+export const AGREEMENT_TOLERANCE = 0.1;
 
 /** Options of {@link runTraining}. */
 export interface RunTrainingOptions {
@@ -53,8 +85,10 @@ export interface RunTrainingOptions {
   budgetBytes?: number;
   /** Overrides of the preset's model configuration (the preset's input shape is kept). */
   config?: Record<string, unknown> | null;
-  /** Training steps (>= 1). */
-  steps: number;
+  /** Measured steps per side, 1..{@link MAX_STEPS}. Default {@link DEFAULT_STEPS}. */
+  steps?: number;
+  /** Warm-up steps per side before measuring, 1..100. Default {@link DEFAULT_WARMUP_STEPS}. */
+  warmupSteps?: number;
   /** Device. Default `"cpu"`. */
   device?: "cpu" | "cuda";
   /** Seed of the model, data and policies. Default 0. */
@@ -63,74 +97,144 @@ export interface RunTrainingOptions {
   backend?: Backend;
   /** Learning rate of SGD (momentum 0.9). Default 0.01. */
   lr?: number;
-  /** Cost model of the budgeted run's policy. Default: measured kernel times. */
-  costModel?: CostModel;
-  /** Record the budgeted run's memory timeline with the runtime's event markers. Default false. */
+  /**
+   * Cost model of the budgeted copy's policy: a name (`analytic`, the default;
+   * `profiled`, the warm-up steps' kernel times frozen for the run; `measured`,
+   * live-updating) or a model.
+   */
+  costModel?: CostModel | LiveCostModelName;
+  /** Record the budgeted steps' memory timeline with the runtime's event markers. Default false. */
   timeline?: boolean;
   /** Record the last budgeted step as a DTR-format trace ({@link RunTrainingResult.trace}). */
   recordLastStep?: boolean;
+  /** Record the policy's eviction decisions ({@link RunTrainingResult.decisions}). Default false. */
+  recordDecisions?: boolean;
   /**
    * Return (with {@link RunTrainingResult.outOfBudget}) instead of throwing when the
    * budget is infeasible (planning or the budgeted run hit `OutOfBudgetError`). Default false.
    */
   allowInfeasible?: boolean;
+  /**
+   * Thrash limit X of the budgeted run (default 2.0): it stops, infeasible with
+   * reason `"thrashing"`, once recomputation plus stalls pass (X - 1) x its compute.
+   */
+  overheadLimit?: number;
   /** Checked before every step; an aborted signal stops the run with an Error. */
   signal?: AbortSignal;
   /** Progress messages (one line each). */
   onProgress?: (message: string) => void;
   /** Called when a phase starts, with the progress line it also gives `onProgress`. */
   onPhase?: (phase: TrainingPhase, message: string) => void;
-  /** Called after every training step of every phase. */
+  /** Called after every training step of either copy. */
   onStep?: (info: StepInfo) => void;
 }
 
 /** The phases of {@link runTraining}, in order (`plan` only for planners). */
-export type TrainingPhase = "warm-up" | "baseline" | "plan" | "budget";
+export type TrainingPhase = "warm-up" | "plan" | "measure";
 
 /** One finished training step (see {@link RunTrainingOptions.onStep}). */
 export interface StepInfo {
-  /** The phase the step belongs to (never `plan`). */
-  phase: Exclude<TrainingPhase, "plan">;
+  /**
+   * `warm-up` (either copy, before measuring), `baseline` (a measured
+   * budget-free step) or `budget` (a measured budgeted step).
+   */
+  phase: "warm-up" | "baseline" | "budget";
   /** Step index in the phase, from 0. */
   step: number;
-  /** Steps of the phase. */
+  /** Steps of the phase (per copy). */
   steps: number;
   /** The step's loss. */
   loss: number;
   /** The step's wall time, ms. */
   ms: number;
-  /** The phase runtime's peak so far, bytes. */
+  /** The budgeted copy's peak so far, bytes (0 for budget-free steps). */
   peakBytes: number;
+}
+
+/** A measured overhead: median of the paired ratios with its interval and the raw samples. */
+export interface PairedOverhead extends MedianInterval {
+  /** Ratio of each pair (budgeted / budget-free), in pair order. */
+  ratios: number[];
+  /** Budgeted step times, ms (wall or CPU), in pair order. */
+  budgetMs: number[];
+  /** Budget-free step times, ms, in pair order. */
+  baselineMs: number[];
+}
+
+/**
+ * The overhead the budgeted runtime accounts for from its own counters over the
+ * measured steps: what it added (recomputation, bookkeeping, swap stalls) on top
+ * of the compute, taken as the budget-free copy's step times.
+ */
+export interface AccountedOverhead {
+  /** (compute + recompute + bookkeeping + swap stall) / compute. */
+  overhead: number;
+  /** The budget-free copy's measured step times, summed, ms. */
+  computeMs: number;
+  /** Measured kernel time of recomputations, ms. */
+  recomputeMs: number;
+  /** Policy search, equivalence classes and graph upkeep, ms. */
+  bookkeepingMs: number;
+  /** Time stalled on swaps, ms. */
+  swapStallMs: number;
+}
+
+/** How the overhead was measured and what came out (see the module doc). */
+export interface OverheadMeasurement {
+  /** Always `"interleaved"`: budget-free and budgeted steps alternate A B, B A, ... */
+  method: "interleaved";
+  /** Warm-up steps per copy. */
+  warmupSteps: number;
+  /** Measured pairs. */
+  pairs: number;
+  /** Wall time: the overhead as reported. */
+  wall: PairedOverhead;
+  /** Process CPU time (all threads): less sensitive to waiting for a busy machine. */
+  cpu: PairedOverhead;
+  /** What the runtime's counters account for. */
+  accounted: AccountedOverhead;
+  /** Wall overhead / accounted overhead - 1. */
+  disagreement: number;
+  /** Set when the measured and accounted overheads differ by more than 10%. */
+  warning: string | null;
+  /** The budgeted copy's cost model. */
+  costModel: string;
+  /** Load average of the machine when the measurement ended (1, 5, 15 minutes), if known. */
+  loadAverage: number[] | null;
 }
 
 /** What {@link runTraining} returns. */
 export interface RunTrainingResult {
-  /** Peak of the budget-free run under the Runtime, bytes. */
+  /** Peak of the budget-free warm-up steps under the Runtime, bytes. */
   baselinePeakBytes: number;
   /** floor(budgetRatio * baselinePeakBytes), or the `budgetBytes` given. */
   budgetBytes: number;
-  /** Peak of the budgeted run, bytes (never above budgetBytes). */
+  /** Peak of the budgeted steps, bytes (never above budgetBytes when feasible). */
   peakBytes: number;
-  /** Wall time of the budgeted steps / wall time of the budget-free steps (meaningless when out of budget). */
+  /** The median paired wall-time ratio (see {@link measurement}); 1 when nothing was measured. */
   overhead: number;
-  /** Losses of the budgeted run (only the steps completed when out of budget). */
+  /** The full measurement (absent when the budget was infeasible before a pair completed). */
+  measurement?: OverheadMeasurement;
+  /** Losses of the budgeted copy, warm-up steps first (only the steps completed when out of budget). */
   losses: number[];
-  /** Losses of the budget-free run (bitwise equal on the cpu backend). */
+  /** Losses of the budget-free copy, warm-up steps first (bitwise equal on the cpu backend). */
   baselineLosses: number[];
-  /** Runtime statistics of the budgeted run. */
+  /** Runtime statistics of the budgeted steps (warm-up excluded). */
   stats: RuntimeStats;
-  /** Summed step times, ms. */
+  /** Summed measured budgeted step times, ms. */
   timeMs: number;
-  /** Summed budget-free step times, ms. */
+  /** Summed measured budget-free step times, ms. */
   baselineTimeMs: number;
-  /** Each budgeted step's time, ms. */
+  /** Each measured budgeted step's time, ms. */
   stepTimesMs: number[];
-  /** Each budget-free step's time, ms. */
+  /** Each measured budget-free step's time, ms. */
   baselineStepTimesMs: number[];
-  /** The budgeted run's memory timeline with markers (with `timeline: true`). */
+  /** The budgeted steps' memory timeline with markers (with `timeline: true`). */
   timeline?: Timeline;
   /** The last budgeted step as a DTR-format trace (with `recordLastStep: true`, when it ran). */
   trace?: string;
+  /** The policy's eviction decisions, in order (with `recordDecisions: true`). */
+  decisions?: string[];
   /** With `allowInfeasible`: why the budget was infeasible (the run stopped there). */
   outOfBudget?: OutOfBudgetError;
   /** For planners: the plan's size and statistics, and how it applied live. */
@@ -169,8 +273,24 @@ function checkOptions(o: RunTrainingOptions): void {
   if (o.budgetBytes !== undefined && !(Number.isInteger(o.budgetBytes) && o.budgetBytes > 0)) {
     throw new RangeError(`budget bytes must be an integer > 0, got ${o.budgetBytes}`);
   }
-  if (!Number.isInteger(o.steps) || o.steps < 1) {
-    throw new RangeError(`steps must be an integer >= 1, got ${o.steps}`);
+  const steps = o.steps ?? DEFAULT_STEPS;
+  if (!Number.isInteger(steps) || steps < 1 || steps > MAX_STEPS) {
+    throw new RangeError(`steps must be an integer in 1..${MAX_STEPS}, got ${o.steps}`);
+  }
+  const warm = o.warmupSteps ?? DEFAULT_WARMUP_STEPS;
+  if (!Number.isInteger(warm) || warm < 1 || warm > 100) {
+    throw new RangeError(`warmupSteps must be an integer in 1..100, got ${o.warmupSteps}`);
+  }
+  if (
+    typeof o.costModel === "string" &&
+    !(LIVE_COST_MODELS as readonly string[]).includes(o.costModel)
+  ) {
+    throw new RangeError(
+      `unknown cost model "${o.costModel}" (choose one of ${LIVE_COST_MODELS.join(", ")})`,
+    );
+  }
+  if (o.lr !== undefined && !(Number.isFinite(o.lr) && o.lr > 0)) {
+    throw new RangeError(`lr must be a finite number > 0, got ${o.lr}`);
   }
   if (o.device !== undefined && o.device !== "cpu" && o.device !== "cuda") {
     throw new RangeError(`device must be cpu or cuda, got ${o.device}`);
@@ -204,21 +324,26 @@ function openBackend(device: "cpu" | "cuda"): Backend {
   }
 }
 
+/** One training step of a copy. */
+interface Step {
+  loss: number;
+  ms: number;
+  cpuMs: number;
+}
+
+/** A copy of the model: created fresh and seeded, so every copy starts from the same state. */
+interface Copy {
+  step(): Step;
+  dispose(): void;
+}
+
 /**
- * Trains `options.steps` steps of a fresh, seeded model on `rt`: model, data and
- * optimizer are created under `rt` (so every run starts from the same state).
- * `before(i)` runs before step i, `after(i)` after it (before `endStep`). Appends the
- * losses and step times (ms) to `done` as the steps finish (so they survive a throw) and returns it.
+ * A fresh, seeded copy of the model with its data and optimizer on `b`. Each
+ * copy keeps its own random-generator state (dropout draws), restored around
+ * its steps, so interleaved copies draw the same numbers as copies run apart.
  */
-function trainOn(
-  rt: Runtime,
-  o: RunTrainingOptions,
-  phase: StepInfo["phase"],
-  steps: number,
-  hooks: { before?: (i: number) => void; after?: (i: number) => void; endStep?: boolean } = {},
-  done: { losses: number[]; times: number[] } = { losses: [], times: [] },
-): { losses: number[]; times: number[] } {
-  return withBackend(rt, () => {
+function makeCopy(b: Backend, o: RunTrainingOptions): Copy {
+  return withBackend(b, () => {
     const seed = o.seed ?? 0;
     manualSeed(seed);
     const name = o.model as ModelName;
@@ -231,155 +356,301 @@ function trainOn(
       config = { ...p.config, ...o.config };
       input = p.input;
     }
-    const model = createModel(name, config, { backend: rt });
+    const model = createModel(name, config, { backend: b });
     const data = createData(name, config, { ...input, seed });
     const optimizer = new SGD(model.parameters(), { lr: o.lr ?? 0.01, momentum: 0.9 });
     model.train();
-    const { losses, times } = done;
-    for (let i = 0; i < steps; i++) {
-      if (o.signal?.aborted) throw new Error(`canceled before ${phase} step ${i + 1}/${steps}`);
-      const batch = data.next();
-      hooks.before?.(i);
-      const t0 = performance.now();
-      losses.push(trainStep({ model, batch, optimizer, backend: rt }));
-      times.push(performance.now() - t0);
-      hooks.after?.(i);
-      if (hooks.endStep !== false) rt.endStep();
-      o.onStep?.({
-        phase,
-        step: i,
-        steps,
-        loss: losses[i]!,
-        ms: times[i]!,
-        peakBytes: rt.stats.peakBytes,
-      });
-      o.onProgress?.(`step ${i + 1}/${steps}: loss ${losses[i]!.toFixed(6)}`);
-    }
-    return { losses, times };
+    let rng = randomState();
+    return {
+      step(): Step {
+        return withBackend(b, () => {
+          const batch = data.next();
+          setRandomState(rng);
+          const c0 = processCpuMs();
+          const t0 = performance.now();
+          const loss = trainStep({ model, batch, optimizer, backend: b });
+          const ms = performance.now() - t0;
+          const cpuMs = processCpuMs() - c0;
+          rng = randomState();
+          return { loss, ms, cpuMs };
+        });
+      },
+      dispose(): void {
+        withBackend(b, () => {
+          optimizer.dispose();
+          model.dispose();
+        });
+      },
+    };
   });
 }
 
+function costModelOf(o: RunTrainingOptions, device: "cpu" | "cuda"): CostModel {
+  const c = o.costModel ?? "analytic";
+  return typeof c === "string" ? liveCostModel(c, device) : c;
+}
+
+/** Counters that add up over steps (the rest, peak and budget, are levels). */
+function statsSince(now: RuntimeStats, then: RuntimeStats): RuntimeStats {
+  const out = { ...now };
+  for (const k of Object.keys(now) as (keyof RuntimeStats)[]) {
+    if (k !== "peakBytes" && k !== "budgetBytes") out[k] = now[k] - then[k];
+  }
+  return out;
+}
+
+function paired(budget: number[], base: number[]): PairedOverhead {
+  const ratios = budget.map((b, i) => b / Math.max(base[i]!, 1e-9));
+  return { ...medianInterval(ratios), ratios, budgetMs: budget, baselineMs: base };
+}
+
+function loadAverage(): number[] | null {
+  try {
+    return Deno.loadavg();
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Trains under a budget and against a budget-free baseline (see the module doc):
- * 1. two budget-free warm-up steps (JIT, allocator); for a planner they are
- *    recorded and the second (steady-state) step is cut out of the trace;
- * 2. the budget-free run of `steps` steps under the Runtime: its peak sets the budget;
+ * Trains under a budget next to a budget-free copy and measures the overhead
+ * (see the module doc):
+ * 1. for a planner, two budget-free steps are recorded on a runtime of their
+ *    own and the second (steady-state) step is what the plan is made for;
+ * 2. warm-up: both copies train `warmupSteps` steps, alternating; the
+ *    budgeted copy's runtime has no budget yet, and its peak sets the budget
+ *    (`budgetRatio` x peak) and its kernel times the `profiled` cost model;
  * 3. for a planner, the plan for that budget (validated by replay);
- * 4. the budgeted run of the same steps, the plan applied to every step.
+ * 4. measurement: `steps` pairs, the order alternating (A B, B A, ...).
  *
- * Throws `OutOfBudgetError` when the budget is infeasible, `RangeError` for bad options.
+ * Throws `OutOfBudgetError` when the budget is infeasible (unless
+ * `allowInfeasible`), `RangeError` for bad options.
  *
  * @example
  * ```ts ignore
- * import { runTraining } from "./run_training.ts";
- * const r = runTraining({ model: "mlp", policy: "libra", budgetRatio: 0.6, steps: 2 });
- * console.log(r.overhead, r.peakBytes <= r.budgetBytes);
+ * import { runTraining } from "@libra/train";
+ * const r = runTraining({ model: "mlp", policy: "dtr-eq", budgetRatio: 0.6 });
+ * const m = r.measurement!;
+ * console.log(`${m.wall.median} [${m.wall.low}, ${m.wall.high}] accounted ${m.accounted.overhead}`);
  * ```
  */
 export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   checkOptions(options);
   const o = options;
-  const backend = o.backend ?? openBackend(o.device ?? "cpu");
+  const device = o.device ?? "cpu";
+  const backend = o.backend ?? openBackend(device);
+  const steps = o.steps ?? DEFAULT_STEPS;
+  const warmup = o.warmupSteps ?? DEFAULT_WARMUP_STEPS;
   const planner = isPlannerName(o.policy);
   const say = (phase: TrainingPhase, m: string) => {
     o.onPhase?.(phase, m);
     o.onProgress?.(m);
   };
-
-  // Two warm-up steps (JIT, allocator); for a planner they are recorded and the
-  // second one, a steady-state step (optimizer state exists), is planned.
-  say("warm-up", planner ? "recording two budget-free steps for the planner" : "warm-up steps");
-  const rec = new Runtime({ backend, record: planner, timeline: false });
-  let from = 0;
-  let recorded: Trace | undefined;
-  trainOn(rec, { ...o, onProgress: () => {} }, "warm-up", 2, {
-    // No endStep: the recording keeps run-wide names (c<call>.<k> restarts at
-    // every endStep, and values from earlier steps would share names with the
-    // step's own outputs in the recorded trace).
-    endStep: false,
-    before: () => {
-      if (planner) from = rec.trace().events.length;
-    },
-    after: (i) => {
-      if (planner && i === 1) recorded = stepTrace(rec.trace(), from);
-    },
-  });
-
-  say("baseline", "budget-free run");
-  const base = new Runtime({ backend, timeline: false });
-  const baseline = trainOn(base, o, "baseline", o.steps);
-  const baselinePeakBytes = base.stats.peakBytes;
-  const budgetBytes = o.budgetBytes ??
-    Math.max(1, Math.floor(o.budgetRatio! * baselinePeakBytes));
-  const ratio = o.budgetRatio ?? budgetBytes / baselinePeakBytes;
-
-  let live: LivePlan | undefined;
-  let planStats: unknown;
-  let outOfBudget: OutOfBudgetError | undefined;
-  const infeasible = (e: unknown) => {
-    if (!(o.allowInfeasible && e instanceof OutOfBudgetError)) throw e;
-    outOfBudget = e;
+  const check = (what: string, i: number, n: number) => {
+    if (o.signal?.aborted) throw new Error(`canceled before ${what} step ${i + 1}/${n}`);
   };
-  if (planner && recorded !== undefined) {
-    const trace = recorded;
-    const ctx = plannerContext(trace, {
-      hostLimitBytes: o.policy === "libra" ? Infinity : 0,
-      fallback: fallbackFor(o.policy),
-    });
-    say("plan", `planning ${o.policy} for ${budgetBytes} bytes`);
+
+  say(
+    "warm-up",
+    `${warmup} warm-up steps per copy${planner ? " (and two recorded for the planner)" : ""}`,
+  );
+  let recorded: Trace | undefined;
+  if (planner) {
+    // A steady-state step (optimizer state exists) is what the planner plans.
+    const rec = new Runtime({ backend, record: true, timeline: false });
+    const c = makeCopy(rec, o);
     try {
-      const plan: Plan = createPlanner(o.policy).plan(trace, budgetBytes, ctx);
-      planStats = (plan as Partial<LibraPlan>).stats;
-      live = new LivePlan(plan, trace, createPolicy(fallbackFor(o.policy), { seed: o.seed ?? 0 }));
-    } catch (e) {
-      infeasible(e);
+      for (let i = 0; i < 2; i++) {
+        check("recorded", i, 2);
+        // No endStep: the recording keeps run-wide names (c<call>.<k> restarts at
+        // every endStep, and values from earlier steps would share names with the
+        // step's own outputs in the recorded trace).
+        const from = rec.trace().events.length;
+        c.step();
+        if (i === 1) recorded = stepTrace(rec.trace(), from);
+      }
+    } finally {
+      c.dispose();
     }
   }
 
-  say("budget", `budgeted run (${budgetBytes} bytes, ratio ${ratio}, ${o.policy})`);
+  const cost = costModelOf(o, device);
   const rt = new Runtime({
     backend,
-    budget: budgetBytes,
-    policy: live ? live.policy : o.policy,
+    policy: planner ? fallbackFor(o.policy) : o.policy,
     search: { seed: o.seed ?? 0 },
     timeline: o.timeline ?? false,
     record: o.recordLastStep ?? false,
-    ...(o.costModel ? { costModel: o.costModel } : {}),
+    costModel: cost,
+    overheadLimit: o.overheadLimit ?? 2,
     // libra's plans swap, so it gets host memory (and a swap-aware fallback);
     // chen-sqrt only drops, like dtr-eq.
     ...(o.policy === "libra" ? { hostLimitBytes: Infinity } : {}),
   });
-  if (live) live.attach(rt.engine);
-  const run = { losses: [] as number[], times: [] as number[] };
+  const base = makeCopy(backend, o);
+  const under = makeCopy(rt, o);
+  const losses: number[] = [], baselineLosses: number[] = [];
+  const wall = { a: [] as number[], b: [] as number[] };
+  const cpu = { a: [] as number[], b: [] as number[] };
+  const acc = { compute: 0, recompute: 0, bookkeeping: 0, stall: 0 };
+  let outOfBudget: OutOfBudgetError | undefined;
+  let live: LivePlan | undefined;
+  let planStats: unknown;
   let trace: string | undefined;
-  if (outOfBudget === undefined) {
+  const infeasible = (e: unknown) => {
+    if (!(o.allowInfeasible && e instanceof OutOfBudgetError)) throw e;
+    outOfBudget = e;
+  };
+  const report = (phase: StepInfo["phase"], step: number, n: number, s: Step, peak: number) => {
+    o.onStep?.({ phase, step, steps: n, loss: s.loss, ms: s.ms, peakBytes: peak });
+    o.onProgress?.(`${phase} step ${step + 1}/${n}: loss ${s.loss.toFixed(6)}`);
+  };
+  let baselinePeakBytes = 0, budgetBytes = 0;
+  let before: RuntimeStats | undefined;
+  try {
+    const stepA = (phase: "warm-up" | "baseline", i: number, n: number): Step => {
+      check(phase, i, n);
+      const s = base.step();
+      baselineLosses.push(s.loss);
+      report(phase, i, n, s, 0);
+      return s;
+    };
+    const stepB = (phase: "warm-up" | "budget", i: number, n: number): Step => {
+      check(phase, i, n);
+      if (phase === "budget") live?.beginStep();
+      const s = under.step();
+      if (phase === "budget" && o.recordLastStep && i === n - 1) trace = formatTrace(rt.trace());
+      rt.endStep();
+      losses.push(s.loss);
+      report(phase, i, n, s, phase === "budget" ? rt.stats.peakBytes : 0);
+      return s;
+    };
+    for (let i = 0; i < warmup; i++) {
+      if (i % 2 === 0) stepA("warm-up", i, warmup);
+      stepB("warm-up", i, warmup);
+      if (i % 2 === 1) stepA("warm-up", i, warmup);
+    }
+    baselinePeakBytes = rt.stats.peakBytes;
+    budgetBytes = o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * baselinePeakBytes));
+    if (cost instanceof FrozenProfileCostModel) cost.freeze();
+
+    if (planner && recorded !== undefined) {
+      const ctx = plannerContext(recorded, {
+        hostLimitBytes: o.policy === "libra" ? Infinity : 0,
+        fallback: fallbackFor(o.policy),
+      });
+      say("plan", `planning ${o.policy} for ${budgetBytes} bytes`);
+      try {
+        const plan: Plan = createPlanner(o.policy).plan(recorded, budgetBytes, ctx);
+        planStats = (plan as Partial<LibraPlan>).stats;
+        live = new LivePlan(
+          plan,
+          recorded,
+          createPolicy(fallbackFor(o.policy), { seed: o.seed ?? 0 }),
+        );
+        rt.engine.setPolicy(live.policy);
+        live.attach(rt.engine);
+      } catch (e) {
+        infeasible(e);
+      }
+    }
+
+    rt.setBudget(budgetBytes);
+    rt.resetPeak();
+    // What the copy carries between steps must fit before the budgeted steps start.
+    rt.engine.reserve(0);
+    rt.timeline.clear();
+    rt.engine.recordDecisions = o.recordDecisions ?? false;
+    before = rt.stats;
+    const ratio = o.budgetRatio ?? budgetBytes / baselinePeakBytes;
+    say(
+      "measure",
+      `${steps} budget-free and ${steps} budgeted steps interleaved (${budgetBytes} bytes, ratio ${ratio}, ${o.policy})`,
+    );
+    for (let i = 0; i < steps && outOfBudget === undefined; i++) {
+      let a: Step | undefined, b: Step | undefined;
+      if (i % 2 === 0) a = stepA("baseline", i, steps);
+      const k0 = rt.stats;
+      try {
+        b = stepB("budget", i, steps);
+      } catch (e) {
+        infeasible(e);
+        break;
+      }
+      const k1 = rt.stats;
+      if (i % 2 === 1) a = stepA("baseline", i, steps);
+      wall.a.push(a!.ms);
+      wall.b.push(b.ms);
+      cpu.a.push(a!.cpuMs);
+      cpu.b.push(b.cpuMs);
+      // The budget-free copy's step is the compute the budgeted one repeats; the
+      // runtime's counters say what it added (recomputations are always timed).
+      acc.compute += a!.ms * 1e6;
+      acc.recompute += k1.recomputeNs - k0.recomputeNs;
+      acc.bookkeeping += k1.bookkeepingNs - k0.bookkeepingNs;
+      acc.stall += k1.swapStallNs - k0.swapStallNs;
+    }
+  } catch (e) {
+    infeasible(e);
+  } finally {
+    base.dispose();
     try {
-      trainOn(rt, o, "budget", o.steps, {
-        before: () => live?.beginStep(),
-        after: (i) => {
-          if (o.recordLastStep && i === o.steps - 1) trace = formatTrace(rt.trace());
-        },
-      }, run);
-    } catch (e) {
-      infeasible(e);
+      under.dispose();
+    } catch {
+      // After an out-of-budget error some tensors may be half-made; the runtime goes anyway.
     }
   }
-  const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0);
-  const timeMs = sum(run.times), baselineTimeMs = sum(baseline.times);
+
+  const sum = (xs: number[]) => xs.reduce((x, y) => x + y, 0);
+  let measurement: OverheadMeasurement | undefined;
+  if (wall.b.length > 0) {
+    const w = paired(wall.b, wall.a);
+    const accounted = acc.compute > 0
+      ? (acc.compute + acc.recompute + acc.bookkeeping + acc.stall) / acc.compute
+      : 1;
+    const disagreement = w.median / accounted - 1;
+    measurement = {
+      method: "interleaved",
+      warmupSteps: warmup,
+      pairs: wall.b.length,
+      wall: w,
+      cpu: paired(cpu.b, cpu.a),
+      accounted: {
+        overhead: accounted,
+        computeMs: acc.compute / 1e6,
+        recomputeMs: acc.recompute / 1e6,
+        bookkeepingMs: acc.bookkeeping / 1e6,
+        swapStallMs: acc.stall / 1e6,
+      },
+      disagreement,
+      warning: Math.abs(disagreement) > AGREEMENT_TOLERANCE
+        ? `measured overhead ${w.median.toFixed(3)} differs from the accounted ${
+          accounted.toFixed(3)
+        } by ${(disagreement * 100).toFixed(0)}% (more than ${
+          AGREEMENT_TOLERANCE * 100
+        }%): time the runtime does not count (dispatch, allocation) or load from other processes`
+        : null,
+      costModel: cost.name,
+      loadAverage: loadAverage(),
+    };
+  }
+  const stats = before !== undefined ? statsSince(rt.stats, before) : rt.stats;
   const result: RunTrainingResult = {
     baselinePeakBytes,
     budgetBytes,
-    peakBytes: rt.stats.peakBytes,
-    overhead: baselineTimeMs > 0 ? timeMs / baselineTimeMs : 1,
-    losses: run.losses,
-    baselineLosses: baseline.losses,
-    stats: rt.stats,
-    timeMs,
-    baselineTimeMs,
-    stepTimesMs: run.times,
-    baselineStepTimesMs: baseline.times,
+    peakBytes: before !== undefined ? rt.stats.peakBytes : 0,
+    overhead: measurement?.wall.median ?? 1,
+    ...(measurement ? { measurement } : {}),
+    losses,
+    baselineLosses,
+    stats,
+    timeMs: sum(wall.b),
+    baselineTimeMs: sum(wall.a),
+    stepTimesMs: wall.b,
+    baselineStepTimesMs: wall.a,
     ...(o.timeline ? { timeline: rt.timeline } : {}),
     ...(trace !== undefined ? { trace } : {}),
+    ...(o.recordDecisions ? { decisions: [...rt.engine.decisions] } : {}),
     ...(outOfBudget ? { outOfBudget } : {}),
   };
   if (live) {

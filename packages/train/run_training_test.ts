@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { OutOfBudgetError, parseTrace } from "@libra/runtime";
+import { FrozenProfileCostModel } from "@libra/cost";
 import { runTraining, type StepInfo, type TrainingPhase } from "./run_training.ts";
 
 let native = "";
@@ -34,15 +35,26 @@ Deno.test({
       onStep: (s) => steps.push(s),
       onPhase: (p) => phases.push(p),
     });
-    assert.deepEqual(phases, ["warm-up", "baseline", "budget"]);
+    assert.deepEqual(phases, ["warm-up", "measure"]);
+    // warm-up A B, B A; then measured pairs alternate: A B, B A, A B
     assert.deepEqual(
       steps.map((s) => `${s.phase}${s.step}/${s.steps}`),
-      ["warm-up0/2", "warm-up1/2", ...[0, 1, 2].map((i) => `baseline${i}/3`)].concat(
-        [0, 1, 2].map((i) => `budget${i}/3`),
-      ),
+      [
+        "warm-up0/2",
+        "warm-up0/2",
+        "warm-up1/2",
+        "warm-up1/2",
+        "baseline0/3",
+        "budget0/3",
+        "budget1/3",
+        "baseline1/3",
+        "baseline2/3",
+        "budget2/3",
+      ],
     );
-    assert.deepEqual(steps.filter((s) => s.phase === "budget").map((s) => s.loss), r.losses);
-    assert.deepEqual(r.stepTimesMs, steps.filter((s) => s.phase === "budget").map((s) => s.ms));
+    const budgetSteps = steps.filter((s) => s.phase === "budget");
+    assert.deepEqual(budgetSteps.map((s) => s.loss), r.losses.slice(2));
+    assert.deepEqual(r.stepTimesMs, budgetSteps.map((s) => s.ms));
     assert.equal(r.baselineStepTimesMs.length, 3);
     assert.equal(steps.at(-1)!.peakBytes, r.peakBytes);
     const tl = r.timeline!;
@@ -104,10 +116,11 @@ Deno.test({
       const r = runTraining({ ...o, allowInfeasible: true, timeline: true, recordLastStep: true });
       assert.ok(r.outOfBudget instanceof OutOfBudgetError, policy);
       assert.match(r.outOfBudget.message, /budget/);
-      assert.ok(r.losses.length < 2);
-      assert.equal(r.baselineLosses.length, 2);
+      // the two warm-up steps ran, the first budgeted one did not finish
+      assert.equal(r.losses.length, 2);
+      assert.equal(r.measurement, undefined);
+      assert.ok(r.baselineLosses.length <= 3);
       assert.equal(r.trace, undefined);
-      assert.ok(r.peakBytes <= r.budgetBytes);
     }
   },
 });
@@ -130,4 +143,108 @@ Deno.test({
       /canceled before budget step 2\/3/,
     );
   },
+});
+
+Deno.test({
+  name:
+    `runTraining: the measurement pairs interleaved steps, with intervals, CPU time and accounting${native}`,
+  ignore,
+  fn() {
+    const r = runTraining({ model: "mlp", policy: "dtr-eq", budgetRatio: 0.8, steps: 6, seed: 2 });
+    const m = r.measurement!;
+    assert.equal(m.method, "interleaved");
+    assert.equal(m.pairs, 6);
+    assert.equal(m.warmupSteps, 2);
+    for (const p of [m.wall, m.cpu]) {
+      assert.equal(p.ratios.length, 6);
+      p.ratios.forEach((x, i) => assert.equal(x, p.budgetMs[i]! / p.baselineMs[i]!));
+      // 6 pairs: [min, max] of the ratios, covering the median with 1 - 2/64
+      assert.equal(p.low, Math.min(...p.ratios));
+      assert.equal(p.high, Math.max(...p.ratios));
+      assert.equal(p.confidence, 1 - 2 / 64);
+      assert.ok(p.low <= p.median && p.median <= p.high);
+    }
+    assert.deepEqual(m.wall.budgetMs, r.stepTimesMs);
+    assert.deepEqual(m.wall.baselineMs, r.baselineStepTimesMs);
+    assert.equal(r.overhead, m.wall.median);
+    const a = m.accounted;
+    assert.ok(Math.abs(a.computeMs - r.baselineTimeMs) < 1e-6);
+    assert.ok(
+      Math.abs(
+        a.overhead - (a.computeMs + a.recomputeMs + a.bookkeepingMs + a.swapStallMs) / a.computeMs,
+      ) < 1e-12,
+    );
+    assert.ok(r.stats.remats > 0 && a.recomputeMs > 0, "the budget forced recomputation");
+    assert.equal(m.disagreement, m.wall.median / a.overhead - 1);
+    assert.equal(m.warning !== null, Math.abs(m.disagreement) > 0.1);
+    assert.equal(m.costModel, "analytic");
+    // both copies trained the same model: bitwise the same losses, warm-up included
+    assert.equal(r.losses.length, 8);
+    assert.deepEqual(r.losses, r.baselineLosses);
+  },
+});
+
+Deno.test({
+  name: `runTraining: the same run makes the same decisions (analytic and profiled costs)${native}`,
+  ignore,
+  fn() {
+    const o = {
+      model: "gpt",
+      policy: "dtr-eq",
+      budgetRatio: 0.6,
+      steps: 2,
+      recordDecisions: true,
+    } as const;
+    const a = runTraining(o), b = runTraining(o);
+    assert.ok(a.decisions!.length > 0, "the budget forced evictions");
+    assert.deepEqual(a.decisions, b.decisions);
+    assert.equal(a.stats.remats, b.stats.remats);
+    // profiled: the warm-up's kernel times, frozen: every budgeted step repeats the
+    // first one's decisions (the same calls at the same costs)
+    const profile = new FrozenProfileCostModel();
+    const p = runTraining({ ...o, costModel: profile, steps: 3 });
+    assert.ok(profile.frozen && profile.recordedCalls > 0);
+    const perStep = p.decisions!.length / 3;
+    assert.ok(Number.isInteger(perStep) && perStep > 0, `${p.decisions!.length} decisions`);
+    const strip = (d: string) => d.replace(/^(\w+):s\d+\./, "$1:");
+    const first = p.decisions!.slice(0, perStep).map(strip);
+    assert.deepEqual(p.decisions!.slice(perStep, 2 * perStep).map(strip), first);
+    assert.throws(
+      () => runTraining({ ...o, costModel: "psychic" as "analytic" }),
+      /unknown cost model "psychic"/,
+    );
+  },
+});
+
+Deno.test({
+  name:
+    `runTraining: interleaved copies with dropout draw the same numbers (bitwise losses)${native}`,
+  ignore,
+  fn() {
+    const r = runTraining({
+      model: "gpt",
+      policy: "dtr-eq",
+      budgetRatio: 0.7,
+      steps: 2,
+      config: { dropout: 0.2 },
+    });
+    assert.ok(r.stats.remats > 0);
+    assert.equal(r.losses.length, 4);
+    assert.deepEqual(r.losses, r.baselineLosses);
+  },
+});
+
+Deno.test("runTraining: steps and warm-up are capped; bad options name the value", () => {
+  const o = { model: "mlp", policy: "dtr-eq", budgetRatio: 1 };
+  assert.throws(
+    () => runTraining({ ...o, steps: 10_001 }),
+    /steps must be an integer in 1\.\.10000, got 10001/,
+  );
+  assert.throws(() => runTraining({ ...o, steps: 1e12 }), /got 1000000000000/);
+  assert.throws(() => runTraining({ ...o, steps: 2.5 }), /got 2\.5/);
+  assert.throws(
+    () => runTraining({ ...o, warmupSteps: 0 }),
+    /warmupSteps must be an integer in 1\.\.100/,
+  );
+  assert.throws(() => runTraining({ ...o, lr: -1 }), /lr must be a finite number > 0, got -1/);
 });

@@ -1,6 +1,7 @@
 /**
- * `libra run`: trains a model of the zoo under a memory budget and compares it
- * with a budget-free run of the same steps (see `@libra/train`).
+ * `libra run`: trains a model of the zoo under a memory budget next to a
+ * budget-free copy and measures the overhead with `runTraining` of
+ * `@libra/train` (interleaved steps, median paired ratio with a 95% interval).
  *
  * @module
  */
@@ -8,19 +9,35 @@
 import { parseArgs } from "node:util";
 import { PLANNER_NAMES, POLICY_NAMES } from "@libra/evict";
 import { MODEL_NAMES } from "@libra/nn";
-import { runTraining, type RunTrainingResult } from "@libra/train/run-training";
+import { LIVE_COST_MODELS, type LiveCostModelName } from "@libra/cost";
+import {
+  DEFAULT_STEPS,
+  DEFAULT_WARMUP_STEPS,
+  MAX_STEPS,
+  runTraining,
+  type RunTrainingResult,
+} from "@libra/train/run-training";
+
+/** Largest `--seed`. */
+const MAX_SEED = 2 ** 31 - 1;
 
 /** One-line description for `--help`. */
 export const summary = "train a model under a memory budget and compare with no budget";
 
 const HELP =
   `Usage: deno task libra run --model M --budget-ratio R [--preset tiny] [--policy P] [--steps N]
-                           [--device cpu|cuda] [--seed S] [--json] [--quiet]
+                           [--warmup W] [--cost-model C] [--device cpu|cuda] [--seed S]
+                           [--json] [--quiet]
 
-Trains a model of @libra/nn (SGD with momentum, synthetic data) under the
-re-materialization runtime: first without a budget (its peak sets the budget
-and its wall time the baseline), then under budget = R x that peak. Losses are
-bitwise the same; overhead = wall time under the budget / budget-free wall time.
+Trains two copies of a model of @libra/nn (same seed, same batches; SGD with
+momentum, synthetic data): one on the backend directly, one under the
+re-materialization runtime with budget = R x the budget-free peak (measured in
+the warm-up steps). After W warm-up steps each, their steps alternate (A B, B A,
+...), so load from other processes falls on both alike. The overhead is the
+median of the N paired ratios (budgeted step time / budget-free step time), with
+a distribution-free 95% interval; CPU time is shown beside wall time, and the
+overhead the runtime accounts for (recompute + bookkeeping + swap stalls on top
+of the budget-free step) beside the measured one. Losses are bitwise the same.
 
 Options:
   --model M          ${MODEL_NAMES.join(", ")} (required)
@@ -28,14 +45,21 @@ Options:
   --policy P         ${POLICY_NAMES.join(", ")} (append +swap for swap-aware),
                      or a planner: ${PLANNER_NAMES.join(", ")}; default dtr-eq
   --budget-ratio R   budget as a fraction of the budget-free peak, in (0, 1] (required)
-  --steps N          training steps; default 3
+  --steps N          measured steps per copy, 1..${MAX_STEPS}; default ${DEFAULT_STEPS}
+                     (6 or more give a 95% interval)
+  --warmup W         warm-up steps per copy, 1..100; default ${DEFAULT_WARMUP_STEPS}
+  --cost-model C     ${LIVE_COST_MODELS.join(", ")}; default analytic (deterministic
+                     decisions); profiled = the warm-up's kernel times, frozen for the
+                     run; measured = every call's own time (decisions follow noise)
   --device D         cpu (default) or cuda
-  --seed S           seed of the model, data and policy; default 0
+  --seed S           seed of the model, data and policy, 0..${MAX_SEED}; default 0
+  --overhead-limit X thrash limit (default 2.0): the budgeted run stops, infeasible for
+                     the reason "thrashing", once recomputation passes (X-1) x its compute
   --json             print { baselinePeakBytes, budgetBytes, peakBytes, overhead, losses,
-                     baselineLosses, stats } as one JSON object
+                     baselineLosses, stats, measurement } as one JSON object
   --quiet            no progress on stderr`;
 
-/** The object printed with `--json` (exactly the fields of issue 4). */
+/** The object printed with `--json`. */
 export function toJson(r: RunTrainingResult): Record<string, unknown> {
   return {
     baselinePeakBytes: r.baselinePeakBytes,
@@ -45,25 +69,40 @@ export function toJson(r: RunTrainingResult): Record<string, unknown> {
     losses: r.losses,
     baselineLosses: r.baselineLosses,
     stats: r.stats,
+    measurement: r.measurement ?? null,
   };
 }
+
+const x3 = (v: number) => v.toFixed(3);
 
 function formatText(r: RunTrainingResult, policy: string): string {
   const s = r.stats;
   const same = r.losses.length === r.baselineLosses.length &&
     r.losses.every((l, i) => Object.is(l, r.baselineLosses[i]));
+  const m = r.measurement!;
+  const pct = (c: number) => `${(c * 100).toFixed(1)}%`;
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   const lines = [
-    `policy ${policy}: budget ${r.budgetBytes} bytes of a ${r.baselinePeakBytes}-byte budget-free peak`,
-    `peak ${r.peakBytes} bytes; overhead ${r.overhead.toFixed(3)} (${r.timeMs.toFixed(1)} ms vs ${
-      r.baselineTimeMs.toFixed(1)
+    `policy ${policy}: budget ${r.budgetBytes} bytes of a ${r.baselinePeakBytes}-byte budget-free peak; peak ${r.peakBytes} bytes`,
+    `overhead ${x3(m.wall.median)} [${x3(m.wall.low)}, ${x3(m.wall.high)}] wall (${
+      pct(m.wall.confidence)
+    } interval, ${m.pairs} interleaved pairs; median step ${med(m.wall.budgetMs).toFixed(1)} vs ${
+      med(m.wall.baselineMs).toFixed(1)
     } ms)`,
-    `evictions ${s.evictions} (drops ${s.drops}, swaps ${s.swapOuts}), re-materializations ${s.remats}, bookkeeping ${
-      (s.bookkeepingNs / 1e6).toFixed(2)
-    } ms`,
+    `         ${x3(m.cpu.median)} [${x3(m.cpu.low)}, ${x3(m.cpu.high)}] process CPU time`,
+    `         ${x3(m.accounted.overhead)} accounted (recompute ${
+      m.accounted.recomputeMs.toFixed(1)
+    } ms + bookkeeping ${m.accounted.bookkeepingMs.toFixed(1)} ms + swap stall ${
+      m.accounted.swapStallMs.toFixed(1)
+    } ms on ${m.accounted.computeMs.toFixed(1)} ms of budget-free steps)`,
+    `evictions ${s.evictions} (drops ${s.drops}, swaps ${s.swapOuts}), re-materializations ${s.remats}; cost model ${m.costModel}${
+      m.loadAverage ? `; load average ${m.loadAverage.map((l) => l.toFixed(2)).join(" ")}` : ""
+    }`,
     `losses ${r.losses.map((l) => l.toFixed(6)).join(" ")} (${
       same ? "bitwise equal to" : "DIFFERENT from"
-    } the budget-free run)`,
+    } the budget-free copy)`,
   ];
+  if (m.warning !== null) lines.push(`warning: ${m.warning}`);
   if (r.plan) {
     lines.push(
       `plan: ${r.plan.steps} steps, ${r.plan.applied} applied, ${r.plan.skipped} skipped live`,
@@ -71,6 +110,18 @@ function formatText(r: RunTrainingResult, policy: string): string {
     if (r.plan.stats !== undefined) lines.push(`plan statistics: ${JSON.stringify(r.plan.stats)}`);
   }
   return lines.join("\n");
+}
+
+/**
+ * Parses a non-negative integer flag written in digits (no sign, exponent,
+ * fraction or spaces) within `min..max`, or returns the error message.
+ */
+export function intFlag(name: string, value: string, min: number, max: number): number | string {
+  const n = /^[0-9]{1,16}$/.test(value) ? Number(value) : NaN;
+  if (!(Number.isSafeInteger(n) && n >= min && n <= max)) {
+    return `--${name} must be an integer in ${min}..${max}, got "${value}"`;
+  }
+  return n;
 }
 
 /** Runs the command; returns the exit code. */
@@ -84,9 +135,12 @@ export function main(args: string[]): number {
         preset: { type: "string", default: "tiny" },
         policy: { type: "string", default: "dtr-eq" },
         "budget-ratio": { type: "string" },
-        steps: { type: "string", default: "3" },
+        steps: { type: "string", default: String(DEFAULT_STEPS) },
+        warmup: { type: "string", default: String(DEFAULT_WARMUP_STEPS) },
+        "cost-model": { type: "string", default: "analytic" },
         device: { type: "string", default: "cpu" },
         seed: { type: "string", default: "0" },
+        "overhead-limit": { type: "string", default: "2" },
         json: { type: "boolean", default: false },
         quiet: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -109,29 +163,42 @@ export function main(args: string[]): number {
   if (values["budget-ratio"] === undefined) {
     return fail("--budget-ratio R is required (see --help)");
   }
-  const ratio = Number(values["budget-ratio"]);
+  const rv = values["budget-ratio"];
+  const ratio = /^\s*$/.test(rv) ? NaN : Number(rv);
   if (!(ratio > 0 && ratio <= 1)) {
-    return fail(`--budget-ratio must be a number in (0, 1], got "${values["budget-ratio"]}"`);
+    return fail(`--budget-ratio must be a number in (0, 1], got "${rv}"`);
   }
-  const steps = Number(values.steps);
-  if (!Number.isInteger(steps) || steps < 1) {
-    return fail(`--steps must be an integer >= 1, got "${values.steps}"`);
-  }
-  const seed = Number(values.seed);
-  if (!Number.isInteger(seed) || seed < 0) {
-    return fail(`--seed must be a non-negative integer, got "${values.seed}"`);
-  }
+  const steps = intFlag("steps", values.steps, 1, MAX_STEPS);
+  if (typeof steps === "string") return fail(steps);
+  const warmup = intFlag("warmup", values.warmup, 1, 100);
+  if (typeof warmup === "string") return fail(warmup);
+  const seed = intFlag("seed", values.seed, 0, MAX_SEED);
+  if (typeof seed === "string") return fail(seed);
   if (values.device !== "cpu" && values.device !== "cuda") {
     return fail(`--device must be cpu or cuda, got "${values.device}"`);
+  }
+  const costModel = values["cost-model"];
+  if (!(LIVE_COST_MODELS as readonly string[]).includes(costModel)) {
+    return fail(
+      `--cost-model must be one of ${LIVE_COST_MODELS.join(", ")}, got "${costModel}"`,
+    );
+  }
+  const limitText = values["overhead-limit"].trim();
+  const overheadLimit = /^inf(inity)?$/i.test(limitText) ? Infinity : Number(limitText);
+  if (limitText === "" || !(overheadLimit >= 1)) {
+    return fail(`--overhead-limit must be a number >= 1 or inf, got "${values["overhead-limit"]}"`);
   }
   const enc = new TextEncoder();
   try {
     const r = runTraining({
+      overheadLimit,
       model: values.model,
       preset: values.preset,
       policy: values.policy,
       budgetRatio: ratio,
       steps,
+      warmupSteps: warmup,
+      costModel: costModel as LiveCostModelName,
       device: values.device,
       seed,
       ...(values.quiet

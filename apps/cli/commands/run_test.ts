@@ -24,6 +24,7 @@ const FIELDS = [
   "losses",
   "baselineLosses",
   "stats",
+  "measurement",
 ];
 
 Deno.test("libra run --json (end to end through main.ts) trains within the budget with bitwise-equal losses", async () => {
@@ -52,13 +53,20 @@ Deno.test("libra run --json (end to end through main.ts) trains within the budge
   assert.equal(p.code, 0, err);
   const r = JSON.parse(new TextDecoder().decode(p.stdout));
   assert.deepEqual(Object.keys(r), FIELDS);
-  assert.equal(r.losses.length, 3);
+  // two warm-up steps, then three measured ones per copy
+  assert.equal(r.losses.length, 5);
+  assert.equal(r.measurement.pairs, 3);
+  assert.equal(r.measurement.method, "interleaved");
+  assert.equal(r.measurement.wall.ratios.length, 3);
+  assert.equal(r.measurement.costModel, "analytic");
+  assert.ok(r.measurement.cpu.median > 0 && r.measurement.accounted.overhead >= 1);
   assert.deepEqual(r.losses, r.baselineLosses, "bitwise equal (JSON numbers round-trip f64)");
   assert.equal(r.budgetBytes, Math.floor(0.9 * r.baselinePeakBytes));
   assert.ok(r.peakBytes <= r.budgetBytes, `${r.peakBytes} <= ${r.budgetBytes}`);
   assert.ok(r.stats.evictions > 0, "the budget made the runtime evict");
   assert.ok(r.overhead > 0);
-  assert.match(err, /budget-free run/, "progress on stderr");
+  assert.match(err, /warm-up steps per copy/, "progress on stderr");
+  assert.match(err, /interleaved/);
   assert.match(err, /step 3\/3: loss/);
 });
 
@@ -101,7 +109,39 @@ Deno.test("libra run rejects bad options with one line and a non-zero exit", asy
     [["--budget-ratio", "0.5"], /--model M is required/, 2],
     [
       ["--model", "mlp", "--budget-ratio", "0.5", "--steps", "0"],
-      /--steps must be an integer >= 1/,
+      /--steps must be an integer in 1\.\.10000, got "0"/,
+      2,
+    ],
+    // the lab API's cap, and no exponent, fraction or sign
+    [
+      ["--model", "mlp", "--budget-ratio", "0.5", "--steps", "1e12"],
+      /in 1\.\.10000, got "1e12"/,
+      2,
+    ],
+    [["--model", "mlp", "--budget-ratio", "0.5", "--steps", "10001"], /got "10001"/, 2],
+    [["--model", "mlp", "--budget-ratio", "0.5", "--steps", "2.5"], /got "2\.5"/, 2],
+    [["--model", "mlp", "--budget-ratio", "0.5", "--steps=-3"], /got "-3"/, 2],
+    [["--model", "mlp", "--budget-ratio", "0.5", "--steps", "0x10"], /got "0x10"/, 2],
+    [
+      ["--model", "mlp", "--budget-ratio", "0.5", "--warmup", "0"],
+      /--warmup must be an integer in 1\.\.100/,
+      2,
+    ],
+    [
+      ["--model", "mlp", "--budget-ratio", "0.5", "--seed=-1"],
+      /--seed must be an integer in 0\.\./,
+      2,
+    ],
+    [["--model", "mlp", "--budget-ratio", "0.5", "--seed", "1.5"], /--seed must be an integer/, 2],
+    [
+      ["--model", "mlp", "--budget-ratio", " "],
+      /--budget-ratio must be a number in \(0, 1\], got " "/,
+      2,
+    ],
+    [["--model", "mlp", "--budget-ratio", "NaN"], /--budget-ratio must be a number/, 2],
+    [
+      ["--model", "mlp", "--budget-ratio", "0.5", "--cost-model", "psychic"],
+      /--cost-model must be one of analytic, profiled, measured, got "psychic"/,
       2,
     ],
     [

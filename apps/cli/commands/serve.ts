@@ -24,9 +24,15 @@ Options:
   --db FILE           SQLite file (default DIR/libra.db)
   --database-url URL  PostgreSQL instead of SQLite (default $LIBRA_DATABASE_URL)
   --no-worker         do not execute runs in this process
+  --allowed-host H    also answer requests for host name H (repeatable; default
+                      localhost, 127.0.0.1, [::1] and the --host name; '*' for any)
+  --max-run-bytes N   refuse runs whose estimated memory exceeds N bytes (default
+                      $LIBRA_MAX_RUN_BYTES or 4 GiB)
 
 Environment: LIBRA_API_TOKEN (write token; generated and saved under DIR if unset),
-LIBRA_API_READ_TOKEN (makes reads need a token), LIBRA_DATABASE_URL.`;
+LIBRA_API_READ_TOKEN (makes reads need a token), LIBRA_DATABASE_URL, LIBRA_ALLOWED_HOSTS
+(comma-separated), LIBRA_MAX_RUN_BYTES, LIBRA_RUN_MEMORY_BYTES (memory limit of a run's
+process, default 8 GiB).`;
 
 /** Parses the options shared by `serve` and `worker`. */
 export function parsePort(v: string | undefined, fallback: number): number {
@@ -49,6 +55,8 @@ export async function main(args: string[]): Promise<number> {
       db: { type: "string" },
       "database-url": { type: "string" },
       "no-worker": { type: "boolean", default: false },
+      "allowed-host": { type: "string", multiple: true },
+      "max-run-bytes": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -58,6 +66,15 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   const port = parsePort(values.port ?? Deno.env.get("LIBRA_PORT"), 8000);
+  let maxRunBytes: number | undefined;
+  if (values["max-run-bytes"] !== undefined) {
+    maxRunBytes = Number(values["max-run-bytes"]);
+    if (!Number.isSafeInteger(maxRunBytes) || maxRunBytes <= 0) {
+      throw new Error(
+        `--max-run-bytes must be a positive integer, got "${values["max-run-bytes"]}"`,
+      );
+    }
+  }
   const url = values["database-url"] ?? Deno.env.get("LIBRA_DATABASE_URL");
   // the real executor (one thread loading the packages now): dynamic policies and planners
   const executor = realExecutor({ prewarm: !values["no-worker"] });
@@ -72,6 +89,10 @@ export async function main(args: string[]): Promise<number> {
       ...(values.db ? { dbPath: values.db } : {}),
       ...(url ? { databaseUrl: url } : {}),
       worker: !values["no-worker"],
+      ...(values["allowed-host"]?.length
+        ? { allowedHosts: ["localhost", "127.0.0.1", "[::1]", ...values["allowed-host"]] }
+        : {}),
+      ...(maxRunBytes !== undefined ? { maxRunBytes } : {}),
     });
   } catch (e) {
     closeExecutors();

@@ -12,7 +12,10 @@ Deno.test({
     delete env.LIBRA_API_TOKEN;
     delete env.LIBRA_DATABASE_URL;
     const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", MAIN, "serve", "--port", "0", "--data-dir", dir, "--no-worker"],
+      args: [
+        ...["run", "-A", MAIN, "serve", "--port", "0", "--data-dir", dir, "--no-worker"],
+        ...["--allowed-host", "lab.example"],
+      ],
       env,
       clearEnv: true,
       stdout: "piped",
@@ -38,6 +41,19 @@ Deno.test({
       const denied = await fetch(`${url}/api/configurations`, { method: "POST", body: "{}" });
       assert.equal(denied.status, 401);
       await denied.body?.cancel();
+      // fetch sets Host itself: ask over a plain connection
+      const status = async (host: string) => {
+        const conn = await Deno.connect({ port: Number(new URL(url).port) });
+        await conn.write(
+          new TextEncoder().encode(`GET /api/health HTTP/1.1\r\nHost: ${host}\r\n\r\n`),
+        );
+        const buf = new Uint8Array(256);
+        const n = await conn.read(buf);
+        conn.close();
+        return new TextDecoder().decode(buf.subarray(0, n ?? 0)).split(" ")[1];
+      };
+      assert.equal(await status("lab.example"), "200", "an --allowed-host is served");
+      assert.equal(await status("evil.example:80"), "421", "another host is not");
       child.kill("SIGINT");
       assert.equal((await child.status).code, 0);
     } finally {

@@ -57,6 +57,7 @@ Deno.test("simulate --json prints exactly the object of issue 4", async () => {
         "ratio",
         "budgetBytes",
         "feasible",
+        "reason",
         "overhead",
         "evictions",
         "remats",
@@ -66,6 +67,11 @@ Deno.test("simulate --json prints exactly the object of issue 4", async () => {
     assert.deepEqual(j.results.map((r: { feasible: boolean }) => r.feasible), [true, true, false]);
     assert.equal(j.results[1].budgetBytes, 350);
     assert.equal(j.results[2].overhead, null);
+    assert.deepEqual(j.results.map((r: { reason: string | null }) => r.reason), [
+      null,
+      null,
+      "out of memory",
+    ]);
   } finally {
     await Deno.remove(f);
   }
@@ -121,5 +127,82 @@ Deno.test("libra simulate --policy libra|chen-sqrt prints the planners' rows", a
     const r = JSON.parse(out);
     assert.equal(r.results.length, 2);
     for (const row of r.results) assert.ok(!row.feasible || row.overhead >= 1);
+  }
+});
+
+Deno.test("simulate --list prints every policy and planner, one a line", async () => {
+  const { code, out } = await capture(["--list"]);
+  assert.equal(code, 0);
+  const names = out.split("\n");
+  const { POLICY_NAMES, PLANNER_NAMES } = await import("@libra/evict");
+  for (const n of [...POLICY_NAMES, ...PLANNER_NAMES]) assert.ok(names.includes(n), n);
+  assert.ok(names.includes("dtr-eq+swap"));
+  assert.equal(new Set(names).size, names.length);
+});
+
+Deno.test("simulate refuses an empty or header-only trace with exit 2", async () => {
+  const f = await Deno.makeTempFile({ suffix: ".log" });
+  try {
+    for (
+      const text of [
+        "",
+        `{"ANNOTATION":"START","INSTRUCTION":"ANNOTATE"}\n`,
+        `{"INSTRUCTION":"CONSTANT","NAME":"x"}\n{"INSTRUCTION":"MEMORY","MEMORY":"8","NAME":"x"}\n`,
+      ]
+    ) {
+      await Deno.writeTextFile(f, text);
+      const r = await capture(["--trace", f]);
+      assert.equal(r.code, 2, JSON.stringify(text));
+      assert.match(r.err, /has no CALL or MUTATE to replay \(the trace is empty or header-only\)/);
+    }
+  } finally {
+    await Deno.remove(f);
+  }
+});
+
+Deno.test("simulate --overhead-limit: thrashing is its own reason in JSON and the table", async () => {
+  // A chain x -> t0 .. t5 read back in reverse: at 3/8 of the peak the backward recomputes.
+  const L = [
+    `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
+    `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x"}`,
+  ];
+  let prev = "x";
+  for (let i = 0; i < 6; i++) {
+    L.push(
+      `{"ARGS":["${prev}"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["t${i}"],"TIME":"10"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"t${i}"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"t${i}"}`,
+    );
+    prev = `t${i}`;
+  }
+  for (let i = 5; i >= 0; i--) {
+    L.push(
+      `{"ARGS":["t${i}"],"INSTRUCTION":"CALL","NAME":"g","RESULT":["b${i}"],"TIME":"10"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"b${i}"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"b${i}"}`,
+      `{"INSTRUCTION":"RELEASE","NAME":"b${i}"}`,
+      `{"INSTRUCTION":"RELEASE","NAME":"t${i}"}`,
+    );
+  }
+  const f = await Deno.makeTempFile({ suffix: ".log" });
+  await Deno.writeTextFile(f, L.join("\n"));
+  try {
+    const free = JSON.parse(
+      (await capture(["--trace", f, "--ratios", "0.375", "--overhead-limit", "inf", "--json"])).out,
+    );
+    const over = free.results[0].overhead;
+    assert.ok(over > 1.2, `recomputes: ${over}`);
+    const j = JSON.parse(
+      (await capture(["--trace", f, "--ratios", "0.375", "--overhead-limit", "1.2", "--json"])).out,
+    );
+    assert.equal(j.results[0].feasible, false);
+    assert.equal(j.results[0].reason, "thrashing");
+    const t = await capture(["--trace", f, "--ratios", "0.375", "--overhead-limit", "1.2"]);
+    assert.match(t.out, /0\.38\s+0\.000\s+no \(thrashing\)/);
+    const bad = await capture(["--trace", f, "--overhead-limit", "0.5"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /--overhead-limit must be a number >= 1 or inf, got "0.5"/);
+  } finally {
+    await Deno.remove(f);
   }
 });

@@ -20,46 +20,59 @@ import { parseArgs } from "node:util";
 import { type Lab, openLab, realExecutor, redact, type Run, type RunResults } from "@libra/api";
 import { type ServerHandle, startServer } from "@libra/web";
 import { parsePort } from "./serve.ts";
+import { renderTable } from "@libra/util/table";
+import { StatusLine, stderrSink } from "@libra/util/progress";
 
 /** One-line description for `--help`. */
 export const summary = "run a short demo sweep into the lab, then serve the dashboard";
 
 /** What the demo sweeps. */
 export interface DemoPlan {
-  /** Model families of `@libra/nn` (preset `tiny`). */
+  /** Model families of `@libra/nn`. */
   models: string[];
+  /** Preset of every model. */
+  preset: string;
   /** Budget ratios, each in (0, 1]. */
   ratios: number[];
   /** Policies or planners. */
   policies: string[];
-  /** Training steps per run (each run also trains them without a budget). */
+  /** Measured steps per run and copy (after two warm-up steps; 6 or more give a 95% interval). */
   steps: number;
   /** Seed of models and data. */
   seed: number;
 }
 
-/** The default sweep: 2 models x 4 ratios x 3 policies = 24 runs. */
+/**
+ * The default sweep: 2 models x 3 ratios x 2 policies = 12 runs of the `small`
+ * presets, whose steps take 50 ms or more on a 2-core machine (the
+ * `tiny` ones take a few ms: timer resolution and scheduling noise would be the
+ * numbers); 6 measured pairs each give a 95% interval.
+ */
 export const DEFAULT_DEMO: Readonly<DemoPlan> = {
-  models: ["gpt", "resnet"],
-  ratios: [1, 0.8, 0.6, 0.4],
-  policies: ["dtr-eq", "lru", "libra"],
-  steps: 3,
+  models: ["gpt", "lstm"],
+  preset: "small",
+  ratios: [1, 0.7, 0.5],
+  policies: ["dtr-eq", "libra"],
+  steps: 6,
   seed: 0,
 };
 
 /** The `--quick` sweep: 1 model x 2 ratios x 2 policies = 4 runs. */
 export const QUICK_DEMO: Readonly<DemoPlan> = {
-  models: ["gpt"],
+  models: ["lstm"],
+  preset: "small",
   ratios: [1, 0.5],
   policies: ["dtr-eq", "libra"],
-  steps: 2,
+  steps: 6,
   seed: 0,
 };
 
 const HELP = `Usage: deno task start [options]      (= deno task libra start)
 
-Runs a short demo sweep (a tiny GPT and a tiny ResNet under budget ratios
-${DEFAULT_DEMO.ratios.join(", ")} with ${
+Runs a short demo sweep (the ${DEFAULT_DEMO.preset} presets of ${
+  DEFAULT_DEMO.models.join(" and ")
+} under budget
+ratios ${DEFAULT_DEMO.ratios.join(", ")} with ${
   DEFAULT_DEMO.policies.join(", ")
 }, on the cpu backend) as real runs of the lab,
 with progress on stderr, prints a results table, then serves the API and the
@@ -69,17 +82,25 @@ sweep (new runs next to the earlier ones); --skip-demo serves at once.
 Options:
   --no-serve          run the demo, print the table and exit (0 unless a run failed)
   --skip-demo         serve without running the demo
-  --quick             a smaller sweep: gpt, ratios 1 and 0.5, dtr-eq and libra, 2 steps
+  --quick             a smaller sweep: ${QUICK_DEMO.models.join(",")}, ratios ${
+  QUICK_DEMO.ratios.join(" and ")
+}, ${QUICK_DEMO.policies.join(" and ")}
   --models A,B        models to sweep (default ${DEFAULT_DEMO.models.join(",")})
   --ratios R,S        budget ratios in (0, 1] (default ${DEFAULT_DEMO.ratios.join(",")})
   --policies P,Q      policies or planners (default ${DEFAULT_DEMO.policies.join(",")})
-  --steps N           training steps per run (default ${DEFAULT_DEMO.steps})
+  --preset NAME       preset of every model (default ${DEFAULT_DEMO.preset})
+  --steps N           measured steps per run and copy, after 2 warm-up steps
+                      (default ${DEFAULT_DEMO.steps}; 6 or more give a 95% interval)
   --port N            port (default $LIBRA_PORT or 8000; 0 picks a free one)
   --host H            interface (default 127.0.0.1; 0.0.0.0 serves the network)
   --data-dir DIR      folder for the SQLite file and the generated token (default .libra)
   --db FILE           SQLite file (default DIR/libra.db)
   --database-url URL  PostgreSQL instead of SQLite (default $LIBRA_DATABASE_URL)
 
+Each run trains a budget-free and a budgeted copy of the model, their steps
+interleaved; the table shows the median of the paired step-time ratios with its
+95% interval (and the overhead the runtime accounts for), decisions priced by
+the analytic cost model, so a rerun makes the same evictions.
 An experiment whose budget is too small is shown as "infeasible", not an error.
 Environment: LIBRA_PORT, LIBRA_API_TOKEN, LIBRA_API_READ_TOKEN, LIBRA_DATABASE_URL.`;
 
@@ -100,8 +121,13 @@ export interface DemoRow {
   status: Run["status"];
   /** Whether the steps completed under the budget (null if the run failed). */
   feasible: boolean | null;
-  /** Overhead (time under the budget / time without it). */
+  /** Overhead: median of the paired step-time ratios (budgeted / budget-free). */
   overhead: number | null;
+  /** Its 95% interval (null when unknown). */
+  overheadLow: number | null;
+  overheadHigh: number | null;
+  /** The overhead the runtime accounts for from its counters. */
+  accountedOverhead: number | null;
   /** Peak under the budget, bytes. */
   peakBytes: number | null;
   /** The budget, bytes. */
@@ -186,15 +212,15 @@ export async function runDemo(
   for (const model of plan.models) {
     for (const ratio of plan.ratios) {
       for (const policy of plan.policies) {
-        const name = `demo ${model} ${policy} ${ratio}`;
+        const name = `demo ${model}/${plan.preset} ${policy} ${ratio}`;
         const want = {
           name,
           model,
-          preset: "tiny",
+          preset: plan.preset,
           device: "cpu",
           budgetRatio: ratio,
           policy,
-          costModel: "measured",
+          costModel: "analytic",
           steps: plan.steps,
           seed: plan.seed,
         };
@@ -266,6 +292,9 @@ function toRow(
     status: run.status,
     feasible: run.status === "succeeded" ? run.feasible : null,
     overhead: run.overhead,
+    overheadLow: res?.stats.overheadLow ?? null,
+    overheadHigh: res?.stats.overheadHigh ?? null,
+    accountedOverhead: res?.stats.accountedOverhead ?? null,
     peakBytes: run.peakBytes,
     budgetBytes: run.budgetBytes,
     evictions: res?.stats.evictions ?? null,
@@ -292,55 +321,43 @@ function outcome(r: DemoRow): string {
 
 /** Progress on stderr: one rewritten status line on a terminal, plain lines otherwise. */
 export function stderrProgress(tty: boolean = Deno.stderr.isTerminal()): DemoProgress {
-  const enc = new TextEncoder();
-  const write = (s: string) => Deno.stderr.writeSync(enc.encode(s));
+  const line = new StatusLine({ ...stderrSink(), isTerminal: tty });
   let lastCurrent = "";
-  let status = false;
-  const width = () => {
-    try {
-      const c = Deno.consoleSize().columns;
-      return c >= 40 ? c : 100;
-    } catch {
-      return 100;
-    }
-  };
-  const clear = () => {
-    if (status) write("\r\x1b[K");
-    status = false;
-  };
   return {
     update(s) {
       const eta = s.etaMs === null ? "ETA ?" : `ETA ${secs(s.etaMs)}`;
       const cur = s.current ? `${s.current.label}: ${s.current.message}` : "waiting for the worker";
       if (tty) {
         if (s.done === s.total) return;
-        const line = `[${s.done}/${s.total}] ${secs(s.elapsedMs)} elapsed, ${eta} | ${cur}`;
-        write(`\r\x1b[K${line.slice(0, Math.max(20, width() - 1))}`);
-        status = true;
+        line.show(`[${s.done}/${s.total}] ${secs(s.elapsedMs)} elapsed, ${eta} | ${cur}`);
       } else if (s.current && s.current.label !== lastCurrent) {
         lastCurrent = s.current.label;
-        write(
+        line.print(
           `libra start: [${s.done + 1}/${s.total}] ${s.current.label} (${
             secs(s.elapsedMs)
-          } elapsed, ${eta})\n`,
+          } elapsed, ${eta})`,
         );
       }
     },
     ended(r, done, total, elapsedMs, etaMs) {
-      clear();
+      line.clear();
       const what = r.status !== "succeeded"
         ? `${r.status}: ${r.note ?? "no reason given"}`
         : r.feasible
-        ? `overhead ${r.overhead?.toFixed(2) ?? "?"}x`
+        ? `overhead ${r.overhead?.toFixed(3) ?? "?"}x${
+          r.overheadLow !== null && r.overheadHigh !== null
+            ? ` [${r.overheadLow.toFixed(3)}, ${r.overheadHigh.toFixed(3)}]`
+            : ""
+        }`
         : "infeasible";
-      write(
+      line.print(
         `libra start: [${done}/${total}] ${label(r.model, r.policy, r.ratio)}: ${what} (${
           r.seconds?.toFixed(1) ?? "?"
-        } s; ${secs(elapsedMs)} elapsed${etaMs === null ? "" : `, ETA ${secs(etaMs)}`})\n`,
+        } s; ${secs(elapsedMs)} elapsed${etaMs === null ? "" : `, ETA ${secs(etaMs)}`})`,
       );
     },
     finish() {
-      clear();
+      line.clear();
     },
   };
 }
@@ -355,6 +372,8 @@ export function formatTable(rows: DemoRow[]): string {
     "ratio",
     "result",
     "overhead",
+    "95% interval",
+    "accounted",
     "peak KiB",
     "budget KiB",
     "evictions",
@@ -366,19 +385,19 @@ export function formatTable(rows: DemoRow[]): string {
     r.policy,
     r.ratio.toFixed(2),
     outcome(r),
-    r.feasible && r.overhead !== null ? `${r.overhead.toFixed(2)}x` : "-",
+    r.feasible && r.overhead !== null ? `${r.overhead.toFixed(3)}x` : "-",
+    r.feasible && r.overheadLow !== null && r.overheadHigh !== null
+      ? `${r.overheadLow.toFixed(3)}-${r.overheadHigh.toFixed(3)}`
+      : "-",
+    r.feasible && r.accountedOverhead !== null ? `${r.accountedOverhead.toFixed(3)}x` : "-",
     kib(r.peakBytes),
     kib(r.budgetBytes),
     r.evictions === null ? "-" : String(r.evictions),
     r.remats === null ? "-" : String(r.remats),
     r.runId,
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const right = new Set([2, 4, 5, 6, 7, 8]);
-  const fmt = (cells: string[]) =>
-    cells.map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ")
-      .trimEnd();
-  const lines = [fmt(head), fmt(widths.map((w) => "-".repeat(w))), ...body.map(fmt)];
+  const right = [2, 4, 5, 6, 7, 8, 9, 10];
+  const lines = renderTable(head, body, head.map((_, i) => right.includes(i))).split("\n");
   const smallest = new Map<string, number | null>();
   for (const r of rows) {
     const k = `${r.model} ${r.policy}`;
@@ -426,6 +445,7 @@ export async function main(args: string[]): Promise<number> {
       ratios: { type: "string" },
       policies: { type: "string" },
       steps: { type: "string" },
+      preset: { type: "string" },
       port: { type: "string" },
       host: { type: "string", default: "127.0.0.1" },
       "data-dir": { type: "string", default: ".libra" },
@@ -443,12 +463,17 @@ export async function main(args: string[]): Promise<number> {
     throw new Error("--no-serve with --skip-demo would do nothing; drop one of them");
   }
   const base = values.quick ? QUICK_DEMO : DEFAULT_DEMO;
-  const steps = values.steps === undefined ? base.steps : Number(values.steps);
+  const steps = values.steps === undefined
+    ? base.steps
+    : /^[0-9]{1,4}$/.test(values.steps)
+    ? Number(values.steps)
+    : NaN;
   if (!Number.isInteger(steps) || steps < 1 || steps > 100) {
     throw new Error(`--steps must be an integer in 1..100, got "${values.steps}"`);
   }
   const plan: DemoPlan = {
     models: list(values.models, "models") ?? [...base.models],
+    preset: values.preset ?? base.preset,
     ratios: ratios(values.ratios) ?? [...base.ratios],
     policies: list(values.policies, "policies") ?? [...base.policies],
     steps,

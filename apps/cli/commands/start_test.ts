@@ -81,6 +81,12 @@ Deno.test({
         const out = await start([
           "--no-serve",
           "--quick",
+          "--models",
+          "gpt",
+          "--preset",
+          "tiny",
+          "--steps",
+          "2",
           "--ratios",
           "1,0.5,0.01",
           "--data-dir",
@@ -108,7 +114,14 @@ Deno.test({
           for (const run of runs) {
             const res = await store.getResults(run.id);
             assert.ok(res, `run ${run.id} has no results`);
-            checkRun(run, res, 2);
+            // two warm-up steps and two measured ones, both copies
+            checkRun(run, res, 4);
+            if (run.feasible) {
+              const st = res.stats;
+              assert.ok(st.overheadLow! <= run.overhead! && run.overhead! <= st.overheadHigh!);
+              assert.equal(st.measuredPairs, 2);
+              assert.ok(st.accountedOverhead! >= 1);
+            }
             if (run.budgetRatio === 0.01) assert.equal(run.feasible, false, run.id);
             // each run is a row of the table, with its outcome
             const row = stdout.split("\n").find((l) => l.includes(run.id));
@@ -131,6 +144,12 @@ Deno.test({
           "--port",
           "0",
           "--quick",
+          "--models",
+          "gpt",
+          "--preset",
+          "tiny",
+          "--steps",
+          "2",
           "--policies",
           "libra",
           "--ratios",
@@ -188,6 +207,9 @@ Deno.test("formatTable() shows feasible and infeasible runs", () => {
     status: "succeeded",
     feasible,
     overhead: feasible ? 1.25 : null,
+    overheadLow: feasible ? 1.125 : null,
+    overheadHigh: feasible ? 1.5 : null,
+    accountedOverhead: feasible ? 1.2 : null,
     peakBytes: feasible ? 2048 : null,
     budgetBytes: 4096 * ratio,
     evictions: 3,
@@ -196,7 +218,14 @@ Deno.test("formatTable() shows feasible and infeasible runs", () => {
     seconds: 1,
   });
   const table = formatTable([row(1, true), row(0.25, false)]);
-  assert.match(table, /gpt\s+libra\s+1\.00\s+ok\s+1\.25x\s+2\s+4\s+3\s+2\s+run_1/);
-  assert.match(table, /gpt\s+libra\s+0\.25\s+infeasible\s+-\s+-\s+1\s+3\s+2\s+run_0\.25/);
+  assert.match(table, /overhead\s+95% interval\s+accounted/);
+  assert.match(
+    table,
+    /gpt\s+libra\s+1\.00\s+ok\s+1\.250x\s+1\.125-1\.500\s+1\.200x\s+2\s+4\s+3\s+2\s+run_1/,
+  );
+  assert.match(
+    table,
+    /gpt\s+libra\s+0\.25\s+infeasible\s+-\s+-\s+-\s+-\s+1\s+3\s+2\s+run_0\.25/,
+  );
   assert.match(table, /gpt libra: 1\.00/);
 });

@@ -59,7 +59,8 @@ export async function main(args: string[]): Promise<number> {
   }
   const url = values["database-url"] ?? Deno.env.get("LIBRA_DATABASE_URL");
   const path = values.db ?? `${values["data-dir"]}/libra.db`;
-  const store = await openStore(url ? { url } : { path });
+  // a worker joins an existing lab: it never creates a database (or folders) of its own
+  const store = await openStore(url ? { url } : { path, create: false });
   // the real executor trains dynamic policies and static planners (libra, chen-sqrt) alike
   const executor = realExecutor({ prewarm: true });
   const log = (line: string) => console.log(`libra: ${line}`);

@@ -94,3 +94,13 @@ Deno.test({
     }
   },
 });
+
+Deno.test("libra worker --db on a missing file fails and creates nothing", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "libra-worker-" });
+  const db = `${dir}/nonexistent/dir/x.db`;
+  const out = await worker(db, "--once").output();
+  const log = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.notEqual(out.code, 0, log);
+  assert.match(log, /no lab database at .*nonexistent\/dir\/x\.db/);
+  assert.equal(await Deno.stat(`${dir}/nonexistent`).then(() => true, () => false), false);
+});

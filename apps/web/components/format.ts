@@ -29,3 +29,18 @@ export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return "—";
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 }
+
+/** A tick label without SI prefixes or exponents: `0.5`, `12`, `1,500`. */
+export function plainTick(d: number): string {
+  if (!Number.isFinite(d)) return "";
+  const r = Number(d.toPrecision(6));
+  return Math.abs(r) >= 10_000 ? r.toLocaleString("en-US") : String(r);
+}
+
+/** Whole-number ticks from 1 to `max` (about ten of them), for step axes. */
+export function stepTicks(max: number): number[] {
+  const stride = Math.max(1, Math.ceil(max / 10));
+  const out: number[] = [];
+  for (let s = 1; s <= max; s += stride) out.push(s);
+  return out;
+}

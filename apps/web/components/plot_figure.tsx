@@ -34,7 +34,7 @@ export function PlotFigure(p: PlotFigureProps): VNode {
   useEffect(() => {
     const el = ref.current;
     if (!el) return;
-    const width = Math.max(320, Math.min(el.clientWidth || 800, 1100));
+    const width = Math.max(280, Math.min(el.clientWidth || 800, 1100));
     el.replaceChildren(p.draw(width));
     el.dataset.drawn = "true";
   }, p.deps);

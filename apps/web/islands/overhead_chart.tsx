@@ -1,19 +1,64 @@
-/** Island: overhead against budget ratio, one line per policy; infeasible ratios marked. @module */
+/**
+ * Island: overhead against budget ratio, one line per policy. The ratio axis grows to
+ * the right, as in the bench's SVG plots. Each point is a link to its run and shows
+ * its values on hover; infeasible ratios are crosses in a row per policy under the
+ * plot, and thrashing points (overhead of 10x and more) triangles, so that marks of
+ * different policies stay apart where they overlap.
+ *
+ * @module
+ */
 
 import * as Plot from "@observablehq/plot";
 import type { VNode } from "preact";
+import { plainTick } from "../components/format.ts";
 import { island } from "../components/island.tsx";
 import { PlotFigure } from "../components/plot_figure.tsx";
+
+/** Overhead from which a point counts as thrashing. */
+export const THRASHING = 10;
+
+/** One point of a curve. */
+export interface OverheadPoint {
+  /** Budget ratio. */
+  ratio: number;
+  /** Whether the step fitted. */
+  feasible: boolean;
+  /** Median overhead, null when infeasible. */
+  overhead: number | null;
+  /** Measurements behind the median. */
+  n?: number;
+  /** The run to open when the point is clicked. */
+  href?: string | null;
+}
 
 /** Props. */
 export interface OverheadChartProps {
   /** Curves per policy. */
-  policies: {
-    policy: string;
-    points: { ratio: number; feasible: boolean; overhead: number | null }[];
-  }[];
+  policies: { policy: string; points: OverheadPoint[] }[];
   /** Caption. */
   caption: string;
+}
+
+/** 1-2-5 ticks covering `values` (and 1), for a log axis that stays readable. */
+export function logTicks(values: number[]): number[] {
+  const lo = Math.min(1, ...values), hi = Math.max(1, ...values);
+  const out: number[] = [];
+  for (let e = Math.floor(Math.log10(lo)) - 1; e <= Math.ceil(Math.log10(hi)); e++) {
+    for (const m of [1, 2, 5]) {
+      const t = Number((m * 10 ** e).toPrecision(3));
+      if (t >= lo * 0.999 && t <= hi * 1.001) out.push(t);
+    }
+  }
+  return out;
+}
+
+interface Row {
+  policy: string;
+  ratio: number;
+  overhead: number;
+  n: number;
+  href: string | null;
+  thrashing: boolean;
 }
 
 function OverheadChartView(p: OverheadChartProps): VNode {
@@ -23,29 +68,60 @@ function OverheadChartView(p: OverheadChartProps): VNode {
       deps={[p.policies]}
       caption={p.caption}
       draw={(width, document) => {
-        const ok = p.policies.flatMap((c) =>
+        const names = p.policies.map((c) => c.policy);
+        const ok: Row[] = p.policies.flatMap((c) =>
           c.points.filter((x) => x.feasible && x.overhead !== null).map((x) => ({
             policy: c.policy,
             ratio: x.ratio,
             overhead: x.overhead!,
+            n: x.n ?? 1,
+            href: x.href ?? null,
+            thrashing: x.overhead! >= THRASHING,
           }))
         );
         // a policy that thrashes (overhead 10x and more) would flatten the others: use a log scale
         const log = ok.length > 0 && Math.max(...ok.map((d) => d.overhead)) > 3;
         const bad = p.policies.flatMap((c) =>
-          c.points.filter((x) => !x.feasible).map((x) => ({ policy: c.policy, ratio: x.ratio }))
+          c.points.filter((x) => !x.feasible).map((x) => ({
+            policy: c.policy,
+            ratio: x.ratio,
+            href: x.href ?? null,
+          }))
         );
+        const ratios = p.policies.flatMap((c) => c.points.map((x) => x.ratio));
+        const rowGap = 14;
+        const marginBottom = 40 + rowGap * (bad.length ? names.length : 0);
+        const label = (d: Row) =>
+          `${d.policy} at ratio ${d.ratio}: overhead ${d.overhead.toFixed(3)}${
+            d.thrashing ? " (thrashing)" : ""
+          }${d.n > 1 ? `, median of ${d.n} runs` : ""}${d.href ? " · click to open" : ""}`;
         return Plot.plot({
           ...(document ? { document } : {}),
           width,
-          height: 340,
-          marginLeft: 60,
-          x: { label: "budget ratio (budget / budget-free peak)", reverse: true, domain: [0, 1] },
+          height: 360 + marginBottom - 40,
+          marginLeft: 64,
+          marginBottom,
+          x: {
+            label: "budget ratio (budget / budget-free peak) →",
+            domain: [Math.min(0, ...ratios), 1.02],
+            tickFormat: plainTick,
+            grid: true,
+          },
           y: log
-            ? { label: "overhead (time / time without budget, log scale)", grid: true, type: "log" }
-            : { label: "overhead (time / time without budget)", grid: true },
-          color: { legend: true },
-          symbol: { legend: false },
+            ? {
+              label: "overhead (time / time without budget, log scale)",
+              grid: true,
+              type: "log",
+              ticks: logTicks(ok.map((d) => d.overhead)),
+              tickFormat: plainTick,
+            }
+            : { label: "overhead (time / time without budget)", grid: true, tickFormat: plainTick },
+          color: { legend: true, domain: names },
+          // triangles mean thrashing and crosses infeasible: policies get the other shapes
+          symbol: {
+            domain: names,
+            range: ["circle", "square", "diamond", "star", "wye", "plus"],
+          },
           marks: [
             Plot.ruleY([1], { stroke: "#bbb" }),
             Plot.line(ok, {
@@ -53,17 +129,48 @@ function OverheadChartView(p: OverheadChartProps): VNode {
               y: "overhead",
               stroke: "policy",
               sort: "ratio",
-              marker: "circle",
+              z: "policy",
             }),
-            Plot.dot(bad, {
+            Plot.dot(ok.filter((d) => !d.thrashing), {
               x: "ratio",
-              frameAnchor: "bottom",
-              dy: -6,
+              y: "overhead",
               stroke: "policy",
-              symbol: "times",
-              r: 5,
+              symbol: "policy",
+              fill: "white",
+              r: 4.5,
+              strokeWidth: 2,
+              href: (d: Row) => d.href,
+              title: label,
+              className: "point",
             }),
-            Plot.tip(ok, Plot.pointer({ x: "ratio", y: "overhead", stroke: "policy" })),
+            Plot.dot(ok.filter((d) => d.thrashing), {
+              x: "ratio",
+              y: "overhead",
+              fill: "policy",
+              symbol: () => "triangle",
+              r: 6,
+              href: (d: Row) => d.href,
+              title: label,
+              className: "thrashing",
+            }),
+            // one row of crosses per policy under the frame: they never cover each other
+            ...names.map((name, i) =>
+              Plot.dot(bad.filter((b) => b.policy === name), {
+                x: "ratio",
+                frameAnchor: "bottom",
+                dy: 30 + rowGap * i,
+                stroke: "policy",
+                symbol: () => "times",
+                r: 5,
+                strokeWidth: 2,
+                href: (d: { href: string | null }) => d.href,
+                title: (d: { policy: string; ratio: number }) =>
+                  `${d.policy} at ratio ${d.ratio}: infeasible (the step did not fit)`,
+                className: "infeasible",
+                clip: false,
+              })
+            ),
+            Plot.tip(ok, Plot.pointer({ x: "ratio", y: "overhead", title: label })),
           ],
         });
       }}

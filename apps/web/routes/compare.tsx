@@ -1,12 +1,105 @@
-/** Page `/compare`: overhead against budget ratio, one line per policy, for a model. @module */
+/**
+ * Page `/compare`: overhead against budget ratio, one line per policy, for a model;
+ * and runs picked from a list, overlaid (memory over time, loss). Every view is a
+ * GET form, so its URL is its permalink.
+ *
+ * @module
+ */
 
-import { CompareQuery } from "@libra/api";
+import { CompareQuery, type Run, thinSamples } from "@libra/api";
 import type { Hono } from "hono";
+import type { VNode } from "preact";
 import { level, page, type WebContext } from "../components/context.ts";
-import { formatNumber } from "../components/format.ts";
+import { ExportLinks } from "../components/export.tsx";
+import { formatNumber, formatTime } from "../components/format.ts";
 import { Layout } from "../components/layout.tsx";
 import { OverheadChart } from "../islands/overhead_chart.tsx";
+import { type OverlayRun, RunOverlay } from "../islands/run_overlay.tsx";
 import { SmallestTable } from "./runs.tsx";
+
+/** Runs overlaid at most. */
+export const MAX_OVERLAY = 8;
+/** Memory samples per overlaid run (peaks kept). */
+const OVERLAY_SAMPLES = 600;
+
+const key6 = (r: number) => r.toFixed(6);
+
+/** The newest succeeded run behind each (policy, ratio) point of `model/preset`. */
+function runsByPoint(runs: Run[], preset: string | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const r of runs) {
+    if (r.status !== "succeeded" || (preset !== undefined && r.preset !== preset)) continue;
+    if (r.kind === "simulate") {
+      const spec = r.spec as { policies?: string[]; ratios?: number[] };
+      for (const p of spec.policies ?? []) {
+        for (const x of spec.ratios ?? []) {
+          const k = `${p}@${key6(x)}`;
+          if (!out.has(k)) out.set(k, r.id);
+        }
+      }
+    } else if (r.budgetRatio !== null) {
+      const k = `${r.policy}@${key6(r.budgetRatio)}`;
+      if (!out.has(k)) out.set(k, r.id); // newest first: keep the first seen
+    }
+  }
+  return out;
+}
+
+/** A run's label in legends and tables. */
+export function runLabel(r: Run): string {
+  const ratio = r.budgetRatio !== null ? ` @${formatNumber(r.budgetRatio, 2)}` : "";
+  return `${r.policy}${ratio} · ${r.id.slice(-6)}`;
+}
+
+function PickTable(p: { runs: Run[]; picked: Set<string> }): VNode {
+  return (
+    <div class="table-scroll">
+      <table class="runs pick" data-export="runs">
+        <thead>
+          <tr>
+            <th data-no-export>Overlay</th>
+            <th>Run</th>
+            <th>Kind</th>
+            <th>Policy</th>
+            <th class="num">Budget ratio</th>
+            <th class="num">Steps</th>
+            <th class="num">Overhead</th>
+            <th>Created (UTC)</th>
+          </tr>
+        </thead>
+        <tbody>
+          {p.runs.map((r) => {
+            const steps = (r.spec as { steps?: number }).steps;
+            return (
+              <tr data-run={r.id}>
+                <td data-no-export>
+                  <input
+                    type="checkbox"
+                    name="run"
+                    value={r.id}
+                    checked={p.picked.has(r.id)}
+                    aria-label={`overlay ${r.id}`}
+                  />
+                </td>
+                <td>
+                  <a href={`/runs/${r.id}`}>{r.id}</a>
+                </td>
+                <td>{r.kind}</td>
+                <td>{r.policy}</td>
+                <td class="num">{formatNumber(r.budgetRatio, 2)}</td>
+                <td class="num">{typeof steps === "number" ? steps : "—"}</td>
+                <td class="num">
+                  {r.feasible === false ? "infeasible" : formatNumber(r.overhead)}
+                </td>
+                <td>{formatTime(r.createdAt)}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
 
 /** Registers the page. */
 export function register(app: Hono, ctx: WebContext): void {
@@ -18,11 +111,42 @@ export function register(app: Hono, ctx: WebContext): void {
     const source = c.req.query("source") || undefined;
     const q = CompareQuery.safeParse({ model, preset, source });
     const cmp = q.success ? await store.compare(q.data) : null;
-    const ratios = cmp
-      ? [...new Set(cmp.policies.flatMap((p) => p.points.map((x) => x.ratio)))].sort((a, b) =>
-        b - a
-      )
+    const candidates = q.success
+      ? (await store.listRuns({ model: q.data.model, limit: 200, offset: 0 })).items
       : [];
+    const byPoint = runsByPoint(candidates, q.success ? q.data.preset : undefined);
+    const policies = (cmp?.policies ?? []).map((p) => ({
+      policy: p.policy,
+      points: p.points.map((x) => {
+        const id = byPoint.get(`${p.policy}@${key6(x.ratio)}`);
+        return { ...x, href: id ? `/runs/${id}` : null };
+      }),
+    }));
+    const ratios = [...new Set(policies.flatMap((p) => p.points.map((x) => x.ratio)))].sort((
+      a,
+      b,
+    ) => a - b);
+
+    // runs to overlay: ?run=a&run=b (the checkboxes), kept in the URL
+    const pickedIds = [...new Set(c.req.queries("run") ?? [])].slice(0, MAX_OVERLAY);
+    const picked = (await Promise.all(pickedIds.map((id) => store.getRun(id)))).filter((
+      r,
+    ): r is Run => r !== null);
+    const overlay: OverlayRun[] = await Promise.all(picked.map(async (r) => {
+      const res = await store.getResults(r.id);
+      return {
+        id: r.id,
+        label: runLabel(r),
+        budgetBytes: r.budgetBytes,
+        samples: res?.memory ? thinSamples(res.memory.samples, OVERLAY_SAMPLES) : [],
+        loss: (res?.loss ?? []).map((l) => ({ step: l.step, loss: l.loss })),
+      };
+    }));
+    const pickable = candidates.filter((r) =>
+      r.status === "succeeded" && r.kind !== "simulate" &&
+      (!q.success || q.data.preset === undefined || r.preset === q.data.preset)
+    ).slice(0, 50);
+    const permalink = new URL(c.req.url);
     return page(
       c,
       <Layout title="Compare" active="compare" canWrite={level(c, ctx) === "write"}>
@@ -50,42 +174,70 @@ export function register(app: Hono, ctx: WebContext): void {
             </select>
           </label>
           <button type="submit">Show</button>
+          <a class="permalink" href={permalink.pathname + permalink.search}>permalink</a>
         </form>
-        {!cmp || cmp.policies.length === 0
+        {policies.length === 0
           ? <p class="empty">No finished runs to compare yet{key ? ` for ${key}` : ""}.</p>
           : (
             <>
               <OverheadChart
-                policies={cmp.policies}
-                caption={`${key}: median overhead per policy and budget ratio; × marks ratios where the step did not fit`}
+                policies={policies}
+                caption={`${key}: median overhead per policy and budget ratio (log scale when a policy thrashes). Hover a point for its values, click it to open its newest run; ▲ thrashing (overhead ≥ 10×); × under the axis: the step did not fit at that ratio, one row per policy.`}
               />
               <h2>Smallest feasible ratio</h2>
-              <SmallestTable policies={cmp.policies} />
+              <SmallestTable policies={policies} />
+              <ExportLinks url={c.req.url} name="smallest-feasible" />
               <h2>Overhead by ratio</h2>
-              <table class="matrix">
-                <thead>
-                  <tr>
-                    <th>Policy</th>
-                    {ratios.map((r) => <th key={r} class="num">{formatNumber(r, 2)}</th>)}
-                  </tr>
-                </thead>
-                <tbody>
-                  {cmp.policies.map((p) => (
+              <div class="table-scroll">
+                <table class="matrix" data-export="overhead-by-ratio">
+                  <thead>
                     <tr>
-                      <td>{p.policy}</td>
-                      {ratios.map((r) => {
-                        const x = p.points.find((y) => y.ratio === r);
-                        return (
-                          <td class={x && !x.feasible ? "num infeasible" : "num"}>
-                            {!x ? "" : x.feasible ? formatNumber(x.overhead) : "✗"}
-                          </td>
-                        );
-                      })}
+                      <th>Policy</th>
+                      {ratios.map((r) => (
+                        <th key={r} class="num" data-column={String(r)}>{formatNumber(r, 2)}</th>
+                      ))}
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {policies.map((p) => (
+                      <tr>
+                        <td>{p.policy}</td>
+                        {ratios.map((r) => {
+                          const x = p.points.find((y) => y.ratio === r);
+                          return (
+                            <td
+                              class={x && !x.feasible ? "num infeasible" : "num"}
+                              data-value={!x ? "" : x.feasible ? x.overhead ?? "" : "infeasible"}
+                            >
+                              {!x ? "" : x.feasible ? formatNumber(x.overhead) : "✗"}
+                            </td>
+                          );
+                        })}
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <ExportLinks url={c.req.url} name="overhead-by-ratio" />
             </>
+          )}
+        <h2 id="overlay">Overlay runs</h2>
+        {overlay.length > 0 && <RunOverlay runs={overlay} />}
+        {pickable.length === 0
+          ? <p class="empty">No finished runs of {key || "this model"} to overlay.</p>
+          : (
+            <form class="overlay-pick" method="get" action="/compare#overlay">
+              <input type="hidden" name="model" value={key} />
+              {source && <input type="hidden" name="source" value={source} />}
+              <p class="muted">
+                Pick up to {MAX_OVERLAY} runs and overlay their memory over time and loss.
+              </p>
+              <PickTable runs={pickable} picked={new Set(pickedIds)} />
+              <ExportLinks url={c.req.url} name="runs" />
+              <div class="actions">
+                <button type="submit" class="primary">Overlay the picked runs</button>
+              </div>
+            </form>
           )}
       </Layout>,
     );

@@ -3,13 +3,15 @@
 import { access, TOKEN_COOKIE } from "@libra/api";
 import type { Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
+import { renderToString } from "preact-render-to-string";
 import { page, type WebContext } from "../components/context.ts";
 import { Layout } from "../components/layout.tsx";
+import { clientAddress, LoginLimiter } from "../security.ts";
 
 const safeNext = (n: unknown) => (typeof n === "string" && /^\/[a-z]/.test(n) ? n : "/runs");
 
-/** Registers the pages. */
-export function register(app: Hono, ctx: WebContext): void {
+/** Registers the pages; `limiter` counts failed logins per client (10 per 5 minutes). */
+export function register(app: Hono, ctx: WebContext, limiter = new LoginLimiter()): void {
   const form = (next: string, error: string | null) => (
     <Layout title="Log in" active="login">
       <h1>Log in</h1>
@@ -35,13 +37,25 @@ export function register(app: Hono, ctx: WebContext): void {
   );
   app.get("/login", (c) => page(c, form(safeNext(c.req.query("next")), null)));
   app.post("/login", async (c) => {
+    const client = clientAddress(c);
+    const wait = limiter.retryAfter(client);
+    if (wait > 0) {
+      c.header("Retry-After", String(wait));
+      const html = renderToString(
+        form("/runs", `Too many failed attempts from ${client}; try again in ${wait} s.`),
+      );
+      return c.html("<!DOCTYPE html>" + html, 429);
+    }
     const body = await c.req.parseBody();
     const token = typeof body.token === "string" ? body.token.trim() : "";
     const next = safeNext(body.next);
     const { auth } = ctx.lab;
     const ok = access(auth, token) === "write" ||
       (auth.readToken !== null && access(auth, token) === "read");
-    if (!ok) return page(c, form(next, "That token is not valid on this server."), 400);
+    if (!ok) {
+      limiter.fail(client);
+      return page(c, form(next, "That token is not valid on this server."), 400);
+    }
     setCookie(c, TOKEN_COOKIE, token, {
       httpOnly: true,
       sameSite: "Strict",

@@ -1,18 +1,45 @@
 /** Pages `/runs` (list with filters, newest first) and `/runs/:id` (detail). @module */
 
-import { type Run, RUN_STATUSES, RunFilter, type RunResults, thinSamples } from "@libra/api";
+import { type Run, RUN_STATUSES, RunFilter, type RunResults } from "@libra/api";
 import type { Hono } from "hono";
 import type { VNode } from "preact";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
-import { formatBytes, formatDuration, formatNumber, formatTime } from "../components/format.ts";
+import { formatBytes, formatNumber, formatTime } from "../components/format.ts";
+import { ExportLinks } from "../components/export.tsx";
+import { entryFor, formatStat } from "../components/glossary.ts";
 import { Layout, StatusBadge } from "../components/layout.tsx";
+import { type MemoryView, memoryView } from "../components/memory_view.ts";
 import { LiveProgress } from "../islands/live_progress.tsx";
 import { LossChart } from "../islands/loss_chart.tsx";
 import { MemoryChart } from "../islands/memory_chart.tsx";
 import { OverheadChart } from "../islands/overhead_chart.tsx";
 
-/** Samples the memory chart draws at most (the stored timeline is thinned further, peaks kept). */
-const CHART_SAMPLES = 1500;
+/** Links and a form to zoom the memory chart into one step (they work without JavaScript). */
+function StepNav(p: { runId: string; view: MemoryView }): VNode | null {
+  const { view } = p;
+  if (view.steps === null || (view.mode === "events" && view.zoom === null)) return null;
+  const at = view.zoom ? view.zoom.step + 1 : null;
+  const link = (s: number) => `/runs/${p.runId}?step=${s}#memory`;
+  return (
+    <form class="step-nav" method="get" action={`/runs/${p.runId}#memory`}>
+      {at !== null && at > 1 && <a href={link(at - 1)} rel="prev">← step {at - 1}</a>}
+      <label>
+        step{" "}
+        <input
+          type="number"
+          name="step"
+          min={1}
+          max={view.steps}
+          value={at ?? ""}
+          placeholder={`1–${view.steps}`}
+        />
+      </label>
+      <button type="submit" class="small">Zoom in</button>
+      {at !== null && at < view.steps && <a href={link(at + 1)} rel="next">step {at + 1} →</a>}
+      {at !== null && <a href={`/runs/${p.runId}#memory`}>all steps</a>}
+    </form>
+  );
+}
 
 function budgetText(r: Run): string {
   if (r.kind === "simulate") return "sweep";
@@ -24,42 +51,45 @@ function budgetText(r: Run): string {
 
 function RunsTable(p: { runs: Run[] }): VNode {
   return (
-    <table class="runs">
-      <thead>
-        <tr>
-          <th>Run</th>
-          <th>Kind</th>
-          <th>Model</th>
-          <th>Policy</th>
-          <th>Budget</th>
-          <th>Status</th>
-          <th class="num">Overhead</th>
-          <th>Created (UTC)</th>
-        </tr>
-      </thead>
-      <tbody>
-        {p.runs.map((r) => (
-          <tr data-run={r.id}>
-            <td>
-              <a href={`/runs/${r.id}`}>{r.id}</a>
-            </td>
-            <td>{r.kind}</td>
-            <td>{r.model}/{r.preset}</td>
-            <td>{r.policy}</td>
-            <td>{budgetText(r)}</td>
-            <td>
-              <StatusBadge status={r.status} />
-              {r.feasible === false && <span class="badge warn">infeasible</span>}
-              {r.status === "running" && r.progress && (
-                <span class="muted small">{` ${r.progress.done}/${r.progress.total}`}</span>
-              )}
-            </td>
-            <td class="num">{formatNumber(r.overhead)}</td>
-            <td>{formatTime(r.createdAt)}</td>
+    <div class="table-scroll">
+      <table class="runs" data-export="runs">
+        <thead>
+          <tr>
+            <th>Run</th>
+            <th>Kind</th>
+            <th>Model</th>
+            <th>Policy</th>
+            <th>Budget</th>
+            <th>Status</th>
+            <th class="num">Overhead</th>
+            <th>Created (UTC)</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {p.runs.map((r) => (
+            <tr data-run={r.id}>
+              <td>
+                <a href={`/runs/${r.id}`}>{r.id}</a>
+              </td>
+              <td>{r.kind}</td>
+              <td>{r.model}/{r.preset}</td>
+              <td>{r.policy}</td>
+              <td>{budgetText(r)}</td>
+              <td>
+                <StatusBadge status={r.status} />
+                {r.feasible === false && <span class="badge warn">infeasible</span>}
+                {r.status === "running" && r.progress && (
+                  <span class="muted small">{` ${r.progress.done}/${r.progress.total}`}</span>
+                )}
+                {r.corrupt && <span class="badge error" title={r.corrupt}>unreadable row</span>}
+              </td>
+              <td class="num" data-value={r.overhead ?? ""}>{formatNumber(r.overhead)}</td>
+              <td data-value={new Date(r.createdAt).toISOString()}>{formatTime(r.createdAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
@@ -96,41 +126,63 @@ function select(name: string, values: string[], current: string | undefined): VN
 
 function StatsTable(p: { run: Run; results: RunResults }): VNode {
   const { run, results } = p;
-  const rows: [string, string][] = [
+  const infeasible = run.feasible === false;
+  const bench = run.kind === "bench";
+  const rows: [string, number | string | null][] = [
     ["feasible", run.feasible === null ? "—" : run.feasible ? "yes" : "no"],
-    ["overhead", formatNumber(run.overhead)],
-    ["budget ratio", formatNumber(run.budgetRatio)],
-    ["budget", formatBytes(run.budgetBytes)],
-    ["budget-free peak", formatBytes(run.baselinePeakBytes)],
-    ["peak under budget", formatBytes(run.peakBytes)],
-    [
-      "duration",
-      formatDuration(run.finishedAt && run.startedAt ? run.finishedAt - run.startedAt : null),
-    ],
+    ["overhead", infeasible ? "— (did not fit)" : run.overhead],
+    ["budget ratio", run.budgetRatio],
+    ["budget", run.budgetBytes],
+    ["budget-free peak", run.baselinePeakBytes],
+    ["peak under budget", run.peakBytes],
   ];
-  for (const [k, v] of Object.entries(results.stats)) {
+  // bench uploads carry no timing of their own: their runs are stored at upload time
+  if (!bench) {
     rows.push([
-      k,
-      /bytes/i.test(k)
-        ? formatBytes(v)
-        : /Ms$/.test(k)
-        ? `${formatNumber(v, 2)} ms`
-        : Number.isInteger(v)
-        ? String(v)
-        : formatNumber(v),
+      "duration",
+      run.finishedAt && run.startedAt ? run.finishedAt - run.startedAt : null,
     ]);
   }
+  for (const [k, v] of Object.entries(results.stats)) rows.push([k, v]);
   return (
-    <table class="stats">
-      <tbody>
-        {rows.map(([k, v]) => (
-          <tr data-stat={k}>
-            <th>{k}</th>
-            <td class="num">{v}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <>
+      <table class="stats" data-export="statistics" data-columns="statistic,value">
+        <tbody>
+          {rows.map(([k, v]) => {
+            const e = entryFor(k);
+            const notMeasured = infeasible && e.underBudget && (v === null || v === 0);
+            return (
+              <tr data-stat={k}>
+                <th>
+                  <span class="term" title={e.help} tabindex={0}>{e.label}</span>
+                </th>
+                <td class="num" data-value={typeof v === "number" && !notMeasured ? v : ""}>
+                  {typeof v === "string"
+                    ? v
+                    : notMeasured
+                    ? "— (did not fit)"
+                    : formatStat(v, e.unit)}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      <details class="glossary">
+        <summary>What these mean</summary>
+        <dl>
+          {rows.map(([k]) => {
+            const e = entryFor(k);
+            return (
+              <>
+                <dt>{e.label}</dt>
+                <dd>{e.help}</dd>
+              </>
+            );
+          })}
+        </dl>
+      </details>
+    </>
   );
 }
 
@@ -172,7 +224,12 @@ export function register(app: Hono, ctx: WebContext): void {
               <a href="/traces">upload a trace</a>.
             </p>
           )
-          : <RunsTable runs={runs.items} />}
+          : (
+            <>
+              <RunsTable runs={runs.items} />
+              <ExportLinks url={c.req.url} name="runs" />
+            </>
+          )}
         <Pager total={runs.total} limit={runs.limit} offset={runs.offset} query={q} />
       </Layout>,
     );
@@ -202,6 +259,12 @@ export function register(app: Hono, ctx: WebContext): void {
       );
     }
     const results = await store.getResults(id);
+    const stepParam = Number(c.req.query("step"));
+    const memory = results?.memory
+      ? memoryView(results.memory, results.stats, {
+        step: Number.isInteger(stepParam) && stepParam >= 1 ? stepParam - 1 : null,
+      })
+      : null;
     const live = run.status === "queued" || run.status === "running";
     const points = results?.points ?? [];
     const byPolicy = [...new Set(points.map((p) => p.policy))].map((policy) => ({
@@ -225,11 +288,19 @@ export function register(app: Hono, ctx: WebContext): void {
           {run.configurationId && (
             <>
               {" "}· from configuration{" "}
-              <a href={`/configurations#${run.configurationId}`}>{run.configurationId}</a>
+              <a href={`/configurations#${run.configurationId}`}>{run.configurationId}</a>{" "}
+              (<a href={`/configurations?clone=${run.configurationId}#new`}>clone it with edits</a>)
             </>
           )}
         </p>
-        {live && <LiveProgress runId={run.id} status={run.status} progress={run.progress} />}
+        {live && (
+          <LiveProgress
+            runId={run.id}
+            status={run.status}
+            progress={run.progress}
+            elapsedMs={run.startedAt ? Date.now() - run.startedAt : null}
+          />
+        )}
         {live && write && (
           <form method="post" action={`/runs/${run.id}/cancel`} class="cancel">
             <button type="submit" class="small">Cancel this run</button>
@@ -252,6 +323,7 @@ export function register(app: Hono, ctx: WebContext): void {
                     caption={`Replay of ${run.model} under each policy; × marks infeasible ratios`}
                   />
                   <SmallestTable policies={byPolicy} />
+                  <ExportLinks url={c.req.url} name="smallest-feasible" />
                 </section>
               )
               : (
@@ -259,6 +331,7 @@ export function register(app: Hono, ctx: WebContext): void {
                   <section>
                     <h2>Statistics</h2>
                     <StatsTable run={run} results={results} />
+                    <ExportLinks url={c.req.url} name="statistics" />
                   </section>
                   <section>
                     <h2>Loss</h2>
@@ -268,15 +341,11 @@ export function register(app: Hono, ctx: WebContext): void {
                   </section>
                 </div>
               )}
-            {results.memory && (
-              <section>
+            {memory && (
+              <section id="memory">
                 <h2>Memory over time</h2>
-                <MemoryChart
-                  samples={thinSamples(results.memory.samples, CHART_SAMPLES)}
-                  budgetBytes={results.memory.budgetBytes}
-                  unit={results.memory.unit}
-                  markers={results.memory.markers.slice(0, 3000)}
-                />
+                <MemoryChart view={memory} />
+                <StepNav runId={run.id} view={memory} />
               </section>
             )}
             {results.hasTrace || run.kind === "simulate"
@@ -307,7 +376,7 @@ export function SmallestTable(
   },
 ): VNode {
   return (
-    <table class="smallest">
+    <table class="smallest" data-export="smallest-feasible">
       <thead>
         <tr>
           <th>Policy</th>
@@ -326,8 +395,10 @@ export function SmallestTable(
           return (
             <tr data-policy={c.policy}>
               <td>{c.policy}</td>
-              <td class="num">{best ? formatNumber(best.ratio, 2) : "none"}</td>
-              <td class="num">{formatNumber(best?.overhead)}</td>
+              <td class="num" data-value={best?.ratio ?? ""}>
+                {best ? formatNumber(best.ratio, 2) : "none"}
+              </td>
+              <td class="num" data-value={best?.overhead ?? ""}>{formatNumber(best?.overhead)}</td>
               <td class="num">{c.points.length}</td>
             </tr>
           );

@@ -1,0 +1,23 @@
+/** Helpers shared by the API's security and robustness tests. @module */
+
+/**
+ * A body that produces `total` bytes of `fill` in chunks as it is pulled, and counts
+ * what was pulled: a test can check that a server stopped reading near its limit.
+ */
+export function flood(
+  total: number,
+  opts: { chunk?: number; fill?: number } = {},
+): { stream: ReadableStream<Uint8Array>; pulled: () => number } {
+  const chunk = opts.chunk ?? 16 << 10;
+  const block = new Uint8Array(chunk).fill(opts.fill ?? 0x61);
+  let pulled = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(ctl) {
+      if (pulled >= total) return ctl.close();
+      const n = Math.min(chunk, total - pulled);
+      pulled += n;
+      ctl.enqueue(n === chunk ? block.slice() : block.slice(0, n));
+    },
+  }, { highWaterMark: 0 });
+  return { stream, pulled: () => pulled };
+}

@@ -1,0 +1,23 @@
+/**
+ * The names the configuration form offers, from the server's packages: presets of
+ * each model (`@libra/nn`), and the cost models a live run accepts.
+ *
+ * @module
+ */
+
+/** Cost models a live run accepts (the profiled model needs a recorded trace). */
+export const LIVE_COST_MODELS: readonly string[] = ["measured", "analytic"];
+
+let cached: Promise<Record<string, string[]>> | null = null;
+
+/** Presets per model of the zoo; `{}` when `@libra/nn` is not in this build. */
+export function zooPresets(): Promise<Record<string, string[]>> {
+  cached ??= import("@libra/nn").then(
+    (nn) =>
+      Object.fromEntries(
+        Object.entries(nn.PRESETS).map(([model, presets]) => [model, Object.keys(presets)]),
+      ),
+    () => ({}),
+  );
+  return cached;
+}

@@ -1,0 +1,309 @@
+/**
+ * Reference implementations of the elementwise kernels (the plain-TypeScript twin of `native/cpu/elementwise.c`).
+ *
+ * @module
+ */
+
+import { KernelError } from "../../backend.ts";
+import type { ElementwiseKernelName, KernelName } from "../../kernels.ts";
+import { type FArr, prod, type RefBuffer, type RefKernel, stridedOffset } from "./_common.ts";
+
+/** The error function, to about 1e-12 relative error (used by the reference `gelu_erf` kernel). */
+export function erf(x: number): number {
+  const ax = Math.abs(x);
+  let r: number;
+  if (ax < 3) {
+    // Maclaurin series; terms peak near 3^(2n+1)/n! ~ 1e4, so ~1e-12 relative error.
+    let term = ax, sum = ax;
+    const x2 = ax * ax;
+    for (let n = 1; n < 200; n++) {
+      term *= -x2 / n;
+      const t = term / (2 * n + 1);
+      sum += t;
+      if (Math.abs(t) < 1e-17 * Math.abs(sum)) break;
+    }
+    r = (2 / Math.sqrt(Math.PI)) * sum;
+  } else {
+    // erfc continued fraction (Lentz-free backward evaluation), accurate for x >= 3.
+    let f = 0;
+    for (let k = 80; k >= 1; k--) f = (k / 2) / (ax + f);
+    r = 1 - Math.exp(-ax * ax) / Math.sqrt(Math.PI) / (ax + f);
+  }
+  return x < 0 ? -r : r;
+}
+
+const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
+
+function geluTanh(x: number): number {
+  return 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
+}
+
+function geluTanhGrad(x: number): number {
+  const u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
+  const t = Math.tanh(u);
+  const du = SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x);
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du;
+}
+
+function sigmoid(x: number): number {
+  return 1 / (1 + Math.exp(-x));
+}
+
+function refBinary(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+  const y = outs[0]?.f as FArr;
+  const f = BINARY[k]!;
+  const nd = p[0]!;
+  const shape = p.slice(1, 1 + nd);
+  const sa = p.slice(1 + nd, 1 + 2 * nd);
+  const sb = p.slice(1 + 2 * nd, 1 + 3 * nd);
+  const a = ins[0]!.f, b = ins[1]!.f;
+  const n = prod(shape);
+  for (let i = 0; i < n; i++) {
+    y[i] = f(a[stridedOffset(i, shape, sa)]!, b[stridedOffset(i, shape, sb)]!);
+  }
+}
+
+function refWhere(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+  const y = outs[0]?.f as FArr;
+  const nd = p[0]!;
+  const shape = p.slice(1, 1 + nd);
+  const sc = p.slice(1 + nd, 1 + 2 * nd);
+  const sa = p.slice(1 + 2 * nd, 1 + 3 * nd);
+  const sb = p.slice(1 + 3 * nd, 1 + 4 * nd);
+  const c = ins[0]!.f, a = ins[1]!.f, b = ins[2]!.f;
+  const n = prod(shape);
+  for (let i = 0; i < n; i++) {
+    y[i] = c[stridedOffset(i, shape, sc)] !== 0
+      ? a[stridedOffset(i, shape, sa)]!
+      : b[stridedOffset(i, shape, sb)]!;
+  }
+}
+
+function refExpand(
+  _k: KernelName,
+  ins: RefBuffer[],
+  outs: RefBuffer[],
+  p: readonly number[],
+): void {
+  const nd = p[0]!;
+  const shape = p.slice(1, 1 + nd);
+  const sx = p.slice(1 + nd);
+  const xi = ins[0]!.i, yi = outs[0]!.i;
+  const n = prod(shape);
+  for (let i = 0; i < n; i++) yi[i] = xi[stridedOffset(i, shape, sx)]!;
+  return;
+}
+
+function refSumTo(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+  const x = ins[0]?.f as FArr;
+  const y = outs[0]?.f as FArr;
+  const nd = p[0]!;
+  const xs = p.slice(1, 1 + nd);
+  const ys = p.slice(1 + nd);
+  const ystr = new Array<number>(nd);
+  let s = 1;
+  for (let d = nd - 1; d >= 0; d--) {
+    ystr[d] = ys[d] === 1 ? 0 : s;
+    s *= ys[d]!;
+  }
+  const acc = new Float64Array(prod(ys));
+  const n = prod(xs);
+  for (let i = 0; i < n; i++) acc[stridedOffset(i, xs, ystr)]! += x[i]!;
+  y.set(acc);
+}
+
+function refUnary(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+  const x = ins[0]?.f as FArr;
+  const y = outs[0]?.f as FArr;
+  const f = UNARY[k]!;
+  for (let i = 0; i < p[0]!; i++) y[i] = f(x[i]!);
+}
+
+function refCopy(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+  const xi = ins[0]!.i, yi = outs[0]!.i;
+  for (let i = 0; i < p[0]!; i++) yi[i] = xi[i]!;
+  return;
+}
+
+function refCastF32I32(
+  _k: KernelName,
+  ins: RefBuffer[],
+  outs: RefBuffer[],
+  p: readonly number[],
+): void {
+  const x = ins[0]?.f as FArr;
+  const yi = outs[0]!.i;
+  for (let i = 0; i < p[0]!; i++) yi[i] = Math.trunc(x[i]!);
+}
+
+function refCastI32F32(
+  _k: KernelName,
+  ins: RefBuffer[],
+  outs: RefBuffer[],
+  p: readonly number[],
+): void {
+  const y = outs[0]?.f as FArr;
+  const xi = ins[0]!.i;
+  for (let i = 0; i < p[0]!; i++) y[i] = xi[i]!;
+}
+
+function refUnaryBackward(
+  k: KernelName,
+  ins: RefBuffer[],
+  outs: RefBuffer[],
+  p: readonly number[],
+): void {
+  const x = ins[0]?.f as FArr;
+  const y = outs[0]?.f as FArr;
+  const f = UNARY_GRAD[k]!;
+  const gy = ins[1]!.f;
+  for (let i = 0; i < p[0]!; i++) y[i] = gy[i]! * f(x[i]!);
+}
+
+function refScalar(
+  k: KernelName,
+  ins: RefBuffer[],
+  outs: RefBuffer[],
+  p: readonly number[],
+): void {
+  const x = ins[0]?.f as FArr;
+  const y = outs[0]?.f as FArr;
+  const f = SCALAR[k]!;
+  const s = p[1]!;
+  for (let i = 0; i < p[0]!; i++) y[i] = f(x[i]!, s);
+}
+
+function refFill(_k: KernelName, _ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+  const y = outs[0]?.f as FArr;
+  y.fill(p[1]!, 0, p[0]!);
+}
+
+function refFillI32(
+  k: KernelName,
+  _ins: RefBuffer[],
+  outs: RefBuffer[],
+  p: readonly number[],
+): void {
+  if (!Number.isInteger(p[1]!)) {
+    throw new KernelError(k, `value must be an integer, got ${p[1]}`);
+  }
+  outs[0]!.i.fill(p[1]!, 0, p[0]!);
+  return;
+}
+
+function refAddInplace(
+  _k: KernelName,
+  ins: RefBuffer[],
+  _outs: RefBuffer[],
+  p: readonly number[],
+): void {
+  const acc = ins[0]!.f, v = ins[1]!.f;
+  for (let i = 0; i < p[0]!; i++) acc[i] = acc[i]! + v[i]!;
+  return;
+}
+
+const BINARY: Record<string, (a: number, b: number) => number> = {
+  add: (a, b) => a + b,
+  sub: (a, b) => a - b,
+  mul: (a, b) => a * b,
+  div: (a, b) => a / b,
+  eq: (a, b) => (a === b ? 1 : 0),
+  ne: (a, b) => (a !== b ? 1 : 0),
+  lt: (a, b) => (a < b ? 1 : 0),
+  le: (a, b) => (a <= b ? 1 : 0),
+  gt: (a, b) => (a > b ? 1 : 0),
+  ge: (a, b) => (a >= b ? 1 : 0),
+};
+
+const UNARY: Record<string, (x: number) => number> = {
+  neg: (x) => -x,
+  exp: Math.exp,
+  log: Math.log,
+  sqrt: Math.sqrt,
+  rsqrt: (x) => 1 / Math.sqrt(x),
+  relu: (x) => (x > 0 ? x : 0),
+  gelu_tanh: geluTanh,
+  gelu_erf: (x) => 0.5 * x * (1 + erf(x / Math.SQRT2)),
+  silu: (x) => x * sigmoid(x),
+  sigmoid,
+  tanh: Math.tanh,
+};
+
+/** d y / d x as a function of the saved tensor (x, or y for sigmoid/tanh). */
+const UNARY_GRAD: Record<string, (v: number) => number> = {
+  relu_backward: (x) => (x > 0 ? 1 : 0),
+  gelu_tanh_backward: geluTanhGrad,
+  gelu_erf_backward: (x) =>
+    0.5 * (1 + erf(x / Math.SQRT2)) + x * Math.exp(-0.5 * x * x) / Math.sqrt(2 * Math.PI),
+  silu_backward: (x) => {
+    const s = sigmoid(x);
+    return s * (1 + x * (1 - s));
+  },
+  sigmoid_backward: (y) => y * (1 - y),
+  tanh_backward: (y) => 1 - y * y,
+};
+
+const SCALAR: Record<string, (x: number, s: number) => number> = {
+  add_scalar: (x, s) => x + s,
+  mul_scalar: (x, s) => x * s,
+  rsub_scalar: (x, s) => s - x,
+  rdiv_scalar: (x, s) => s / x,
+  pow_scalar: (x, s) => Math.pow(x, s),
+  eq_scalar: (x, s) => (x === s ? 1 : 0),
+  ne_scalar: (x, s) => (x !== s ? 1 : 0),
+  lt_scalar: (x, s) => (x < s ? 1 : 0),
+  le_scalar: (x, s) => (x <= s ? 1 : 0),
+  gt_scalar: (x, s) => (x > s ? 1 : 0),
+  ge_scalar: (x, s) => (x >= s ? 1 : 0),
+};
+
+/** The reference elementwise kernels, by name. */
+export const REF_ELEMENTWISE: Readonly<Record<ElementwiseKernelName, RefKernel>> = {
+  add: refBinary,
+  sub: refBinary,
+  mul: refBinary,
+  div: refBinary,
+  eq: refBinary,
+  ne: refBinary,
+  lt: refBinary,
+  le: refBinary,
+  gt: refBinary,
+  ge: refBinary,
+  where: refWhere,
+  expand: refExpand,
+  sum_to: refSumTo,
+  neg: refUnary,
+  exp: refUnary,
+  log: refUnary,
+  sqrt: refUnary,
+  rsqrt: refUnary,
+  relu: refUnary,
+  gelu_tanh: refUnary,
+  gelu_erf: refUnary,
+  silu: refUnary,
+  sigmoid: refUnary,
+  tanh: refUnary,
+  copy: refCopy,
+  cast_f32_i32: refCastF32I32,
+  cast_i32_f32: refCastI32F32,
+  relu_backward: refUnaryBackward,
+  gelu_tanh_backward: refUnaryBackward,
+  gelu_erf_backward: refUnaryBackward,
+  silu_backward: refUnaryBackward,
+  sigmoid_backward: refUnaryBackward,
+  tanh_backward: refUnaryBackward,
+  add_scalar: refScalar,
+  mul_scalar: refScalar,
+  rsub_scalar: refScalar,
+  rdiv_scalar: refScalar,
+  pow_scalar: refScalar,
+  eq_scalar: refScalar,
+  ne_scalar: refScalar,
+  lt_scalar: refScalar,
+  le_scalar: refScalar,
+  gt_scalar: refScalar,
+  ge_scalar: refScalar,
+  fill: refFill,
+  fill_i32: refFillI32,
+  add_inplace: refAddInplace,
+};

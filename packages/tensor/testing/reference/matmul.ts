@@ -1,0 +1,46 @@
+/**
+ * Reference implementations of the matmul kernels (the plain-TypeScript twin of `native/cpu/matmul.c`).
+ *
+ * @module
+ */
+
+import type { KernelName, MatmulKernelName } from "../../kernels.ts";
+import type { FArr, RefBuffer, RefKernel } from "./_common.ts";
+
+function refMatmul(
+  _k: KernelName,
+  ins: RefBuffer[],
+  outs: RefBuffer[],
+  p: readonly number[],
+): void {
+  const y = outs[0]?.f as FArr;
+  const [batch, m, n, kk, ta, tb, sa, sb] = p as number[] as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const a = ins[0]!.f, b = ins[1]!.f;
+  for (let bi = 0; bi < batch; bi++) {
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        let s = 0;
+        for (let l = 0; l < kk; l++) {
+          const av = ta ? a[bi * sa + l * m + i]! : a[bi * sa + i * kk + l]!;
+          const bv = tb ? b[bi * sb + j * kk + l]! : b[bi * sb + l * n + j]!;
+          s += av * bv;
+        }
+        y[bi * m * n + i * n + j] = s;
+      }
+    }
+  }
+}
+
+/** The reference matmul kernels, by name. */
+export const REF_MATMUL: Readonly<Record<MatmulKernelName, RefKernel>> = {
+  matmul: refMatmul,
+};
