@@ -10,7 +10,7 @@
 
 import { createPlanner, createPolicy, planPolicy } from "@libra/evict";
 import type { Trace } from "@libra/lineage/trace";
-import { plannerContext, replayTrace } from "@libra/runtime";
+import { DEFAULT_LINK, linkBandwidth, plannerContext, replayTrace } from "@libra/runtime";
 import type { PolicySummaryJson } from "./schema.ts";
 
 /** Memory modes: device memory only, or host memory as a second tier. */
@@ -56,6 +56,8 @@ export interface CompareOptions {
   readonly ratios?: readonly number[];
   readonly heuristics?: readonly string[];
   readonly planners?: readonly string[];
+  /** Link of host memory (name or GB/s). Default: the runtime's default (`pcie5`). */
+  readonly link?: string | number;
   /** Called after each row. */
   readonly onRow?: (row: CompareRow) => void;
 }
@@ -68,7 +70,8 @@ function reasonOf(e: unknown): string {
 /**
  * Replays `trace` under every heuristic and planner at every ratio, in one
  * memory mode. In host mode the heuristics run as their `+swap` variants and
- * every run gets unlimited host memory; planners fall back to `dtr-eq` (or
+ * every run gets unlimited host memory over an asynchronous copy stream at
+ * `options.link` (default `pcie5`, 55 GB/s); planners fall back to `dtr-eq` (or
  * `dtr-eq+swap`) for what their plan leaves over the budget.
  */
 export function compareTrace(
@@ -80,7 +83,9 @@ export function compareTrace(
   const ratios = options.ratios ?? COMPARE_RATIOS;
   const host = mode === "host" ? Infinity : 0;
   const swap = mode === "host" ? "+swap" : "";
-  const base = replayTrace(trace, { hostLimitBytes: host });
+  // Host memory is reached over the default link by an asynchronous copy stream.
+  const link = mode === "host" ? { link: options.link ?? DEFAULT_LINK } : {};
+  const base = replayTrace(trace, { hostLimitBytes: host, ...link });
   const peak = base.stats.peakBytes;
   const rows: CompareRow[] = [];
   const cell = (ratio: number, r: ReturnType<typeof replayTrace>): CompareCell =>
@@ -97,6 +102,7 @@ export function compareTrace(
           budgetBytes: Math.floor(ratio * peak),
           hostLimitBytes: host,
           knownFeasibleBytes: peak,
+          ...link,
         }),
       )
     );
@@ -105,9 +111,14 @@ export function compareTrace(
     options.onRow?.(row);
   }
   const fallback = `dtr-eq${swap}`;
-  const ctx = plannerContext(trace, { hostLimitBytes: host, fallback });
+  const ctx = plannerContext(trace, { hostLimitBytes: host, fallback, ...link });
   for (const p of options.planners ?? COMPARED_PLANNERS) {
-    const planner = createPlanner(p, { swap: mode === "host" });
+    const planner = createPlanner(
+      p,
+      mode === "host"
+        ? { swap: true, swapGbps: linkBandwidth(options.link ?? DEFAULT_LINK) }
+        : { swap: false },
+    );
     const cells = ratios.map((ratio) => {
       const budgetBytes = Math.floor(ratio * peak);
       try {
@@ -119,6 +130,7 @@ export function compareTrace(
             budgetBytes,
             hostLimitBytes: host,
             knownFeasibleBytes: peak,
+            ...link,
           }),
         );
       } catch (e) {

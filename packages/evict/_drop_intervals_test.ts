@@ -27,7 +27,7 @@ function bruteForce(t: Trace, target: number): { cost: number; chosen: Interval[
       let used = mem[k]!;
       for (const iv of set) {
         const to = Math.min(iv.restore, Number.isFinite(iv.v.freeAt) ? iv.v.freeAt : n);
-        if (iv.prev < k && k < to) used -= iv.v.bytes;
+        if (iv.from <= k && k < to) used -= iv.v.bytes;
       }
       fits = used <= target;
     }

@@ -35,6 +35,13 @@ export interface LookaheadOptions {
   intervalTargets?: readonly number[];
   /** MILP time limit per target, seconds. Default 10. */
   timeLimitS?: number;
+  /**
+   * Bandwidth of the replay's asynchronous copy stream, GB/s (where it has
+   * host memory): interval plans may swap, a swap-in prefetched so the compute
+   * hides it, and shortfall choices price swaps by copy time. Each variant is
+   * also tried without swaps. Undefined: interval plans only drop.
+   */
+  swapGbps?: number;
 }
 
 /** The variants tried by default. */
@@ -80,7 +87,10 @@ export interface LookaheadPlan extends Plan {
 
 /** Name of a variant in statistics. */
 export function variantName(v: LookaheadVariant): string {
-  return `${v.cost ?? "ancestors"}/${v.need ?? "children"}/${v.dist ?? "short"}/${v.power ?? 1}`;
+  const swap = v.swap === false ? "/noswap" : v.swapGbps !== undefined ? "/swap" : "";
+  return `${v.cost ?? "ancestors"}/${v.need ?? "children"}/${v.dist ?? "short"}/${
+    v.power ?? 1
+  }${swap}`;
 }
 
 /**
@@ -98,8 +108,10 @@ export class LookaheadPlanner implements Planner {
   readonly #tryFallback: boolean;
   readonly #targets: readonly number[];
   readonly #timeLimitS: number;
+  readonly #gbps: number | undefined;
 
   constructor(options: LookaheadOptions = {}) {
+    this.#gbps = options.swapGbps;
     this.#targets = options.intervalTargets ?? [1, 0.97, 0.93];
     this.#timeLimitS = options.timeLimitS ?? 10;
     this.#variants = options.variants ?? LOOKAHEAD_VARIANTS;
@@ -127,7 +139,11 @@ export class LookaheadPlanner implements Planner {
         (r.feasible && (!best.feasible || r.overhead < best.overhead));
       if (better) best = { plan, name, feasible: r.feasible, overhead: r.overhead };
     };
-    for (const v of this.#variants) {
+    const gbps = this.#gbps;
+    const variants = gbps === undefined
+      ? this.#variants
+      : this.#variants.flatMap((v) => [{ ...v, swapGbps: gbps }, { ...v, swap: false }]);
+    for (const v of variants) {
       consider({
         planner: this.name,
         budgetBytes,
@@ -139,8 +155,13 @@ export class LookaheadPlanner implements Planner {
     if (this.#targets.length > 0) {
       const a = analyzeTrace(trace);
       const variant = dynamic?.plan.lookahead?.variant ?? {};
-      for (const f of this.#targets) {
-        const choice = chooseIntervals(a, f * budgetBytes, { timeLimitS: this.#timeLimitS });
+      const runs = this.#targets.map((f) => ({ f, gbps }));
+      if (gbps !== undefined && this.#targets.length > 0) runs.push({ f: 1, gbps: undefined });
+      for (const { f, gbps: g } of runs) {
+        const choice = chooseIntervals(a, f * budgetBytes, {
+          timeLimitS: this.#timeLimitS,
+          ...(g !== undefined ? { swapGbps: g } : {}),
+        });
         if (choice.status.startsWith("Too large")) {
           skipped.push(choice.status);
           break;
@@ -156,7 +177,7 @@ export class LookaheadPlanner implements Planner {
         steps.sort((x, y) => x.call - y.call);
         consider(
           { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
-          `intervals@${f}+${variantName(variant)}`,
+          `intervals${g !== undefined ? "+swap" : ""}@${f}+${variantName(variant)}`,
         );
       }
     }
