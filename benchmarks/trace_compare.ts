@@ -32,6 +32,9 @@ export interface CompareCell {
   readonly overhead: number | null;
   /** Why it is infeasible (`out of memory`, `thrashing`, ...), when it is. */
   readonly reason?: string;
+  /** Of the overhead: recomputation over compute, and exposed copy time over compute. */
+  readonly recompute?: number;
+  readonly copy?: number;
 }
 
 /** One row. */
@@ -90,7 +93,13 @@ export function compareTrace(
   const rows: CompareRow[] = [];
   const cell = (ratio: number, r: ReturnType<typeof replayTrace>): CompareCell =>
     r.feasible
-      ? { ratio, feasible: true, overhead: r.overhead }
+      ? {
+        ratio,
+        feasible: true,
+        overhead: r.overhead,
+        recompute: r.stats.recomputeNs / r.stats.computeNs,
+        copy: r.stats.swapStallNs / r.stats.computeNs,
+      }
       : { ratio, feasible: false, overhead: null, reason: reasonOf(r.error) };
   for (const h of options.heuristics ?? HEURISTICS) {
     const name = `${h}${swap}`;
@@ -186,6 +195,13 @@ export function renderCompare(t: CompareTable): string {
       c.feasible ? c.overhead!.toFixed(3) : c.reason === "thrashing" ? "thrash" : "OOM"
     ),
   ]);
+  for (const r of t.rows) {
+    if (r.kind !== "planner" || !r.cells.some((c) => (c.copy ?? 0) > 0)) continue;
+    body.push([
+      `  ${r.name}: exposed copy part`,
+      ...r.cells.map((c) => (c.feasible && c.copy !== undefined ? c.copy.toFixed(3) : "-")),
+    ]);
+  }
   body.push([
     "goal: planner/heuristic extra",
     ...t.ratios.map((_, i) => {

@@ -19,7 +19,7 @@ import type { Trace } from "@libra/lineage/trace";
 import { chooseIntervals } from "./_drop_intervals.ts";
 import { analyzeTrace } from "./_trace_analysis.ts";
 import { buildSchedule, type LookaheadVariant } from "./lookahead.ts";
-import type { Plan, Planner, PlannerContext, PlanStep } from "./planner.ts";
+import type { Plan, Planner, PlannerContext, PlanReplayResult, PlanStep } from "./planner.ts";
 
 /** Options of {@link LookaheadPlanner}. */
 export interface LookaheadOptions {
@@ -76,6 +76,10 @@ export interface LookaheadPlanStats {
   readonly replayOverhead: number;
   /** Feasibility of that replay. */
   readonly replayFeasible: boolean;
+  /** Of the replayed overhead, recomputation over compute (NaN where the replay does not say). */
+  readonly recomputeOverhead: number;
+  /** Of the replayed overhead, exposed copy time (compute waiting on swaps) over compute. */
+  readonly copyOverhead: number;
   /** Why interval plans were not tried (a model too large for the solver). */
   readonly skipped: readonly string[];
 }
@@ -128,7 +132,9 @@ export class LookaheadPlanner implements Planner {
     const schedule = buildSchedule(trace);
     const trials: LookaheadTrial[] = [];
     const skipped: string[] = [];
-    let best: { plan: Plan; name: string; feasible: boolean; overhead: number } | undefined;
+    let best:
+      | { plan: Plan; name: string; feasible: boolean; overhead: number; r: PlanReplayResult }
+      | undefined;
     let t0 = performance.now();
     const consider = (plan: Plan, name: string) => {
       const r = ctx.replay(plan, budgetBytes);
@@ -137,7 +143,7 @@ export class LookaheadPlanner implements Planner {
       t0 = t1;
       const better = best === undefined ||
         (r.feasible && (!best.feasible || r.overhead < best.overhead));
-      if (better) best = { plan, name, feasible: r.feasible, overhead: r.overhead };
+      if (better) best = { plan, name, feasible: r.feasible, overhead: r.overhead, r };
     };
     const gbps = this.#gbps;
     const variants = gbps === undefined
@@ -190,6 +196,8 @@ export class LookaheadPlanner implements Planner {
         trials,
         replayOverhead: b.overhead,
         replayFeasible: b.feasible,
+        recomputeOverhead: b.r.computeNs ? (b.r.recomputeNs ?? 0) / b.r.computeNs : NaN,
+        copyOverhead: b.r.computeNs ? (b.r.stallNs ?? 0) / b.r.computeNs : NaN,
         skipped,
       },
     };

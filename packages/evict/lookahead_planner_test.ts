@@ -66,5 +66,8 @@ Deno.test("lookahead evicts the value needed furthest ahead (Belady): 3 recomput
   assert.ok(dtr.stats.remats > 3, `dtr-eq: ${dtr.stats.remats} recomputations`);
   const plan = new LookaheadPlanner().plan(t, budget, plannerContext(t));
   assert.equal(plan.stats.replayOverhead, la.overhead);
+  // all of the overhead is recomputation (no host memory, no copies)
+  assert.equal(plan.stats.recomputeOverhead, 300 / 360);
+  assert.equal(plan.stats.copyOverhead, 0);
   assert.notEqual(plan.stats.chosen, "fallback");
 });
