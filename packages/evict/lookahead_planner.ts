@@ -47,13 +47,16 @@ export interface LookaheadOptions {
 /** The variants tried by default. */
 export const LOOKAHEAD_VARIANTS: readonly LookaheadVariant[] = [
   { cost: "ancestors", need: "children", dist: "short", power: 1 },
-  { cost: "ancestors", need: "direct", dist: "short", power: 1 },
-  { cost: "eq", need: "children", dist: "short", power: 1 },
-  { cost: "local", need: "children", dist: "short", power: 1 },
+  { cost: "ancestors", need: "children", dist: "short", power: 0.75 },
   { cost: "ancestors", need: "children", dist: "short", power: 0.5 },
-  { cost: "ancestors", need: "children", dist: "short", power: 2 },
+  { cost: "ancestors", need: "children", dist: "short", power: 0.25 },
   { cost: "ancestors", need: "children", dist: "time", power: 1 },
-  { cost: "eq", need: "children", dist: "time", power: 1 },
+  { cost: "ancestors", need: "children", dist: "time", power: 0.25 },
+  { cost: "ancestors", need: "direct", dist: "short", power: 0.5 },
+  { cost: "eq", need: "children", dist: "short", power: 0.5 },
+  { cost: "eq", need: "direct", dist: "short", power: 0.5 },
+  { cost: "eq", need: "children", dist: "time", power: 0.5 },
+  { cost: "local", need: "children", dist: "short", power: 1 },
 ];
 
 /** One candidate the planner replayed. */
