@@ -48,6 +48,14 @@ export interface IntervalOptions {
    * early enough for the compute before the use to hide it. Undefined: no swaps.
    */
   swapGbps?: number;
+  /**
+   * Room left for copies queueing on the one stream: a swap-out counts as
+   * freeing memory, and a swap-in is issued, `swapSlack` copy times after the
+   * eviction and before the use. Default 3.
+   */
+  swapSlack?: number;
+  /** Largest share of the step's compute time the copy stream may be busy (round trips). Default 0.5. */
+  copyShare?: number;
   /** Host memory for swaps, bytes. Default Infinity. */
   hostLimitBytes?: number;
   /** Solver time limit, seconds. Default 20. */
@@ -98,6 +106,7 @@ export function candidateIntervals(
   mem: readonly number[],
   target: number,
   swapGbps?: number,
+  swapSlack = 3,
 ): Interval[] {
   const n = a.calls.length;
   // start[k] = compute before call k
@@ -141,12 +150,13 @@ export function candidateIntervals(
       }
       if (swapGbps !== undefined && !last) {
         const d = v.bytes / swapGbps;
+        const lead = swapSlack * d;
         // memory is free once the swap-out is copied; the swap-in is issued
         // `d` of compute before the use when the gap allows
         let from = prev + 1;
-        while (from < to && start[from]! - start[prev + 1]! < d) from++;
+        while (from < to && start[from]! - start[prev + 1]! < lead) from++;
         let r = next;
-        while (r > from && start[next]! - start[r]! < d) r--;
+        while (r > from && start[next]! - start[r]! < lead) r--;
         if (from < r && over[r]! - over[from]! > 0) {
           const costNs = Math.max(0, d - (start[next]! - start[r]!));
           out.push({ v, action: "swap", prev, from, next, restore: r, group: g, costNs });
@@ -194,7 +204,7 @@ export function chooseIntervals(
 ): IntervalChoice {
   const mem = memoryProfile(a);
   const n = a.calls.length;
-  const ivs = candidateIntervals(a, mem, target, options.swapGbps);
+  const ivs = candidateIntervals(a, mem, target, options.swapGbps, options.swapSlack);
   const overCalls: number[] = [];
   for (let k = 0; k < n; k++) if (mem[k]! > target) overCalls.push(k);
   const size = { intervals: ivs.length, calls: overCalls.length };
@@ -243,13 +253,14 @@ export function chooseIntervals(
     m.row([...byCall[i]!, [1, sl]], ">=", (mem[k]! - target) / MB);
   });
   for (const l of hostByCall.values()) m.row(l, "<=", options.hostLimitBytes! / MB);
-  // The copy stream is one: the round trips must fit in (most of) the step's compute.
+  // The copy stream is one: the round trips must fit in a share of the step's
+  // compute, or copies queue behind each other and compute waits.
   if (options.swapGbps !== undefined) {
     const copies: [number, string][] = [];
     ivs.forEach((iv, i) => {
       if (iv.action === "swap") copies.push([(2 * iv.v.bytes / options.swapGbps!) / US, `x${i}`]);
     });
-    m.row(copies, "<=", (0.8 * a.computeNs) / US);
+    m.row(copies, "<=", ((options.copyShare ?? 0.5) * a.computeNs) / US);
   }
   // Recomputing v at its restore needs its producer's inputs on the device
   // then. An input swapped out then conflicts; an input dropped then is

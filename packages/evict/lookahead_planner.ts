@@ -164,12 +164,17 @@ export class LookaheadPlanner implements Planner {
     if (this.#targets.length > 0) {
       const a = analyzeTrace(trace);
       const variant = dynamic?.plan.lookahead?.variant ?? {};
-      const runs = this.#targets.map((f) => ({ f, gbps }));
-      if (gbps !== undefined && this.#targets.length > 0) runs.push({ f: 1, gbps: undefined });
-      for (const { f, gbps: g } of runs) {
+      // Drop-only plans at each target; with host memory also plans that swap,
+      // at a few shares of the copy stream (a busy stream makes compute wait).
+      const runs: { f: number; share?: number }[] =
+        (gbps === undefined ? this.#targets : this.#targets.slice(0, 1)).map((f) => ({ f }));
+      if (gbps !== undefined && this.#targets.length > 0) {
+        for (const share of [0.8, 0.5, 0.3]) runs.push({ f: 1, share });
+      }
+      for (const { f, share } of runs) {
         const choice = chooseIntervals(a, f * budgetBytes, {
           timeLimitS: this.#timeLimitS,
-          ...(g !== undefined ? { swapGbps: g } : {}),
+          ...(share !== undefined ? { swapGbps: gbps!, copyShare: share } : {}),
         });
         if (choice.status.startsWith("Too large")) {
           skipped.push(choice.status);
@@ -186,7 +191,7 @@ export class LookaheadPlanner implements Planner {
         steps.sort((x, y) => x.call - y.call);
         consider(
           { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
-          `intervals${g !== undefined ? "+swap" : ""}@${f}+${variantName(variant)}`,
+          `intervals${share !== undefined ? `+swap(${share})` : ""}@${f}+${variantName(variant)}`,
         );
       }
     }
