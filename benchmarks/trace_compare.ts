@@ -8,7 +8,7 @@
  * @module
  */
 
-import { createPlanner, createPolicy, planPolicy } from "@libra/evict";
+import { createPlanner, createPolicy, planPolicy, recomputeLowerBound } from "@libra/evict";
 import type { Trace } from "@libra/lineage/trace";
 import { DEFAULT_LINK, linkBandwidth, plannerContext, replayTrace } from "@libra/runtime";
 import type { PolicySummaryJson } from "./schema.ts";
@@ -52,6 +52,11 @@ export interface CompareTable {
   readonly ratios: readonly number[];
   readonly peakBytes: number;
   readonly rows: readonly CompareRow[];
+  /**
+   * Device memory only: a lower bound of the optimal overhead per ratio
+   * (`recomputeLowerBound`, one call at a time), null in host mode.
+   */
+  readonly bound: readonly number[] | null;
 }
 
 /** Options of {@link compareTrace}. */
@@ -88,8 +93,13 @@ export function compareTrace(
   const swap = mode === "host" ? "+swap" : "";
   // Host memory is reached over the default link by an asynchronous copy stream.
   const link = mode === "host" ? { link: options.link ?? DEFAULT_LINK } : {};
-  const base = replayTrace(trace, { hostLimitBytes: host, ...link });
+  const base = replayTrace(trace, { hostLimitBytes: host, timeline: mode === "device", ...link });
   const peak = base.stats.peakBytes;
+  const bound = mode === "device"
+    ? ratios.map((ratio) =>
+      recomputeLowerBound(trace, Math.floor(ratio * peak), base.timeline.bytes).overhead
+    )
+    : null;
   const rows: CompareRow[] = [];
   const cell = (ratio: number, r: ReturnType<typeof replayTrace>): CompareCell =>
     r.feasible
@@ -150,7 +160,7 @@ export function compareTrace(
     rows.push(row);
     options.onRow?.(row);
   }
-  return { trace: label, mode, ratios, peakBytes: peak, rows };
+  return { trace: label, mode, ratios, peakBytes: peak, rows, bound };
 }
 
 /** Best feasible overhead among rows of `kind` at column `i` (null: none feasible). */
@@ -195,6 +205,7 @@ export function renderCompare(t: CompareTable): string {
       c.feasible ? c.overhead!.toFixed(3) : c.reason === "thrashing" ? "thrash" : "OOM"
     ),
   ]);
+  if (t.bound !== null) body.push(["optimal >= (bound)", ...t.bound.map((b) => b.toFixed(3))]);
   for (const r of t.rows) {
     if (r.kind !== "planner" || !r.cells.some((c) => (c.copy ?? 0) > 0)) continue;
     body.push([
@@ -224,10 +235,18 @@ export function renderCompare(t: CompareTable): string {
   ].join("\n");
 }
 
-/** The table as policy summaries (for `overheadPlot`). */
+/** The table as policy summaries (for `overheadPlot`); the bound, where there is one, as `optimal >=`. */
 export function compareSummaries(t: CompareTable): PolicySummaryJson[] {
   const workload = `${t.trace} (${t.mode})`;
-  return t.rows.map((r) => {
+  const rows: CompareRow[] = [...t.rows];
+  if (t.bound !== null) {
+    rows.push({
+      name: "optimal >=",
+      kind: "heuristic",
+      cells: t.bound.map((b, i) => ({ ratio: t.ratios[i]!, feasible: true, overhead: b })),
+    });
+  }
+  return rows.map((r) => {
     const feasible = r.cells.filter((c) => c.feasible).map((c) => c.ratio);
     return {
       workload,

@@ -15,6 +15,7 @@ const table: CompareTable = {
   mode: "device",
   ratios: [0.5, 0.2],
   peakBytes: 2 ** 30,
+  bound: [1.05, 1.3],
   rows: [
     {
       name: "dtr-eq",
@@ -51,6 +52,8 @@ Deno.test("renderCompare() prints a row per policy, ratio columns, OOM cells and
   assert.match(text, /lookahead\s+1\.100\s+1\.500/);
   assert.match(text, /goal: planner\/heuristic extra\s+0\.50\s+planner/);
   assert.match(text, /smallest feasible ratio: planners 0\.2, heuristics 0\.5/);
+  assert.match(text, /optimal >= \(bound\)\s+1\.050\s+1\.300/);
+  assert.equal(compareSummaries(table).at(-1)!.policy, "optimal >=");
   assert.equal(compareSummaries(table)[1]!.smallestFeasibleRatio, 0.2);
 });
 
