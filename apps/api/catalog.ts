@@ -7,6 +7,7 @@
  * @module
  */
 
+import { LIVE_COST_MODELS } from "@libra/cost";
 import { PLANNER_NAMES } from "@libra/evict/planners";
 import { POLICY_NAMES } from "@libra/evict/policies";
 import { MODEL_NAMES, PRESETS } from "@libra/nn/zoo";
@@ -31,8 +32,8 @@ export const TRAIN_POLICIES: readonly string[] = [
 /** Policies and planners a trace simulation can compare. */
 export const TRACE_POLICIES: readonly string[] = TRAIN_POLICIES;
 
-/** Cost models a live run can use (the profiled model needs a recorded trace). */
-export const COST_MODELS: readonly string[] = ["measured", "analytic"];
+/** Cost models a live run can use (those of `@libra/cost`). */
+export const COST_MODELS: readonly string[] = [...LIVE_COST_MODELS];
 
 /** `unknown <what> "x"; valid: a, b, c` */
 export function unknownName(what: string, value: string, valid: readonly string[]): string {

@@ -285,13 +285,13 @@ export function chooseIntervals(
     }
   }
   const relax = options.relax ?? false;
-  const r = highs.solve(
+  const r = highs().solve(
     m.text(relax),
     {
       time_limit: options.timeLimitS ?? 20,
       output_flag: false,
       mip_rel_gap: options.mipRelGap ?? 0.002,
-    } as Parameters<typeof highs.solve>[1],
+    } as Parameters<ReturnType<typeof highs>["solve"]>[1],
   );
   const status = r.Status as string;
   const cols = r.Columns as Record<string, { Primal?: number }>;

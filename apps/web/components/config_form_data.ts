@@ -5,6 +5,7 @@
  * @module
  */
 
+import { unknownName } from "@libra/api/catalog";
 import { ConfigurationInput, type FieldError, fieldErrors } from "@libra/api/schemas";
 
 /** The form's fields as strings. */
@@ -65,12 +66,12 @@ function choiceErrors(
   const out: FieldError[] = [];
   const check = (field: string, value: string, list: readonly string[], what: string) => {
     if (list.length && !list.includes(value)) {
-      out.push({ field, reason: `unknown ${what} "${value}"; choose one of ${list.join(", ")}` });
+      out.push({ field, reason: unknownName(what, value, list) });
     }
   };
   check("model", v.model, c.models, "model");
   const presets = c.presets[v.model];
-  if (presets) check("preset", v.preset, presets, `preset of ${v.model}`);
+  if (presets) check("preset", v.preset, presets, `preset for ${v.model}`);
   check("policy", v.policy, c.policies, "policy");
   check("costModel", v.costModel, c.costModels, "cost model");
   return out;
