@@ -97,6 +97,7 @@ export interface BenchOptions {
     readonly models: boolean;
     readonly policies: boolean;
     readonly traces: boolean;
+    readonly ratios: boolean;
   };
 }
 
@@ -465,6 +466,7 @@ export function parseOptions(
       models: v.models !== undefined,
       policies: v.policies !== undefined,
       traces: v.traces !== undefined,
+      ratios: v.ratios !== undefined,
     },
   };
 }

@@ -497,7 +497,14 @@ export function plannerContext(
         budgetBytes,
         policy: planPolicy(plan, createPolicy(fallback ?? "dtr-eq", rest.search)),
       });
-      return { feasible: r.feasible, peakBytes: r.stats.peakBytes, overhead: r.overhead };
+      return {
+        feasible: r.feasible,
+        peakBytes: r.stats.peakBytes,
+        overhead: r.overhead,
+        computeNs: r.stats.computeNs,
+        recomputeNs: r.stats.recomputeNs,
+        stallNs: r.stats.swapStallNs,
+      };
     },
   };
 }
