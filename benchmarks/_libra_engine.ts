@@ -288,6 +288,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
             timeline: s.timeline,
             knownFeasibleBytes: trace.peakBytes,
             onEvent: w.onEvent,
+            overheadLimit: s.overheadLimit ?? 2,
           });
           return Promise.resolve(replayOutcome(r, s.timeline));
         }
@@ -316,6 +317,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
           timeline: s.timeline,
           knownFeasibleBytes: trace.peakBytes,
           onEvent: w.onEvent,
+          overheadLimit: s.overheadLimit ?? 2,
         });
         const o = replayOutcome(r, s.timeline);
         return Promise.resolve({ ...o, bookkeepingMs: o.bookkeepingMs + planned.ms });
@@ -359,6 +361,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
           timeline: s.timeline,
           allowInfeasible: true,
           onEvent: w.onEvent,
+          overheadLimit: s.overheadLimit ?? 2,
         });
       } catch (e) {
         if (e instanceof TimeLimitError) return Promise.resolve(abandoned(e, w, budgetBytes));

@@ -80,6 +80,8 @@ export interface RunSettings {
   readonly timeLimitMs: number;
   /** Record the memory timeline of this run. */
   readonly timeline: boolean;
+  /** Thrash limit of budgeted runs and replays (default 2.0): past it, infeasible ("thrashing"). */
+  readonly overheadLimit?: number;
 }
 
 /** Name and version of the device the live runs use. */

@@ -131,3 +131,11 @@ Deno.test("parseOptions() rejects bad values with one line naming option and val
     });
   }
 });
+
+Deno.test("--overhead-limit sets the thrash limit (default 2; inf: none) and refuses bad values", () => {
+  const none = () => [];
+  assert.equal(parseOptions([], none).overheadLimit, 2);
+  assert.equal(parseOptions(["--overhead-limit", "1.5"], none).overheadLimit, 1.5);
+  assert.equal(parseOptions(["--overhead-limit", "inf"], none).overheadLimit, Infinity);
+  assert.throws(() => parseOptions(["--overhead-limit", "0.9"], none), /expected a number >= 1/);
+});

@@ -246,6 +246,7 @@ export async function runSuite(
     costModel: options.costModel,
     timeLimitMs: options.timeLimitMs,
     timeline: false,
+    overheadLimit: options.overheadLimit ?? 2,
   };
   const skipped: { what: string; reason: string }[] = [];
   const failures: string[] = [];

@@ -244,6 +244,7 @@ export class Engine {
   readonly #ctx: EvictionContext;
   #bytesNeeded = 0;
 
+  /** An engine over `options.executor`, with `options.policy` choosing victims. */
   constructor(options: EngineOptions) {
     this.#budget = options.budgetBytes ?? Infinity;
     this.#policy = options.policy;

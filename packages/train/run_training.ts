@@ -538,10 +538,11 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       report(phase, i, n, s, phase === "budget" ? rt.stats.peakBytes : 0);
       return s;
     };
+    let warmMs = Infinity;
     for (let i = 0; i < warmup; i++) {
-      if (i % 2 === 0) stepA("warm-up", i, warmup);
+      if (i % 2 === 0) warmMs = Math.min(warmMs, stepA("warm-up", i, warmup).ms);
       stepB("warm-up", i, warmup);
-      if (i % 2 === 1) stepA("warm-up", i, warmup);
+      if (i % 2 === 1) warmMs = Math.min(warmMs, stepA("warm-up", i, warmup).ms);
     }
     baselinePeakBytes = rt.stats.peakBytes;
     budgetBytes = o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * baselinePeakBytes));
@@ -569,6 +570,11 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     }
 
     rt.setBudget(budgetBytes);
+    // Thrash limit: recomputation plus stalls past (X - 1) x the budget-free
+    // time of the measured steps (estimated from the warm-up) stop the run.
+    if (Number.isFinite(warmMs)) {
+      rt.engine.setOverheadLimit(o.overheadLimit ?? 2, warmMs * 1e6 * steps);
+    }
     rt.resetPeak();
     // What the copy carries between steps must fit before the budgeted steps start.
     rt.engine.reserve(0);
