@@ -75,7 +75,16 @@ Deno.test({
     const events: ProgressEvent[] = [];
     // 0.8, not lower: the runtime's thrash limit (2x the budget-free compute) stops
     // chen-sqrt's recomputation near 0.6 on some runs of this machine
-    const spec = { ...TRAIN, model: "gpt", policy: "chen-sqrt", budgetRatio: 0.8, steps: 2 };
+    // analytic costs: the thrash limit then compares the model's estimates, which no
+    // load on the machine moves (per-call timings of tiny kernels carry the timer's cost)
+    const spec = {
+      ...TRAIN,
+      model: "gpt",
+      policy: "chen-sqrt",
+      budgetRatio: 0.8,
+      steps: 2,
+      costModel: "analytic",
+    };
     const r = await executeInThisThread(spec, ctx(events));
     assert.equal(r.feasible, true, r.note ?? "");
     assert.equal(r.budgetBytes, Math.floor(0.8 * r.baselinePeakBytes!));

@@ -573,15 +573,12 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
 
     rt.setBudget(budgetBytes);
     // Thrash limit: recomputation plus stalls past (X - 1) x the budget-free
-    // compute of the measured steps (estimated from the warm-up) stop the run.
-    // The runtime counts recomputation in the cost model's units: measured time
-    // for a model that prices calls by it, else the model's own estimate, so
-    // the compute it is compared with is the warm-up step's, priced alike.
-    const priced = cost.measures === false && cost.name !== "measured";
-    const baseNs = priced ? warmComputeNs * steps : warmMs * 1e6 * steps;
-    if (Number.isFinite(baseNs) && baseNs > 0) {
-      rt.engine.setOverheadLimit(o.overheadLimit ?? 2, baseNs);
-    }
+    // compute of the measured steps (the warm-up's last step's x steps) stop the
+    // run. Both sides are what the runtime counts per call, in the cost model's
+    // units (its estimates, or per-call measured times with their timer cost),
+    // never a per-call sum against a whole step's wall time.
+    const baseNs = warmComputeNs * steps;
+    if (baseNs > 0) rt.engine.setOverheadLimit(o.overheadLimit ?? 2, baseNs);
     rt.resetPeak();
     // What the copy carries between steps must fit before the budgeted steps start.
     rt.engine.reserve(0);
