@@ -27,6 +27,7 @@ import {
   TraceUploadQuery,
 } from "./schemas.ts";
 import { type Run, RunRefusedError, type Store } from "./store.ts";
+import { sweepRoutes } from "./sweeps.ts";
 
 /** Body size limits in bytes. */
 export interface BodyLimits {
@@ -229,6 +230,8 @@ export function createApi(opts: ApiOptions): Hono {
         "DELETE /api/traces/:id",
         "GET /api/compare?model=M[&preset=P][&source=live|simulated]",
         "GET /api/compare/models",
+        "GET|POST /api/sweeps",
+        "GET /api/sweeps/:id",
         "POST /api/bench",
         "GET /api/bench/schema",
       ],
@@ -468,6 +471,8 @@ export function createApi(opts: ApiOptions): Hono {
     opts.onQueued?.();
     return c.json(runView(run), 201, { Location: `/api/runs/${run.id}` });
   });
+
+  sweepRoutes(app, store, opts.onQueued); // named sweeps (sweeps.ts)
 
   // --- comparison ---------------------------------------------------------------
   app.get("/compare/models", async (c) => c.json({ models: await store.comparableModels() }));

@@ -16,7 +16,7 @@
  */
 
 import { boundBody, type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
-import { MODEL_NAMES } from "@libra/nn/zoo";
+import { MODELS, TRAIN_POLICIES } from "@libra/api/catalog";
 import { Hono } from "hono";
 import { parseHTML } from "linkedom";
 import { ensureBundle } from "./build.ts";
@@ -27,6 +27,7 @@ import * as compare from "./routes/compare.tsx";
 import * as configurations from "./routes/configurations.tsx";
 import * as login from "./routes/login.tsx";
 import * as runs from "./routes/runs.tsx";
+import * as sweeps from "./routes/sweeps.tsx";
 import * as traces from "./routes/traces.tsx";
 import { allowedHosts, DEFAULT_ALLOWED_HOSTS, sameOrigin, securityHeaders } from "./security.ts";
 
@@ -35,22 +36,9 @@ export * from "./security.ts";
 export { buildIslands, ensureBundle } from "./build.ts";
 
 /** Names the forms suggest unless the executor knows better (models: the `@libra/nn` registry). */
-export const DEFAULT_CATALOG: Catalog = {
-  models: [...MODEL_NAMES],
-  policies: [
-    "dtr",
-    "dtr-eq",
-    "dtr-local",
-    "msps",
-    "lru",
-    "largest",
-    "random",
-    "libra",
-    "chen-sqrt",
-  ],
-};
+export const DEFAULT_CATALOG: Catalog = { models: [...MODELS], policies: [...TRAIN_POLICIES] };
 
-const ROUTES = [runs, compare, configurations, traces, login];
+const ROUTES = [runs, compare, configurations, sweeps, traces, login];
 const STATIC = new URL("static/", import.meta.url);
 const TYPES: Record<string, string> = {
   css: "text/css; charset=utf-8",

@@ -246,7 +246,7 @@ Deno.test("the configuration form refuses names that are not in the server's lis
   try {
     const res = await app.request(
       "/configurations",
-      form({ ...VALID, policy: "nonsense", costModel: "profiled" }),
+      form({ ...VALID, policy: "nonsense", costModel: "telepathic" }),
     );
     assert.equal(res.status, 400);
     const html = await res.text();
@@ -254,10 +254,10 @@ Deno.test("the configuration form refuses names that are not in the server's lis
       html,
       /data-field="policy"[^]*?unknown policy &quot;nonsense&quot;; choose one of dtr,/,
     );
-    assert.match(html, /data-field="costModel"[^]*?unknown cost model &quot;profiled&quot;/);
+    assert.match(html, /data-field="costModel"[^]*?unknown cost model &quot;telepathic&quot;/);
     const preset = await app.request("/configurations", form({ ...VALID, preset: "huge" }));
     assert.equal(preset.status, 400);
-    assert.match(await preset.text(), /unknown preset of gpt &quot;huge&quot;/);
+    assert.match(await preset.text(), /unknown preset for gpt &quot;huge&quot;/);
     assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
   } finally {
     await lab.close();

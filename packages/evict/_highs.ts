@@ -11,8 +11,19 @@ import type { LegacyHighs } from "highs";
 // The package is CommonJS with an ES-module build; its default export is the loader.
 const load = loadHighsModule as unknown as () => Promise<LegacyHighs>;
 
+// Loaded where a planner can run (Deno). A browser bundle that imports the planner names
+// through this package never plans, and must not fetch the WebAssembly file.
+const loaded: LegacyHighs | undefined = "Deno" in globalThis ? await load() : undefined;
+
 /** The loaded solver (`solve(lpText, options)` is synchronous). */
-export const highs: LegacyHighs = await load();
+export function highs(): LegacyHighs {
+  if (loaded === undefined) {
+    throw new Error(
+      "the HiGHS solver is not loaded in this environment (it loads under Deno only)",
+    );
+  }
+  return loaded;
+}
 
 /** A linear expression: coefficient per variable name. */
 export type Expr = [coef: number, name: string][];

@@ -5,8 +5,8 @@
  * @module
  */
 
-/** Cost models a live run accepts (the profiled model needs a recorded trace). */
-export const LIVE_COST_MODELS: readonly string[] = ["measured", "analytic"];
+/** Cost models a live run accepts (those of `@libra/cost`). */
+export { LIVE_COST_MODELS } from "@libra/cost";
 
 let cached: Promise<Record<string, string[]>> | null = null;
 
