@@ -27,9 +27,9 @@ export interface ConfigurationInput {
   seed: number;
 }
 
-/** `unknown <what> "x"; valid: a, b, c` (the API's wording, `unknownName` of its catalog). */
+/** `unknown <what> "x"; choose one of a, b, c` (the API's wording, `unknownName` of its catalog). */
 export function unknownName(what: string, value: string, valid: readonly string[]): string {
-  return `unknown ${what} ${JSON.stringify(value)}; valid: ${valid.join(", ")}`;
+  return `unknown ${what} ${JSON.stringify(value)}; choose one of ${valid.join(", ")}`;
 }
 
 /** One field error. */
