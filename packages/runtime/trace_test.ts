@@ -84,7 +84,7 @@ Deno.test({
   fn() {
     const t = parseTrace(gan!, "unroll_gan-512.log");
     const budgetBytes = Math.floor(0.2 * 252677418);
-    const r = replayTrace(t, { budgetBytes });
+    const r = replayTrace(t, { budgetBytes, leafRelease: "keep-pinned" });
     assert.equal(r.feasible, false);
     assert.equal(r.reason, "thrashing");
     assert.match(r.error!.message, /^thrashing: recomputation \d+ ns plus stalls 0 ns passed 1 x/);
