@@ -10,8 +10,9 @@
 import { medianInterval } from "@libra/train/overhead-stats";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
+import { COST_MODELS, MODELS, presetsOf, TRAIN_POLICIES, unknownName } from "./catalog.ts";
 import type { TrainSpec } from "./run_executor.ts";
-import { fieldErrors, Name, type RunStatus } from "./schemas.ts";
+import { fieldErrors, Name, PolicyName, type RunStatus } from "./schemas.ts";
 import { newId, type Store } from "./store.ts";
 
 /** What a sweep runs. */
@@ -49,7 +50,7 @@ export const SweepInput: z.ZodType<SweepInput> = z.object({
   name: z.string().trim().min(1, "must not be empty").max(100, "at most 100 characters"),
   models: list(Name, 10),
   presets: list(Name, 5).default(["tiny"]),
-  policies: list(Name, 16),
+  policies: list(PolicyName, 16),
   ratios: list(z.number().gt(0, "ratios must be > 0").lte(1, "ratios must be <= 1"), 20),
   repeats: z.number().int("must be an integer").min(1, "must be >= 1").max(10, "must be <= 10")
     .default(1),
@@ -59,6 +60,22 @@ export const SweepInput: z.ZodType<SweepInput> = z.object({
   costModel: Name.default("measured"),
   seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),
 }).strict().superRefine((v, ctx) => {
+  // every name must be one the packages implement, so that no run of the sweep fails for it
+  const bad = (path: (string | number)[], message: string) =>
+    ctx.addIssue({ code: "custom", path, message });
+  v.models.forEach((m, i) => {
+    if (!MODELS.includes(m)) return bad(["models", i], unknownName("model", m, MODELS));
+    v.presets.forEach((p, j) => {
+      const known = presetsOf(m);
+      if (!known.includes(p)) bad(["presets", j], unknownName(`preset for ${m}`, p, known));
+    });
+  });
+  v.policies.forEach((p, i) => {
+    if (!TRAIN_POLICIES.includes(p)) bad(["policies", i], unknownName("policy", p, TRAIN_POLICIES));
+  });
+  if (!COST_MODELS.includes(v.costModel)) {
+    bad(["costModel"], unknownName("cost model", v.costModel, COST_MODELS));
+  }
   const n = sweepSize(v);
   if (n > MAX_SWEEP_RUNS) {
     ctx.addIssue({

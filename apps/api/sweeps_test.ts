@@ -31,6 +31,23 @@ Deno.test("a sweep queues models x presets x policies x ratios x repeats runs an
     assert.equal(bad.status, 400);
     const issues = (await bad.json()).issues.map((i: { field: string }) => i.field).sort();
     assert.deepEqual(issues, ["ratios.1", "repeats"]);
+    const unknown = await lab.api.request("/sweeps", {
+      method: "POST",
+      headers: AUTH,
+      body: JSON.stringify({ ...body, models: ["mlp", "nonesuch"], policies: ["lru", "psychic"] }),
+    });
+    assert.equal(unknown.status, 400);
+    const reasons = (await unknown.json()).issues.map((i: { field: string; reason: string }) =>
+      `${i.field}: ${i.reason}`
+    );
+    assert.ok(
+      reasons.some((r: string) => /^models\.1: unknown model "nonesuch"; valid: /.test(r)),
+      reasons,
+    );
+    assert.ok(
+      reasons.some((r: string) => /^policies\.1: unknown policy "psychic"; valid: /.test(r)),
+      reasons,
+    );
     const huge = await lab.api.request("/sweeps", {
       method: "POST",
       headers: AUTH,
