@@ -174,6 +174,14 @@ Deno.test("the comparison of a sweep leaves out other runs and gives each cell's
     assert.equal(all[0]!.points[0]!.n, 4, "without the sweep filter the bench run counts too");
     const cuda = await sweeps.compare({ model: "mlp", device: "cuda" });
     assert.deepEqual(cuda, []);
+    const created = (await lab.store.getRun((await sweeps.runIds(s.id))[0]!))!.createdAt;
+    assert.equal((await sweeps.compare({ model: "mlp", from: created + 60_000 })).length, 0);
+    assert.equal(
+      (await sweeps.compare({ model: "mlp", from: created - 60_000, to: created + 60_000 }))[0]!
+        .points[0]!.n,
+      4,
+      "the day's runs, sweep and bench",
+    );
   } finally {
     await lab.close();
   }

@@ -526,7 +526,7 @@ e2e(
       await page.selectOption("select[name=model]", "gpt");
       assert.deepEqual(await options("select[name=preset]"), Object.keys(PRESETS.gpt));
       const { LIVE_COST_MODELS } = await import("@libra/cost");
-    assert.deepEqual(await options("select[name=costModel]"), [...LIVE_COST_MODELS]);
+      assert.deepEqual(await options("select[name=costModel]"), [...LIVE_COST_MODELS]);
       const policies = await options("select[name=policy]");
       assert.ok(policies.includes("libra") && policies.includes("dtr-eq"), String(policies));
 
