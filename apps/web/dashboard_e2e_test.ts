@@ -380,6 +380,7 @@ e2e(
           `/runs/${id}`,
           "/compare?model=mlp/tiny",
           "/configurations",
+          "/sweeps",
           "/traces",
         ]
       ) {
@@ -419,6 +420,12 @@ e2e(
         if (path === "/runs") {
           assert.ok(m.tables[0].scrolls, "the runs table scrolls sideways within the page");
           await page.screenshot({ path: `${h.shots}/phone-runs.png`, fullPage: true });
+        }
+        if (path.startsWith("/compare") || path === "/sweeps") {
+          await page.screenshot({
+            path: `${h.shots}/phone-${path.slice(1, 8)}.png`,
+            fullPage: true,
+          });
         }
         if (path.startsWith("/runs/")) {
           await page.waitForSelector("[data-chart=memory] .plot[data-drawn] svg");
