@@ -335,6 +335,16 @@ e2e(
       assert.equal(await page.locator("[data-stat=duration]").count(), 0, "no duration 0 ms");
       assert.deepEqual((await row("bookkeepingMs")).slice(0, 2), ["bookkeeping time", "3.25 ms"]);
       assert.deepEqual((await row("overhead")).slice(0, 2), ["overhead", "1.250×"]);
+      // a live run's overhead carries its interval from the interleaved measurement
+      const live = await storeRun(
+        h.server.lab.store,
+        result({ stats: { overheadLow: 1.11, overheadHigh: 1.32, overheadConfidence: 0.9375 } }),
+      );
+      await page.goto(`${h.server.url}/runs/${live.id}`);
+      assert.deepEqual((await row("overhead")).slice(0, 2), [
+        "overhead",
+        "1.200× (1.110–1.320, 94 % confidence)",
+      ]);
       assert.deepEqual(h.errors, []);
     } finally {
       await h.close();
