@@ -140,6 +140,7 @@ e2e(
           results: [
             ...curve("dtr", (r) => 1 + (1 - r) / 3),
             ...curve("lru", (r) => (r >= 0.6 ? 1 + (1 - r) : r === 0.5 ? 14 : null)),
+            ...curve("random", (r) => (r >= 0.6 ? 1.5 : r === 0.5 ? 14 : null)),
             ...curve("msps", (r) => (r === 1 ? 0.5 : r >= 0.5 ? 1 + (1 - r) / 2 : null)),
           ],
         }),
@@ -191,7 +192,14 @@ e2e(
       assert.ok(yTicks.length > 2);
       for (const t of yTicks) assert.match(t, /^[0-9.,]*$/, `plain tick labels: ${yTicks}`);
       assert.ok(yTicks.includes("0.5"), `0.5, not 500m: ${yTicks}`);
-      assert.ok(await page.locator(`${chart} g.thrashing path`).count() === 1);
+      // lru and random both thrash at 0.5 with the same overhead: two triangles, side by side
+      const tri = await page.$$eval(
+        `${chart} g.thrashing path`,
+        (ps: Element[]) => ps.map((e) => e.getBoundingClientRect()).map((r) => [r.x, r.y]),
+      );
+      assert.equal(tri.length, 2);
+      assert.ok(Math.abs(tri[0]![0] - tri[1]![0]) >= 5, `apart: ${JSON.stringify(tri)}`);
+      assert.ok(Math.abs(tri[0]![1] - tri[1]![1]) < 1);
       // infeasible crosses of lru and msps at 0.4 and 0.3: same x, different rows
       const cross = (p: string) =>
         page.$$eval(
