@@ -214,6 +214,11 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
     }`,
   );
 
+  if (options.given.traces && options.traces.length > 0 && !options.skip.includes("simulated")) {
+    const written = await compareTraces(options, stdout);
+    if (written.length > 0) stdout(`Wrote ${written.join(", ")}`);
+  }
+
   let status = 0;
   if (suite.failures.length > 0) {
     stderr(`bench: ${suite.failures.length} run(s) failed:\n  ${suite.failures.join("\n  ")}`);
@@ -234,6 +239,38 @@ export async function main(args: readonly string[], deps: MainDeps = {}): Promis
     }
   }
   return status;
+}
+
+/**
+ * With `--traces`: the planners against the published heuristics on each
+ * trace, device memory only and with host memory (`trace_compare.ts`), as
+ * tables on stdout and overhead plots in `OUT/compare_*.svg`; returns the paths.
+ */
+export async function compareTraces(
+  options: BenchOptions,
+  stdout: (text: string) => void,
+): Promise<string[]> {
+  const { compareTrace, compareSummaries, COMPARE_RATIOS, renderCompare } = await import(
+    "./trace_compare.ts"
+  );
+  const { readTrace } = await import("@libra/runtime");
+  const { traceLabel } = await import("./runner.ts");
+  const ratios = options.given.ratios ? options.ratios : COMPARE_RATIOS;
+  const files: string[] = [];
+  stdout("\nPlanners against the published heuristics (overhead = 1 + extra compute):");
+  for (const path of options.traces) {
+    const trace = await readTrace(path);
+    for (const mode of ["device", "host"] as const) {
+      const t = compareTrace(traceLabel(path), trace, mode, { ratios });
+      stdout("\n" + renderCompare(t));
+      if (!options.skip.includes("plots")) {
+        const f = `${options.out}/compare_${slug(`${t.trace}_${mode}`)}.svg`;
+        await Deno.writeTextFile(f, overheadPlot(`${t.trace} (${mode})`, compareSummaries(t)));
+        files.push(f);
+      }
+    }
+  }
+  return files;
 }
 
 /** Writes the overhead plot of every workload and the memory plot of every timeline; returns the paths. */

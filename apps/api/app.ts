@@ -12,10 +12,10 @@ import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { access, type AuthConfig, bearer } from "./auth.ts";
 import { boundBody, jsonDepth, MAX_JSON_DEPTH } from "./body.ts";
+import { KnownConfigurationInput, unknownTracePolicies } from "./catalog.ts";
 import {
   BenchUpload,
   CompareQuery,
-  ConfigurationInput,
   ConfigurationPatch,
   DEFAULT_RATIOS,
   DEFAULT_SIM_POLICIES,
@@ -253,7 +253,7 @@ export function createApi(opts: ApiOptions): Hono {
     return c.json(await store.listConfigurations(q.value));
   });
   app.post("/configurations", async (c) => {
-    const b = await jsonBody(c, ConfigurationInput);
+    const b = await jsonBody(c, KnownConfigurationInput);
     if (!b.ok) return b.response;
     const created = await store.createConfiguration(b.value);
     return c.json(created, 201, { Location: `/api/configurations/${created.id}` });
@@ -263,7 +263,7 @@ export function createApi(opts: ApiOptions): Hono {
     return cfg ? c.json(cfg) : notFound(c, "configuration", c.req.param("id"));
   });
   app.put("/configurations/:id", async (c) => {
-    const b = await jsonBody(c, ConfigurationInput);
+    const b = await jsonBody(c, KnownConfigurationInput);
     if (!b.ok) return b.response;
     const cfg = await store.updateConfiguration(c.req.param("id"), b.value);
     return cfg ? c.json(cfg) : notFound(c, "configuration", c.req.param("id"));
@@ -275,7 +275,7 @@ export function createApi(opts: ApiOptions): Hono {
     const old = await store.getConfiguration(id);
     if (!old) return notFound(c, "configuration", id);
     const { id: _i, createdAt: _c, updatedAt: _u, corrupt: _x, ...fields } = old;
-    const merged = ConfigurationInput.safeParse({ ...fields, ...b.value });
+    const merged = KnownConfigurationInput.safeParse({ ...fields, ...b.value });
     if (!merged.success) return badRequest(c, fieldErrors(merged.error));
     const cfg = await store.updateConfiguration(id, merged.data);
     return cfg ? c.json(cfg) : notFound(c, "configuration", id);
@@ -439,6 +439,8 @@ export function createApi(opts: ApiOptions): Hono {
   app.post("/traces", async (c) => {
     const q = query(c, TraceUploadQuery);
     if (!q.ok) return q.response;
+    const unknown = unknownTracePolicies(q.value.policies ?? []);
+    if (unknown.length) return badRequest(c, unknown);
     let text: string;
     let fileName: string | undefined;
     const type = c.req.header("content-type") ?? "";

@@ -16,6 +16,7 @@
  * @module
  */
 
+import { median } from "@libra/util/stats";
 import type {
   CurvePoint,
   ExecuteContext,
@@ -107,12 +108,6 @@ function toTimeline(tl: TimelineLike, budgetBytes: number): MemoryTimeline {
 }
 
 const ms = (ns: number) => ns / 1e6;
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length === 0 ? NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function statsOf(s: import("@libra/runtime").RuntimeStats): Record<string, number> {
   return {
@@ -267,7 +262,9 @@ export async function executeSimulation(
           done: i * spec.ratios.length + done,
           total,
           message: `${policy} at ratio ${row.ratio}: ${
-            row.feasible ? `overhead ${row.overhead!.toFixed(3)}` : "infeasible"
+            row.feasible
+              ? `overhead ${row.overhead!.toFixed(3)}`
+              : `infeasible (${row.reason ?? "out of memory"})`
           }`,
         }),
     });
@@ -276,6 +273,7 @@ export async function executeSimulation(
     for (const r of report.results) {
       points.push({ policy, ratio: r.ratio, feasible: r.feasible, overhead: r.overhead });
       stats[`evictions[${policy}@${r.ratio}]`] = r.evictions;
+      if (r.reason === "thrashing") stats[`thrashing[${policy}@${r.ratio}]`] = 1;
     }
   }
   stats.calls = trace.events.filter((e) => e.kind === "call").length;

@@ -25,6 +25,8 @@ export interface Interval {
   readonly action: "drop" | "swap";
   /** Evict after this call. */
   readonly prev: number;
+  /** First call the eviction frees memory at (`prev + 1`; later for a swap-out still copying). */
+  readonly from: number;
   /** Next call that reads the value (`calls` when none in the step). */
   readonly next: number;
   /**
@@ -40,12 +42,26 @@ export interface Interval {
 
 /** Options of {@link chooseIntervals}. */
 export interface IntervalOptions {
-  /** Exposed time of a swap of `bytes` out after `prev` and back before `next`; undefined: no swaps. */
-  swapNs?: (bytes: number, prev: number, next: number) => number;
+  /**
+   * Swaps over an asynchronous copy stream of this bandwidth (GB/s = bytes
+   * per ns): a swap-out frees its memory once copied, a swap-in is issued
+   * early enough for the compute before the use to hide it. Undefined: no swaps.
+   */
+  swapGbps?: number;
+  /**
+   * Room left for copies queueing on the one stream: a swap-out counts as
+   * freeing memory, and a swap-in is issued, `swapSlack` copy times after the
+   * eviction and before the use. Default 3.
+   */
+  swapSlack?: number;
+  /** Largest share of the step's compute time the copy stream may be busy (round trips). Default 0.5. */
+  copyShare?: number;
   /** Host memory for swaps, bytes. Default Infinity. */
   hostLimitBytes?: number;
   /** Solver time limit, seconds. Default 20. */
   timeLimitS?: number;
+  /** Largest model (interval-call coverage terms) to solve; larger ones are skipped. Default 400000. */
+  maxNonzeros?: number;
   /** Relative MIP gap at which HiGHS stops. Default 0.002. */
   mipRelGap?: number;
   /** Solve the LP relaxation only and round up (every fractional interval taken). Default false. */
@@ -89,9 +105,13 @@ export function candidateIntervals(
   a: TraceAnalysis,
   mem: readonly number[],
   target: number,
-  swapNs?: IntervalOptions["swapNs"],
+  swapGbps?: number,
+  swapSlack = 3,
 ): Interval[] {
   const n = a.calls.length;
+  // start[k] = compute before call k
+  const start = new Float64Array(n + 1);
+  for (let k = 0; k < n; k++) start[k + 1] = start[k]! + a.calls[k]!.timeNs;
   // over[k] = number of overflowing calls before k
   const over = new Int32Array(n + 1);
   for (let k = 0; k < n; k++) over[k + 1] = over[k]! + (mem[k]! > target ? 1 : 0);
@@ -126,18 +146,21 @@ export function candidateIntervals(
       for (const r of [...restores].sort((x, y) => x - y)) {
         if (over[Math.min(r, to)]! - over[prev + 1]! === 0) continue;
         const costNs = needed ? recomputeNs(a, v, r) : 0;
-        out.push({ v, action: "drop", prev, next, restore: r, group: g, costNs });
+        out.push({ v, action: "drop", prev, from: prev + 1, next, restore: r, group: g, costNs });
       }
-      if (swapNs && !last) {
-        out.push({
-          v,
-          action: "swap",
-          prev,
-          next,
-          restore: next,
-          group: g,
-          costNs: swapNs(v.bytes, prev, next),
-        });
+      if (swapGbps !== undefined && !last) {
+        const d = v.bytes / swapGbps;
+        const lead = swapSlack * d;
+        // memory is free once the swap-out is copied; the swap-in is issued
+        // `d` of compute before the use when the gap allows
+        let from = prev + 1;
+        while (from < to && start[from]! - start[prev + 1]! < lead) from++;
+        let r = next;
+        while (r > from && start[next]! - start[r]! < lead) r--;
+        if (from < r && over[r]! - over[from]! > 0) {
+          const costNs = Math.max(0, d - (start[next]! - start[r]!));
+          out.push({ v, action: "swap", prev, from, next, restore: r, group: g, costNs });
+        }
       }
     }
   }
@@ -181,7 +204,7 @@ export function chooseIntervals(
 ): IntervalChoice {
   const mem = memoryProfile(a);
   const n = a.calls.length;
-  const ivs = candidateIntervals(a, mem, target, options.swapNs);
+  const ivs = candidateIntervals(a, mem, target, options.swapGbps, options.swapSlack);
   const overCalls: number[] = [];
   for (let k = 0; k < n; k++) if (mem[k]! > target) overCalls.push(k);
   const size = { intervals: ivs.length, calls: overCalls.length };
@@ -206,7 +229,7 @@ export function chooseIntervals(
     if (!gl) groups.set(iv.group, gl = []);
     gl.push([1, x]);
     const to = Math.min(iv.restore, Number.isFinite(iv.v.freeAt) ? iv.v.freeAt : n);
-    for (let k = iv.prev + 1; k < to; k++) {
+    for (let k = iv.from; k < to; k++) {
       const p = callPos.get(k);
       if (p !== undefined) byCall[p]!.push([iv.v.bytes / MB, x]);
       if (iv.action === "swap" && hostLimited) {
@@ -230,6 +253,15 @@ export function chooseIntervals(
     m.row([...byCall[i]!, [1, sl]], ">=", (mem[k]! - target) / MB);
   });
   for (const l of hostByCall.values()) m.row(l, "<=", options.hostLimitBytes! / MB);
+  // The copy stream is one: the round trips must fit in a share of the step's
+  // compute, or copies queue behind each other and compute waits.
+  if (options.swapGbps !== undefined) {
+    const copies: [number, string][] = [];
+    ivs.forEach((iv, i) => {
+      if (iv.action === "swap") copies.push([(2 * iv.v.bytes / options.swapGbps!) / US, `x${i}`]);
+    });
+    m.row(copies, "<=", ((options.copyShare ?? 0.5) * a.computeNs) / US);
+  }
   // Recomputing v at its restore needs its producer's inputs on the device
   // then. An input swapped out then conflicts; an input dropped then is
   // recomputed too (a chain): z >= x + x' - 1 charges its producer once more.
@@ -277,7 +309,7 @@ export function chooseIntervals(
     let used = mem[k]!;
     for (const iv of chosen) {
       const to = Math.min(iv.restore, Number.isFinite(iv.v.freeAt) ? iv.v.freeAt : n);
-      if (iv.prev < k && k < to) used -= iv.v.bytes;
+      if (iv.from <= k && k < to) used -= iv.v.bytes;
     }
     uncoveredBytes = Math.max(uncoveredBytes, used - target);
   }

@@ -27,7 +27,7 @@ function bruteForce(t: Trace, target: number): { cost: number; chosen: Interval[
       let used = mem[k]!;
       for (const iv of set) {
         const to = Math.min(iv.restore, Number.isFinite(iv.v.freeAt) ? iv.v.freeAt : n);
-        if (iv.prev < k && k < to) used -= iv.v.bytes;
+        if (iv.from <= k && k < to) used -= iv.v.bytes;
       }
       fits = used <= target;
     }
@@ -111,4 +111,22 @@ Deno.test("chooseIntervals() on a chain of 4 at 5 KiB drops one activation over 
   assert.ok(["h0", "h1"].includes(iv.v.name), iv.v.name);
   assert.equal(iv.action, "drop");
   assert.ok(iv.prev < 4 && iv.restore === 7 - Number(iv.v.name.slice(1)));
+});
+
+Deno.test("chooseIntervals() swaps where the copy stream hides the copies and drops where it cannot", () => {
+  const a = analyzeTrace(chainTrace(4));
+  // 1 KiB at 1e6 bytes/ns: copies take about 1 ps, hidden by any compute.
+  const fast = chooseIntervals(a, 5 * KiB, { mipRelGap: 0, swapGbps: 1e6 });
+  assert.equal(fast.objectiveNs, 0);
+  assert.deepEqual(fast.chosen.map((iv) => iv.action), ["swap"]);
+  const iv = fast.chosen[0]!;
+  // its memory is free once the next call ran (the copy overlaps it); it comes
+  // back one call before its backward use (the copy overlaps that call)
+  assert.ok(
+    iv.from === iv.prev + 2 && iv.restore === iv.next - 1 && iv.from <= 4 && 4 < iv.restore,
+  );
+  // 1 KiB at 1e-3 bytes/ns takes 1 ms each way, far more than the 800 ns step: drop.
+  const slow = chooseIntervals(a, 5 * KiB, { mipRelGap: 0, swapGbps: 1e-3 });
+  assert.equal(slow.objectiveNs, 100);
+  assert.deepEqual(slow.chosen.map((iv) => iv.action), ["drop"]);
 });

@@ -18,6 +18,13 @@
  *    needs transient memory the estimate does not see), tighten the target by
  *    the difference and go back to 3.
  *
+ * 6. Keep the better of the plan and the fallback policy alone (an empty plan)
+ *    by their replays at the budget, so the plan is never worse than the
+ *    fallback (`dtr-eq` in the simulator) there.
+ *
+ * Candidates are taken by benefit: values not read again first, then most
+ * bytes freed per nanosecond of recomputation.
+ *
  * Each chosen tensor is evicted after its last use before the peak (its last
  * forward use) and brought back before its first use after it (its first
  * backward use). Libra's own swaps were synchronous; here a swap-in is issued
@@ -46,6 +53,8 @@ export interface LibraOptions {
   maxReplays?: number;
   /** Most estimate-refine-validate rounds. Default 6. */
   maxRounds?: number;
+  /** Replay the fallback policy alone too and keep it when better (step 6). Default true. */
+  compareFallback?: boolean;
 }
 
 /** What {@link LibraPlanner} reports about a plan. */
@@ -78,6 +87,8 @@ export interface LibraPlanStats {
   readonly replayOverhead: number;
   /** Feasibility of that replay. */
   readonly replayFeasible: boolean;
+  /** True when the fallback policy alone replayed better and the plan is empty. */
+  readonly keptFallback: boolean;
   /**
    * Estimated overhead with prefetching: (compute + recompute of dropped
    * tensors' producers + the part of each swap copy that compute does not hide) / compute.
@@ -120,6 +131,7 @@ export class LibraPlanner implements Planner {
   readonly #prefetch: boolean;
   readonly #maxReplays: number;
   readonly #maxRounds: number;
+  readonly #compareFallback: boolean;
 
   constructor(options: LibraOptions = {}) {
     this.#swapCost = options.swapCost ?? new SwapCost();
@@ -127,6 +139,7 @@ export class LibraPlanner implements Planner {
     this.#prefetch = options.prefetch ?? true;
     this.#maxReplays = options.maxReplays ?? 64;
     this.#maxRounds = options.maxRounds ?? 6;
+    this.#compareFallback = options.compareFallback ?? true;
   }
 
   plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): LibraPlan {
@@ -193,9 +206,13 @@ export class LibraPlanner implements Planner {
           cands.push({ v, prev: g.prev, next: Number.isFinite(g.next) ? g.next : n });
         }
         if (cands.length === 0) return mem[p]!;
-        // Topological order; values no call reads again (a program may hold a
-        // handle to the end of the step) are candidates too, dropped for free.
+        // By benefit: values no call reads again (a program may hold a handle
+        // to the end of the step) first, dropped for free; then most bytes
+        // freed per ns of recomputation; topological order among equals.
+        const benefit = (c: { v: ValueInfo; next: number }) =>
+          c.next >= n ? Infinity : c.v.bytes / Math.max(1, a.calls[c.v.producer]!.timeNs);
         cands.sort((x, y) =>
+          benefit(y) - benefit(x) ||
           x.v.producer - y.v.producer ||
           x.v.id - y.v.id
         );
@@ -263,9 +280,22 @@ export class LibraPlanner implements Planner {
       target = next;
     }
 
-    const plan = this.#toPlan(choices, budgetBytes, n);
+    let plan = this.#toPlan(choices, budgetBytes, n);
     replays++;
-    const final = ctx.replay(plan, budgetBytes);
+    let final = ctx.replay(plan, budgetBytes);
+    // Never worse than the fallback policy alone: replay it and keep the better.
+    const alone: Plan = { planner: this.name, budgetBytes, steps: [] };
+    let keptFallback = false;
+    if (this.#compareFallback) {
+      replays++;
+      const aloneR = ctx.replay(alone, budgetBytes);
+      keptFallback = aloneR.feasible && (!final.feasible || aloneR.overhead < final.overhead);
+      if (keptFallback) final = aloneR;
+    }
+    if (keptFallback) {
+      plan = alone;
+      choices.clear();
+    }
     let swapsN = 0, drops = 0, unused = 0, recompute = 0, exposed = 0;
     for (const c of choices.values()) {
       if (c.next >= n) unused++;
@@ -296,6 +326,7 @@ export class LibraPlanner implements Planner {
       fitsWithoutFallback: planPeak <= budgetBytes,
       replayOverhead: final.overhead,
       replayFeasible: final.feasible,
+      keptFallback,
       estimatedOverhead: a.computeNs > 0 ? (a.computeNs + recompute + exposed) / a.computeNs : 1,
     };
     return { ...plan, stats };

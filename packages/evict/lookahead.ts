@@ -67,6 +67,14 @@ export interface LookaheadVariant {
    * budget (`"short"`: freeing memory is worth something only there). Default `"short"`.
    */
   readonly dist?: "time" | "short";
+  /** Swap victims where host memory allows and a swap costs less. Default true. */
+  readonly swap?: boolean;
+  /**
+   * Bandwidth of an asynchronous copy stream (GB/s): a swap at a shortfall
+   * costs twice the copy time (the memory is free once copied out; the copy
+   * back is waited for). Default: twice the cost model's swap cost.
+   */
+  readonly swapGbps?: number;
 }
 
 /**
@@ -166,6 +174,8 @@ export class LookaheadPolicy extends ScorePolicy {
   readonly #cost: NonNullable<LookaheadVariant["cost"]>;
   readonly #children: boolean;
   readonly #power: number;
+  readonly #swap: boolean;
+  readonly #gbps: number | undefined;
   /** Prefix sums of the time the distance counts, length `calls + 1`. */
   readonly #at: Float64Array;
   readonly #nameOf: (s: StorageNode) => string | undefined;
@@ -180,6 +190,8 @@ export class LookaheadPolicy extends ScorePolicy {
     this.#cost = options.cost ?? "ancestors";
     this.#children = (options.need ?? "children") === "children";
     this.#power = options.power ?? 1;
+    this.#swap = options.swap ?? true;
+    this.#gbps = options.swapGbps;
     this.#nameOf = options.nameOf ?? ((s) => s.name);
     const n = schedule.calls;
     const short = (options.dist ?? "short") === "short";
@@ -287,7 +299,8 @@ export class LookaheadPolicy extends ScorePolicy {
   /** Cost of evicting `s` by `action` (Infinity when not allowed). */
   #costOf(s: StorageNode, ctx: EvictionContext, action: EvictAction): number {
     if (action === "drop") return ctx.canDrop(s) ? this.#dropCost(s, ctx) : Infinity;
-    return ctx.canSwap(s) ? 2 * ctx.costModel.swapCost(s.bytes) : Infinity;
+    if (!this.#swap || !ctx.canSwap(s)) return Infinity;
+    return 2 * (this.#gbps !== undefined ? s.bytes / this.#gbps : ctx.costModel.swapCost(s.bytes));
   }
 
   override choose(ctx: EvictionContext): Victim[] {

@@ -19,7 +19,7 @@ import type { Trace } from "@libra/lineage/trace";
 import { chooseIntervals } from "./_drop_intervals.ts";
 import { analyzeTrace } from "./_trace_analysis.ts";
 import { buildSchedule, type LookaheadVariant } from "./lookahead.ts";
-import type { Plan, Planner, PlannerContext, PlanStep } from "./planner.ts";
+import type { Plan, Planner, PlannerContext, PlanReplayResult, PlanStep } from "./planner.ts";
 
 /** Options of {@link LookaheadPlanner}. */
 export interface LookaheadOptions {
@@ -35,18 +35,28 @@ export interface LookaheadOptions {
   intervalTargets?: readonly number[];
   /** MILP time limit per target, seconds. Default 10. */
   timeLimitS?: number;
+  /**
+   * Bandwidth of the replay's asynchronous copy stream, GB/s (where it has
+   * host memory): interval plans may swap, a swap-in prefetched so the compute
+   * hides it, and shortfall choices price swaps by copy time. Each variant is
+   * also tried without swaps. Undefined: interval plans only drop.
+   */
+  swapGbps?: number;
 }
 
 /** The variants tried by default. */
 export const LOOKAHEAD_VARIANTS: readonly LookaheadVariant[] = [
   { cost: "ancestors", need: "children", dist: "short", power: 1 },
-  { cost: "ancestors", need: "direct", dist: "short", power: 1 },
-  { cost: "eq", need: "children", dist: "short", power: 1 },
-  { cost: "local", need: "children", dist: "short", power: 1 },
+  { cost: "ancestors", need: "children", dist: "short", power: 0.75 },
   { cost: "ancestors", need: "children", dist: "short", power: 0.5 },
-  { cost: "ancestors", need: "children", dist: "short", power: 2 },
+  { cost: "ancestors", need: "children", dist: "short", power: 0.25 },
   { cost: "ancestors", need: "children", dist: "time", power: 1 },
-  { cost: "eq", need: "children", dist: "time", power: 1 },
+  { cost: "ancestors", need: "children", dist: "time", power: 0.25 },
+  { cost: "ancestors", need: "direct", dist: "short", power: 0.5 },
+  { cost: "eq", need: "children", dist: "short", power: 0.5 },
+  { cost: "eq", need: "direct", dist: "short", power: 0.5 },
+  { cost: "eq", need: "children", dist: "time", power: 0.5 },
+  { cost: "local", need: "children", dist: "short", power: 1 },
 ];
 
 /** One candidate the planner replayed. */
@@ -55,6 +65,8 @@ export interface LookaheadTrial {
   readonly variant: string;
   readonly feasible: boolean;
   readonly overhead: number;
+  /** Planning (solver) plus replay time of this candidate, ms. */
+  readonly ms: number;
 }
 
 /** What {@link LookaheadPlanner} reports. */
@@ -67,6 +79,12 @@ export interface LookaheadPlanStats {
   readonly replayOverhead: number;
   /** Feasibility of that replay. */
   readonly replayFeasible: boolean;
+  /** Of the replayed overhead, recomputation over compute (NaN where the replay does not say). */
+  readonly recomputeOverhead: number;
+  /** Of the replayed overhead, exposed copy time (compute waiting on swaps) over compute. */
+  readonly copyOverhead: number;
+  /** Why interval plans were not tried (a model too large for the solver). */
+  readonly skipped: readonly string[];
 }
 
 /** A plan made by {@link LookaheadPlanner}. */
@@ -76,7 +94,10 @@ export interface LookaheadPlan extends Plan {
 
 /** Name of a variant in statistics. */
 export function variantName(v: LookaheadVariant): string {
-  return `${v.cost ?? "ancestors"}/${v.need ?? "children"}/${v.dist ?? "short"}/${v.power ?? 1}`;
+  const swap = v.swap === false ? "/noswap" : v.swapGbps !== undefined ? "/swap" : "";
+  return `${v.cost ?? "ancestors"}/${v.need ?? "children"}/${v.dist ?? "short"}/${
+    v.power ?? 1
+  }${swap}`;
 }
 
 /**
@@ -94,8 +115,10 @@ export class LookaheadPlanner implements Planner {
   readonly #tryFallback: boolean;
   readonly #targets: readonly number[];
   readonly #timeLimitS: number;
+  readonly #gbps: number | undefined;
 
   constructor(options: LookaheadOptions = {}) {
+    this.#gbps = options.swapGbps;
     this.#targets = options.intervalTargets ?? [1, 0.97, 0.93];
     this.#timeLimitS = options.timeLimitS ?? 10;
     this.#variants = options.variants ?? LOOKAHEAD_VARIANTS;
@@ -111,15 +134,25 @@ export class LookaheadPlanner implements Planner {
     }
     const schedule = buildSchedule(trace);
     const trials: LookaheadTrial[] = [];
-    let best: { plan: Plan; name: string; feasible: boolean; overhead: number } | undefined;
+    const skipped: string[] = [];
+    let best:
+      | { plan: Plan; name: string; feasible: boolean; overhead: number; r: PlanReplayResult }
+      | undefined;
+    let t0 = performance.now();
     const consider = (plan: Plan, name: string) => {
       const r = ctx.replay(plan, budgetBytes);
-      trials.push({ variant: name, feasible: r.feasible, overhead: r.overhead });
+      const t1 = performance.now();
+      trials.push({ variant: name, feasible: r.feasible, overhead: r.overhead, ms: t1 - t0 });
+      t0 = t1;
       const better = best === undefined ||
         (r.feasible && (!best.feasible || r.overhead < best.overhead));
-      if (better) best = { plan, name, feasible: r.feasible, overhead: r.overhead };
+      if (better) best = { plan, name, feasible: r.feasible, overhead: r.overhead, r };
     };
-    for (const v of this.#variants) {
+    const gbps = this.#gbps;
+    const variants = gbps === undefined
+      ? this.#variants
+      : this.#variants.flatMap((v) => [{ ...v, swapGbps: gbps }, { ...v, swap: false }]);
+    for (const v of variants) {
       consider({
         planner: this.name,
         budgetBytes,
@@ -131,8 +164,22 @@ export class LookaheadPlanner implements Planner {
     if (this.#targets.length > 0) {
       const a = analyzeTrace(trace);
       const variant = dynamic?.plan.lookahead?.variant ?? {};
-      for (const f of this.#targets) {
-        const choice = chooseIntervals(a, f * budgetBytes, { timeLimitS: this.#timeLimitS });
+      // Drop-only plans at each target; with host memory also plans that swap,
+      // at a few shares of the copy stream (a busy stream makes compute wait).
+      const runs: { f: number; share?: number }[] =
+        (gbps === undefined ? this.#targets : this.#targets.slice(0, 1)).map((f) => ({ f }));
+      if (gbps !== undefined && this.#targets.length > 0) {
+        for (const share of [0.8, 0.5, 0.3]) runs.push({ f: 1, share });
+      }
+      for (const { f, share } of runs) {
+        const choice = chooseIntervals(a, f * budgetBytes, {
+          timeLimitS: this.#timeLimitS,
+          ...(share !== undefined ? { swapGbps: gbps!, copyShare: share } : {}),
+        });
+        if (choice.status.startsWith("Too large")) {
+          skipped.push(choice.status);
+          break;
+        }
         if (choice.chosen.length === 0) continue;
         const steps: PlanStep[] = [];
         for (const iv of choice.chosen) {
@@ -144,7 +191,7 @@ export class LookaheadPlanner implements Planner {
         steps.sort((x, y) => x.call - y.call);
         consider(
           { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
-          `intervals@${f}+${variantName(variant)}`,
+          `intervals${share !== undefined ? `+swap(${share})` : ""}@${f}+${variantName(variant)}`,
         );
       }
     }
@@ -157,6 +204,9 @@ export class LookaheadPlanner implements Planner {
         trials,
         replayOverhead: b.overhead,
         replayFeasible: b.feasible,
+        recomputeOverhead: b.r.computeNs ? (b.r.recomputeNs ?? 0) / b.r.computeNs : NaN,
+        copyOverhead: b.r.computeNs ? (b.r.stallNs ?? 0) / b.r.computeNs : NaN,
+        skipped,
       },
     };
   }

@@ -46,6 +46,12 @@ export interface PlanReplayResult {
   readonly feasible: boolean;
   readonly peakBytes: number;
   readonly overhead: number;
+  /** Compute of the step's own calls, ns (where the replay reports it). */
+  readonly computeNs?: number;
+  /** Recomputation, ns. */
+  readonly recomputeNs?: number;
+  /** Time compute waited for copies (exposed swap time), ns. */
+  readonly stallNs?: number;
 }
 
 /** Services the runtime gives a planner. */

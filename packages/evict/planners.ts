@@ -6,7 +6,7 @@
 
 import { ChenSqrtPlanner } from "./chen_sqrt_planner.ts";
 import { type LibraOptions, LibraPlanner } from "./libra_planner.ts";
-import { LookaheadPlanner } from "./lookahead_planner.ts";
+import { type LookaheadOptions, LookaheadPlanner } from "./lookahead_planner.ts";
 import type { Planner } from "./planner.ts";
 
 /** Names accepted by {@link createPlanner}. */
@@ -19,7 +19,7 @@ export function isPlannerName(name: string): boolean {
 
 /**
  * Builds a planner by name. `options` configure `libra` (swap cost model,
- * swapping on or off, replay limits).
+ * swapping on or off, replay limits) and `lookahead` (variants, interval MILPs).
  *
  * @example
  * ```ts
@@ -27,14 +27,17 @@ export function isPlannerName(name: string): boolean {
  * if (createPlanner("chen-sqrt").name !== "chen-sqrt") throw new Error("name");
  * ```
  */
-export function createPlanner(name: string, options: LibraOptions = {}): Planner {
+export function createPlanner(
+  name: string,
+  options: LibraOptions & LookaheadOptions = {},
+): Planner {
   switch (name) {
     case "libra":
       return new LibraPlanner(options);
     case "chen-sqrt":
       return new ChenSqrtPlanner();
     case "lookahead":
-      return new LookaheadPlanner();
+      return new LookaheadPlanner(options);
     default:
       throw new RangeError(`unknown planner "${name}" (planners: ${PLANNER_NAMES.join(", ")})`);
   }

@@ -15,7 +15,7 @@
  */
 
 import { type EvictionPolicy, type Plan, planPolicy } from "@libra/evict";
-import type { TensorNode } from "@libra/lineage";
+import type { StorageNode, TensorNode } from "@libra/lineage";
 import type { Trace, TraceEvent } from "@libra/lineage/trace";
 import type { Engine } from "@libra/runtime";
 
@@ -119,6 +119,7 @@ export class LivePlan {
 
   readonly #calls: { op: string; inPlace: boolean; results: string[] }[] = [];
   readonly #live = new Map<string, TensorNode>();
+  readonly #names = new WeakMap<StorageNode, string>();
   #engine: Engine | undefined;
   #offset = 0;
   #active = false;
@@ -135,7 +136,9 @@ export class LivePlan {
         this.#calls.push({ op: e.op, inPlace: false, results: e.results.map((r) => r.name) });
       } else if (e.kind === "mutate") this.#calls.push({ op: e.op, inPlace: true, results: [] });
     }
-    const inner = planPolicy(plan, fallback);
+    // A plan that decides at shortfalls by the recorded step's uses (lookahead)
+    // names live storages by the recorded names of the tensors they hold.
+    const inner = planPolicy(plan, fallback, { nameOf: (s) => this.#names.get(s) });
     const n = this.#calls.length;
     const count = (ok: boolean) => ok ? this.applied++ : this.skipped++;
     const ctlOf = (
@@ -174,7 +177,11 @@ export class LivePlan {
             this.mismatches++;
             return;
           }
-          rec.results.forEach((name, j) => this.#live.set(name, outs[j]!));
+          rec.results.forEach((name, j) => {
+            const t = outs[j]!;
+            this.#live.set(name, t);
+            if (!t.isAlias) this.#names.set(t.storage, name);
+          });
           inner.hooks?.afterCall?.(k, ctlOf(ctl));
         },
       },

@@ -1,0 +1,259 @@
+/**
+ * Planners against the published heuristics on imported traces: one table per
+ * trace and memory mode (device memory only; host memory as a second tier),
+ * policy and planner rows, budget-ratio columns, and a goal row comparing the
+ * best planner's extra compute (overhead - 1) with the best heuristic's.
+ * `deno task bench --traces ...` prints these tables and plots them.
+ *
+ * @module
+ */
+
+import { createPlanner, createPolicy, planPolicy, recomputeLowerBound } from "@libra/evict";
+import type { Trace } from "@libra/lineage/trace";
+import { DEFAULT_LINK, linkBandwidth, plannerContext, replayTrace } from "@libra/runtime";
+import type { PolicySummaryJson } from "./schema.ts";
+
+/** Memory modes: device memory only, or host memory as a second tier. */
+export type MemoryMode = "device" | "host";
+
+/** Default ratio columns. */
+export const COMPARE_RATIOS: readonly number[] = [0.5, 0.4, 0.3, 0.2, 0.15, 0.1];
+
+/** The published heuristics (rows the goal compares against). */
+export const HEURISTICS: readonly string[] = ["dtr-eq", "dtr-local", "msps", "lru"];
+
+/** The planners compared. */
+export const COMPARED_PLANNERS: readonly string[] = ["lookahead", "libra", "chen-sqrt"];
+
+/** One cell: a replay at one ratio. */
+export interface CompareCell {
+  readonly ratio: number;
+  readonly feasible: boolean;
+  readonly overhead: number | null;
+  /** Why it is infeasible (`out of memory`, `thrashing`, ...), when it is. */
+  readonly reason?: string;
+  /** Of the overhead: recomputation over compute, and exposed copy time over compute. */
+  readonly recompute?: number;
+  readonly copy?: number;
+}
+
+/** One row. */
+export interface CompareRow {
+  /** Policy or planner name as run (`dtr-eq+swap` in host mode). */
+  readonly name: string;
+  readonly kind: "heuristic" | "planner";
+  readonly cells: readonly CompareCell[];
+}
+
+/** One table. */
+export interface CompareTable {
+  readonly trace: string;
+  readonly mode: MemoryMode;
+  readonly ratios: readonly number[];
+  readonly peakBytes: number;
+  readonly rows: readonly CompareRow[];
+  /**
+   * Device memory only: a lower bound of the optimal overhead per ratio
+   * (`recomputeLowerBound`, one call at a time), null in host mode.
+   */
+  readonly bound: readonly number[] | null;
+}
+
+/** Options of {@link compareTrace}. */
+export interface CompareOptions {
+  readonly ratios?: readonly number[];
+  readonly heuristics?: readonly string[];
+  readonly planners?: readonly string[];
+  /** Link of host memory (name or GB/s). Default: the runtime's default (`pcie5`). */
+  readonly link?: string | number;
+  /** Called after each row. */
+  readonly onRow?: (row: CompareRow) => void;
+}
+
+function reasonOf(e: unknown): string {
+  const r = (e as { reason?: unknown } | undefined)?.reason;
+  return typeof r === "string" ? r : "out of memory";
+}
+
+/**
+ * Replays `trace` under every heuristic and planner at every ratio, in one
+ * memory mode. In host mode the heuristics run as their `+swap` variants and
+ * every run gets unlimited host memory over an asynchronous copy stream at
+ * `options.link` (default `pcie5`, 55 GB/s); planners fall back to `dtr-eq` (or
+ * `dtr-eq+swap`) for what their plan leaves over the budget.
+ */
+export function compareTrace(
+  label: string,
+  trace: Trace,
+  mode: MemoryMode,
+  options: CompareOptions = {},
+): CompareTable {
+  const ratios = options.ratios ?? COMPARE_RATIOS;
+  const host = mode === "host" ? Infinity : 0;
+  const swap = mode === "host" ? "+swap" : "";
+  // Host memory is reached over the default link by an asynchronous copy stream.
+  const link = mode === "host" ? { link: options.link ?? DEFAULT_LINK } : {};
+  const base = replayTrace(trace, { hostLimitBytes: host, timeline: mode === "device", ...link });
+  const peak = base.stats.peakBytes;
+  const bound = mode === "device"
+    ? ratios.map((ratio) =>
+      recomputeLowerBound(trace, Math.floor(ratio * peak), base.timeline.bytes).overhead
+    )
+    : null;
+  const rows: CompareRow[] = [];
+  const cell = (ratio: number, r: ReturnType<typeof replayTrace>): CompareCell =>
+    r.feasible
+      ? {
+        ratio,
+        feasible: true,
+        overhead: r.overhead,
+        recompute: r.stats.recomputeNs / r.stats.computeNs,
+        copy: r.stats.swapStallNs / r.stats.computeNs,
+      }
+      : { ratio, feasible: false, overhead: null, reason: reasonOf(r.error) };
+  for (const h of options.heuristics ?? HEURISTICS) {
+    const name = `${h}${swap}`;
+    const cells = ratios.map((ratio) =>
+      cell(
+        ratio,
+        replayTrace(trace, {
+          policy: name,
+          budgetBytes: Math.floor(ratio * peak),
+          hostLimitBytes: host,
+          knownFeasibleBytes: peak,
+          ...link,
+        }),
+      )
+    );
+    const row: CompareRow = { name, kind: "heuristic", cells };
+    rows.push(row);
+    options.onRow?.(row);
+  }
+  const fallback = `dtr-eq${swap}`;
+  const ctx = plannerContext(trace, { hostLimitBytes: host, fallback, ...link });
+  for (const p of options.planners ?? COMPARED_PLANNERS) {
+    const planner = createPlanner(
+      p,
+      mode === "host"
+        ? { swap: true, swapGbps: linkBandwidth(options.link ?? DEFAULT_LINK) }
+        : { swap: false },
+    );
+    const cells = ratios.map((ratio) => {
+      const budgetBytes = Math.floor(ratio * peak);
+      try {
+        const plan = planner.plan(trace, budgetBytes, ctx);
+        return cell(
+          ratio,
+          replayTrace(trace, {
+            policy: planPolicy(plan, createPolicy(fallback)),
+            budgetBytes,
+            hostLimitBytes: host,
+            knownFeasibleBytes: peak,
+            ...link,
+          }),
+        );
+      } catch (e) {
+        return { ratio, feasible: false, overhead: null, reason: reasonOf(e) };
+      }
+    });
+    const row: CompareRow = { name: p, kind: "planner", cells };
+    rows.push(row);
+    options.onRow?.(row);
+  }
+  return { trace: label, mode, ratios, peakBytes: peak, rows, bound };
+}
+
+/** Best feasible overhead among rows of `kind` at column `i` (null: none feasible). */
+export function bestAt(t: CompareTable, kind: CompareRow["kind"], i: number): number | null {
+  let best: number | null = null;
+  for (const r of t.rows) {
+    const c = r.cells[i]!;
+    if (r.kind === kind && c.feasible && (best === null || c.overhead! < best)) best = c.overhead;
+  }
+  return best;
+}
+
+/**
+ * The goal at column `i`: best planner's extra compute over the best
+ * heuristic's (`ratio`), or `"planner only"` where no heuristic is feasible
+ * and a planner is, or null where no planner is feasible.
+ */
+export function goalAt(t: CompareTable, i: number): number | "planner only" | null {
+  const p = bestAt(t, "planner", i);
+  const h = bestAt(t, "heuristic", i);
+  if (p === null) return null;
+  if (h === null) return "planner only";
+  return h > 1 ? (p - 1) / (h - 1) : p > 1 ? Infinity : 1;
+}
+
+/** Smallest ratio with a feasible cell among rows of `kind` (null: none). */
+export function smallestFeasible(t: CompareTable, kind: CompareRow["kind"]): number | null {
+  let best: number | null = null;
+  for (const r of t.rows) {
+    if (r.kind !== kind) continue;
+    for (const c of r.cells) if (c.feasible && (best === null || c.ratio < best)) best = c.ratio;
+  }
+  return best;
+}
+
+/** The table as text (fixed-width columns), with the goal row and a feasibility line. */
+export function renderCompare(t: CompareTable): string {
+  const head = ["policy / planner", ...t.ratios.map((r) => r.toFixed(2))];
+  const body: string[][] = t.rows.map((r) => [
+    r.name,
+    ...r.cells.map((c) =>
+      c.feasible ? c.overhead!.toFixed(3) : c.reason === "thrashing" ? "thrash" : "OOM"
+    ),
+  ]);
+  if (t.bound !== null) body.push(["optimal >= (bound)", ...t.bound.map((b) => b.toFixed(3))]);
+  for (const r of t.rows) {
+    if (r.kind !== "planner" || !r.cells.some((c) => (c.copy ?? 0) > 0)) continue;
+    body.push([
+      `  ${r.name}: exposed copy part`,
+      ...r.cells.map((c) => (c.feasible && c.copy !== undefined ? c.copy.toFixed(3) : "-")),
+    ]);
+  }
+  body.push([
+    "goal: planner/heuristic extra",
+    ...t.ratios.map((_, i) => {
+      const g = goalAt(t, i);
+      return g === null ? "-" : g === "planner only" ? "planner" : g.toFixed(2);
+    }),
+  ]);
+  const widths = head.map((h, j) => Math.max(h.length, ...body.map((row) => row[j]!.length)));
+  const line = (row: string[]) =>
+    row.map((s, j) => (j === 0 ? s.padEnd(widths[j]!) : s.padStart(widths[j]!))).join("  ");
+  const sp = smallestFeasible(t, "planner"), sh = smallestFeasible(t, "heuristic");
+  return [
+    `${t.trace}, ${
+      t.mode === "device" ? "device memory only" : "host memory as a second tier"
+    } (overhead by budget ratio; peak ${(t.peakBytes / 2 ** 30).toFixed(2)} GiB):`,
+    line(head),
+    widths.map((w) => "-".repeat(w)).join("  "),
+    ...body.map(line),
+    `smallest feasible ratio: planners ${sp ?? "none"}, heuristics ${sh ?? "none"}`,
+  ].join("\n");
+}
+
+/** The table as policy summaries (for `overheadPlot`); the bound, where there is one, as `optimal >=`. */
+export function compareSummaries(t: CompareTable): PolicySummaryJson[] {
+  const workload = `${t.trace} (${t.mode})`;
+  const rows: CompareRow[] = [...t.rows];
+  if (t.bound !== null) {
+    rows.push({
+      name: "optimal >=",
+      kind: "heuristic",
+      cells: t.bound.map((b, i) => ({ ratio: t.ratios[i]!, feasible: true, overhead: b })),
+    });
+  }
+  return rows.map((r) => {
+    const feasible = r.cells.filter((c) => c.feasible).map((c) => c.ratio);
+    return {
+      workload,
+      policy: r.name,
+      smallestFeasibleRatio: feasible.length > 0 ? Math.min(...feasible) : null,
+      nonMonotone: false,
+      curve: r.cells.map((c) => ({ ratio: c.ratio, feasible: c.feasible, overhead: c.overhead })),
+    };
+  });
+}

@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { replayTrace } from "@libra/runtime";
+import { chainTrace } from "../packages/evict/_planner_testing.ts";
+import {
+  compareSummaries,
+  type CompareTable,
+  compareTrace,
+  goalAt,
+  renderCompare,
+  smallestFeasible,
+} from "./trace_compare.ts";
+
+const table: CompareTable = {
+  trace: "t",
+  mode: "device",
+  ratios: [0.5, 0.2],
+  peakBytes: 2 ** 30,
+  bound: [1.05, 1.3],
+  rows: [
+    {
+      name: "dtr-eq",
+      kind: "heuristic",
+      cells: [
+        { ratio: 0.5, feasible: true, overhead: 1.2 },
+        { ratio: 0.2, feasible: false, overhead: null, reason: "out of memory" },
+      ],
+    },
+    {
+      name: "lookahead",
+      kind: "planner",
+      cells: [
+        { ratio: 0.5, feasible: true, overhead: 1.1 },
+        { ratio: 0.2, feasible: true, overhead: 1.5 },
+      ],
+    },
+  ],
+};
+
+Deno.test("goalAt() divides the best planner's extra compute by the best heuristic's; a planner alone feasible says so", () => {
+  assert.ok(Math.abs((goalAt(table, 0) as number) - 0.5) < 1e-12);
+  assert.equal(goalAt(table, 1), "planner only");
+  assert.equal(smallestFeasible(table, "planner"), 0.2);
+  assert.equal(smallestFeasible(table, "heuristic"), 0.5);
+});
+
+Deno.test("renderCompare() prints a row per policy, ratio columns, OOM cells and the goal row", () => {
+  const text = renderCompare(table);
+  const lines = text.split("\n");
+  assert.match(lines[0]!, /^t, device memory only/);
+  assert.match(lines[1]!, /0\.50\s+0\.20$/);
+  assert.match(text, /dtr-eq\s+1\.200\s+OOM/);
+  assert.match(text, /lookahead\s+1\.100\s+1\.500/);
+  assert.match(text, /goal: planner\/heuristic extra\s+0\.50\s+planner/);
+  assert.match(text, /smallest feasible ratio: planners 0\.2, heuristics 0\.5/);
+  assert.match(text, /optimal >= \(bound\)\s+1\.050\s+1\.300/);
+  assert.equal(compareSummaries(table).at(-1)!.policy, "optimal >=");
+  assert.equal(compareSummaries(table)[1]!.smallestFeasibleRatio, 0.2);
+});
+
+Deno.test("compareTrace() replays each heuristic as replayTrace does and plans each planner", () => {
+  const t = chainTrace(6);
+  const peak = replayTrace(t).stats.peakBytes;
+  const c = compareTrace("chain", t, "device", {
+    ratios: [0.75],
+    heuristics: ["dtr-eq"],
+    planners: ["lookahead"],
+  });
+  assert.equal(c.peakBytes, peak);
+  assert.deepEqual(c.rows.map((r) => r.name), ["dtr-eq", "lookahead"]);
+  const direct = replayTrace(t, { budgetBytes: Math.floor(0.75 * peak) });
+  assert.equal(c.rows[0]!.cells[0]!.overhead, direct.overhead);
+  assert.ok(c.rows[1]!.cells[0]!.feasible);
+  assert.ok(
+    c.rows[1]!.cells[0]!.overhead! <= direct.overhead,
+    "lookahead keeps dtr-eq when better",
+  );
+  const host = compareTrace("chain", t, "host", {
+    ratios: [0.75],
+    heuristics: ["dtr-eq"],
+    planners: [],
+  });
+  assert.deepEqual(host.rows.map((r) => r.name), ["dtr-eq+swap"]);
+});
