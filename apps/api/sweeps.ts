@@ -67,7 +67,7 @@ export const SweepInput: z.ZodType<SweepInput> = z.object({
     if (!MODELS.includes(m)) return bad(["models", i], unknownName("model", m, MODELS));
     v.presets.forEach((p, j) => {
       const known = presetsOf(m);
-      if (!known.includes(p)) bad(["presets", j], unknownName(`preset for ${m}`, p, known));
+      if (!known.includes(p)) bad(["presets", j], unknownName(`preset of ${m}`, p, known));
     });
   });
   v.policies.forEach((p, i) => {

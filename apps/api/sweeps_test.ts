@@ -41,11 +41,11 @@ Deno.test("a sweep queues models x presets x policies x ratios x repeats runs an
       `${i.field}: ${i.reason}`
     );
     assert.ok(
-      reasons.some((r: string) => /^models\.1: unknown model "nonesuch"; valid: /.test(r)),
+      reasons.some((r: string) => /^models\.1: unknown model "nonesuch"; choose one of /.test(r)),
       reasons,
     );
     assert.ok(
-      reasons.some((r: string) => /^policies\.1: unknown policy "psychic"; valid: /.test(r)),
+      reasons.some((r: string) => /^policies\.1: unknown policy "psychic"; choose one of /.test(r)),
       reasons,
     );
     const huge = await lab.api.request("/sweeps", {

@@ -257,7 +257,7 @@ Deno.test("the configuration form refuses names that are not in the server's lis
     assert.match(html, /data-field="costModel"[^]*?unknown cost model &quot;telepathic&quot;/);
     const preset = await app.request("/configurations", form({ ...VALID, preset: "huge" }));
     assert.equal(preset.status, 400);
-    assert.match(await preset.text(), /unknown preset for gpt &quot;huge&quot;/);
+    assert.match(await preset.text(), /unknown preset (of|for) gpt &quot;huge&quot;/);
     assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
   } finally {
     await lab.close();
