@@ -157,7 +157,7 @@ function choiceErrors(
   };
   check("model", v.model, c.models, "model");
   const presets = c.presets[v.model];
-  if (presets) check("preset", v.preset, presets, `preset for ${v.model}`);
+  if (presets) check("preset", v.preset, presets, `preset of ${v.model}`);
   check("policy", v.policy, c.policies, "policy");
   check("costModel", v.costModel, c.costModels, "cost model");
   return out;
