@@ -732,7 +732,24 @@ export class Engine {
    * ancestors (through evicted, unreferenced storages; at most 16 visited)
    * may have been kept only for `s`'s sake; free those nothing needs now.
    */
+  /** Releases so far, and when a leaf was last found needed by {@link #reapAncestors}. */
+  #releases = 0;
+  readonly #neededAt = new WeakMap<StorageNode, number>();
+
+  /**
+   * A leaf found needed within the last 256 releases is not checked again: a
+   * leaf many values are computed from (a weight a recurrent layer reads at
+   * every time step) would otherwise cost a graph walk on nearly every release.
+   * What this leaves unreaped, `collect` frees (at the step's end, or when
+   * memory runs short).
+   */
+  #recentlyNeeded(n: StorageNode): boolean {
+    const at = this.#neededAt.get(n);
+    return at !== undefined && this.#releases - at < 256;
+  }
+
   #reapAncestors(s: StorageNode): void {
+    this.#releases++;
     const stamp = this.lineage.nextStamp();
     s.stamp = stamp;
     const stack: StorageNode[] = [s];
@@ -747,8 +764,9 @@ export class Engine {
           if (n.stamp === stamp || n.extRefs > 0 || n.pinned || n.locks > 0) continue;
           n.stamp = stamp;
           if (n.residency === "evicted") stack.push(n);
-          else if (n.residency === "resident" && !n.droppable && !this.isNeeded(n)) {
-            this.freeStorage(n);
+          else if (n.residency === "resident" && !n.droppable && !this.#recentlyNeeded(n)) {
+            if (this.isNeeded(n)) this.#neededAt.set(n, this.#releases);
+            else this.freeStorage(n);
           }
         }
       }

@@ -207,6 +207,12 @@ export interface OverheadMeasurement {
   costModel: string;
   /** Load average of the machine when the measurement ended (1, 5, 15 minutes), if known. */
   loadAverage: number[] | null;
+  /**
+   * Set when the 1-minute load average exceeded the CPU count: other processes
+   * took turns on the cores, so wall-time ratios are unreliable and the CPU-time
+   * ratio is the steadier number.
+   */
+  busy: string | null;
 }
 
 /** What {@link runTraining} returns. */
@@ -532,10 +538,12 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       report(phase, i, n, s, phase === "budget" ? rt.stats.peakBytes : 0);
       return s;
     };
-    let warmMs = Infinity;
+    let warmMs = Infinity, warmComputeNs = 0;
     for (let i = 0; i < warmup; i++) {
       if (i % 2 === 0) warmMs = Math.min(warmMs, stepA("warm-up", i, warmup).ms);
+      const c0 = rt.stats.computeNs;
       stepB("warm-up", i, warmup);
+      if (i === warmup - 1) warmComputeNs = rt.stats.computeNs - c0;
       if (i % 2 === 1) warmMs = Math.min(warmMs, stepA("warm-up", i, warmup).ms);
     }
     baselinePeakBytes = rt.stats.peakBytes;
@@ -565,9 +573,14 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
 
     rt.setBudget(budgetBytes);
     // Thrash limit: recomputation plus stalls past (X - 1) x the budget-free
-    // time of the measured steps (estimated from the warm-up) stop the run.
-    if (Number.isFinite(warmMs)) {
-      rt.engine.setOverheadLimit(o.overheadLimit ?? 2, warmMs * 1e6 * steps);
+    // compute of the measured steps (estimated from the warm-up) stop the run.
+    // The runtime counts recomputation in the cost model's units: measured time
+    // for a model that prices calls by it, else the model's own estimate, so
+    // the compute it is compared with is the warm-up step's, priced alike.
+    const priced = cost.measures === false && cost.name !== "measured";
+    const baseNs = priced ? warmComputeNs * steps : warmMs * 1e6 * steps;
+    if (Number.isFinite(baseNs) && baseNs > 0) {
+      rt.engine.setOverheadLimit(o.overheadLimit ?? 2, baseNs);
     }
     rt.resetPeak();
     // What the copy carries between steps must fit before the budgeted steps start.
@@ -622,6 +635,8 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   let measurement: OverheadMeasurement | undefined;
   if (wall.b.length > 0) {
     const w = paired(wall.b, wall.a);
+    const load = loadAverage();
+    const cores = navigator.hardwareConcurrency;
     const accounted = acc.compute > 0
       ? (acc.compute + acc.recompute + acc.bookkeeping + acc.stall) / acc.compute
       : 1;
@@ -648,7 +663,14 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
         }%): time the runtime does not count (dispatch, allocation) or load from other processes`
         : null,
       costModel: cost.name,
-      loadAverage: loadAverage(),
+      loadAverage: load,
+      busy: load !== null && load[0]! > cores
+        ? `the machine was busy (load ${
+          load[0]!.toFixed(1)
+        } on ${cores} cores): wall-time ratios are unreliable, the CPU-time ratio ${
+          paired(cpu.b, cpu.a).median.toFixed(3)
+        } is the steadier number`
+        : null,
     };
   }
   const stats = before !== undefined ? statsSince(rt.stats, before) : rt.stats;

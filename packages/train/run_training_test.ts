@@ -178,6 +178,9 @@ Deno.test({
     assert.equal(m.disagreement, m.wall.median / a.overhead - 1);
     assert.equal(m.warning !== null, Math.abs(m.disagreement) > 0.1);
     assert.equal(m.costModel, "analytic");
+    const load = m.loadAverage;
+    assert.equal(m.busy !== null, load !== null && load[0]! > navigator.hardwareConcurrency);
+    if (m.busy !== null) assert.match(m.busy, /CPU-time ratio \d\.\d{3}/);
     // both copies trained the same model: bitwise the same losses, warm-up included
     assert.equal(r.losses.length, 8);
     assert.deepEqual(r.losses, r.baselineLosses);

@@ -120,6 +120,7 @@ function formatText(r: RunTrainingResult, policy: string): string {
     } the budget-free copy)`,
   ];
   if (m.warning !== null) lines.push(`warning: ${m.warning}`);
+  if (m.busy !== null) lines.push(`note: ${m.busy}`);
   if (r.plan) {
     lines.push(
       `plan: ${r.plan.steps} steps, ${r.plan.applied} applied, ${r.plan.skipped} skipped live`,
