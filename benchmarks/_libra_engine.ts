@@ -28,7 +28,6 @@ import {
   train,
 } from "@libra/nn";
 import {
-  OutOfBudgetError,
   plannerContext,
   readTrace,
   type ReplayResult,
@@ -38,6 +37,7 @@ import {
   type Timeline,
 } from "@libra/runtime";
 import type { Trace } from "@libra/lineage/trace";
+import { runTraining, type RunTrainingResult } from "@libra/train/run-training";
 import { type Backend, manualSeed, withBackend } from "@libra/tensor";
 import type {
   DeviceInfo,
@@ -50,10 +50,6 @@ import type {
 } from "./engine.ts";
 import type { BenchOptions } from "./options.ts";
 import { spread } from "./stats.ts";
-
-function sum(xs: readonly number[]): number {
-  return xs.reduce((a, x) => a + x, 0);
-}
 
 function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0]!;
@@ -292,6 +288,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
             timeline: s.timeline,
             knownFeasibleBytes: trace.peakBytes,
             onEvent: w.onEvent,
+            overheadLimit: s.overheadLimit ?? 2,
           });
           return Promise.resolve(replayOutcome(r, s.timeline));
         }
@@ -320,6 +317,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
           timeline: s.timeline,
           knownFeasibleBytes: trace.peakBytes,
           onEvent: w.onEvent,
+          overheadLimit: s.overheadLimit ?? 2,
         });
         const o = replayOutcome(r, s.timeline);
         return Promise.resolve({ ...o, bookkeepingMs: o.bookkeepingMs + planned.ms });
@@ -344,67 +342,54 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       return Promise.resolve(runSteps(h, h.backend, s).totalMs);
     },
     live(m, policy, budgetBytes, s) {
-      // The budgeted run and a budget-free run of the same steps train in
-      // lockstep, one step each in turn (order alternating), so load from other
-      // processes hits both alike. Overhead compares their fastest steps: noise
-      // only ever adds time, so the minimum is what a stalled step moves least.
+      // The one measuring method of the project (`runTraining` of @libra/train):
+      // a budget-free and a budgeted copy of the model, warm-up, then their steps
+      // interleaved; the overhead is the median of the paired ratios.
       const h = m.handle as ModelHandle;
       const w = watchdog(s.timeLimitMs);
-      const rt = new Runtime({
-        ...costModel(s),
-        backend: h.backend,
-        budget: budgetBytes,
-        policy,
-        search: { seed: s.seed },
-        timeline: s.timeline,
-        onEvent: w.onEvent,
-      });
-      const base = trainer(h, h.backend, s);
-      const under = trainer(h, rt, s, () => rt.endStep());
-      const tb: number[] = [], tr: number[] = [];
-      let error: string | null = null;
+      let r: RunTrainingResult;
       try {
-        for (let i = 0; i < s.steps && error === null; i++) {
-          if (i % 2 === 1) tb.push(base.step());
-          try {
-            tr.push(under.step());
-          } catch (e) {
-            if (e instanceof TimeLimitError) {
-              return Promise.resolve({
-                ...abandoned(e, w, rt.stats.peakBytes),
-                baselineTimeMs: sum(tb),
-              });
-            }
-            if (!(e instanceof OutOfBudgetError)) throw e;
-            error = firstLine(e);
-          }
-          if (i % 2 === 0) tb.push(base.step());
-        }
-      } finally {
-        base.dispose();
-        try {
-          under.dispose();
-        } catch {
-          // After an out-of-budget error some tensors may be half-made; the runtime is dropped anyway.
-        }
+        r = runTraining({
+          model: h.name,
+          preset: h.preset,
+          policy,
+          budgetBytes,
+          steps: s.steps,
+          seed: s.seed,
+          backend: h.backend,
+          costModel: s.costModel,
+          timeline: s.timeline,
+          allowInfeasible: true,
+          onEvent: w.onEvent,
+          overheadLimit: s.overheadLimit ?? 2,
+        });
+      } catch (e) {
+        if (e instanceof TimeLimitError) return Promise.resolve(abandoned(e, w, budgetBytes));
+        throw e;
       }
-      const timed = error === null
-        ? { totalMs: tr.reduce((x, y) => x + y, 0), fastestMs: spread(tr).min }
-        : null;
-      const baseline = { totalMs: tb.reduce((x, y) => x + y, 0), fastestMs: spread(tb).min };
-      const st = rt.stats;
+      const st = r.stats;
+      const mm = r.measurement;
+      const feasible = r.outOfBudget === undefined && mm !== undefined;
       return Promise.resolve({
-        feasible: timed !== null,
-        overhead: timed !== null ? timed.fastestMs / baseline.fastestMs : null,
+        feasible,
+        overhead: feasible ? mm.wall.median : null,
+        ...(feasible
+          ? {
+            overheadLow: mm.wall.low,
+            overheadHigh: mm.wall.high,
+            cpuOverhead: mm.cpu.median,
+            accountedOverhead: mm.accounted.overhead,
+          }
+          : {}),
         evictions: st.evictions,
         remats: st.remats,
         swapBytes: st.swapOutBytes,
         bookkeepingMs: st.bookkeepingNs / 1e6,
         peakBytes: st.peakBytes,
-        timeMs: timed?.totalMs ?? null,
-        baselineTimeMs: baseline.totalMs,
-        error,
-        ...(s.timeline ? { timeline: timelineOf(rt.timeline) } : {}),
+        timeMs: feasible ? r.timeMs : null,
+        baselineTimeMs: r.baselineTimeMs,
+        error: r.outOfBudget ? firstLine(r.outOfBudget) : null,
+        ...(s.timeline && r.timeline ? { timeline: timelineOf(r.timeline) } : {}),
       });
     },
   };

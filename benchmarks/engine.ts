@@ -24,8 +24,15 @@ export interface TimelineEvent {
 /** What one run of one experiment produced. */
 export interface Outcome {
   readonly feasible: boolean;
-  /** Null when infeasible. */
+  /** Null when infeasible. Live: the median of the interleaved pairs' step-time ratios. */
   readonly overhead: number | null;
+  /** Live: the 95% interval of that median (order statistics of the pairs' ratios). */
+  readonly overheadLow?: number;
+  readonly overheadHigh?: number;
+  /** Live: the same median in process CPU time. */
+  readonly cpuOverhead?: number;
+  /** Live: what the runtime's counters account for (recompute, bookkeeping, swap stalls). */
+  readonly accountedOverhead?: number;
   readonly evictions: number;
   readonly remats: number;
   readonly swapBytes: number;
@@ -73,6 +80,8 @@ export interface RunSettings {
   readonly timeLimitMs: number;
   /** Record the memory timeline of this run. */
   readonly timeline: boolean;
+  /** Thrash limit of budgeted runs and replays (default 2.0): past it, infeasible ("thrashing"). */
+  readonly overheadLimit?: number;
 }
 
 /** Name and version of the device the live runs use. */

@@ -44,14 +44,15 @@ export async function runMicro(options: BenchOptions, engine: Engine): Promise<M
   return out;
 }
 
-/** One row of `vs_pytorch.ts --json`. */
+/** One row of `vs_pytorch.ts --json` (the fields used here). */
 interface VsRow {
   model: string;
   preset: string;
-  batch: string;
-  oursMs: number;
-  torchMs: number;
-  ratio: number;
+  input: string;
+  ours: { wallMs: number };
+  torch: { wallMs: number };
+  wallRatio: number;
+  wallRatioInterval: [number, number];
 }
 
 /**
@@ -100,8 +101,10 @@ export async function vsPytorch(options: BenchOptions): Promise<MicroJson[]> {
         models.join(","),
         "--preset",
         preset,
-        "--steps",
+        "--rounds",
         options.quick ? "3" : "5",
+        "--per-round",
+        "1",
         "--warmup",
         options.quick ? "1" : "2",
         "--threads",
@@ -127,14 +130,16 @@ export async function vsPytorch(options: BenchOptions): Promise<MicroJson[]> {
       rows: VsRow[];
     };
     return r.rows.map((row) => ({
-      name: `train step ${row.model}/${row.preset} (input ${row.batch})`,
+      name: `train step ${row.model}/${row.preset} (input ${row.input})`,
       subject: "libra cpu",
       reference: `PyTorch ${r.torch}`,
       unit: "ms/step",
-      subjectValue: row.oursMs,
-      referenceValue: row.torchMs,
-      ratio: row.ratio,
-      note: `median step, AdamW, ${r.threads} thread(s)`,
+      subjectValue: row.ours.wallMs,
+      referenceValue: row.torch.wallMs,
+      ratio: row.wallRatio,
+      note: `median step, AdamW, ${r.threads} thread(s), interleaved; 95% interval of the ratio ${
+        row.wallRatioInterval.map((x) => x.toFixed(2)).join("-")
+      }`,
       skipped: false,
     }));
   } finally {

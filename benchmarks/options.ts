@@ -7,6 +7,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { MODEL_NAMES } from "@libra/nn/zoo";
 
 /**
  * Policies of the full suite: the dynamic policies and the static planners of
@@ -25,8 +26,8 @@ export const DEFAULT_POLICIES: readonly string[] = [
   "chen-sqrt",
 ];
 
-/** Model families of the zoo (issue 3). */
-export const DEFAULT_MODELS: readonly string[] = ["mlp", "resnet", "gpt", "unet", "lstm"];
+/** Model families of the zoo: the `@libra/nn` registry's names. */
+export const DEFAULT_MODELS: readonly string[] = [...MODEL_NAMES];
 
 /** Parts of the suite that `--skip` can leave out. */
 export const PARTS = ["live", "simulated", "micro", "plots"] as const;
@@ -76,7 +77,7 @@ export interface BenchOptions {
   readonly traces: readonly string[];
   /** Wall-clock limit of one run (ms); a run past it counts as infeasible (thrashing). */
   readonly timeLimitMs: number;
-  /** Training steps per live measurement. */
+  /** Measured steps per copy of a live measurement (after 2 warm-up steps). */
   readonly steps: number;
   /** Repeats per experiment. */
   readonly repeat: number;
@@ -85,6 +86,8 @@ export interface BenchOptions {
   /** Lab API base URL to post the results to, or null. */
   readonly upload: string | null;
   readonly seed: number;
+  /** Thrash limit of budgeted runs and replays (`--overhead-limit`, default 2.0). */
+  readonly overheadLimit?: number;
   readonly skip: readonly Part[];
   /** Runs to plot memory over time for; empty = chosen automatically. */
   readonly timelines: readonly TimelineChoice[];
@@ -145,7 +148,13 @@ const DOCS: readonly OptionDoc[] = [
     doc: 'limit of one run; a run past it is reported infeasible ("time limit"), as thrashing',
     def: "60 (quick: 20)",
   },
-  { name: "steps", arg: "N", doc: "training steps per live measurement", def: "3 (quick: 2)" },
+  {
+    name: "steps",
+    arg: "N",
+    doc:
+      "measured steps per copy of a live measurement (after 2 warm-up steps; budget-free and budgeted steps interleaved; 6 give a 95% interval)",
+    def: "6 (quick: 5)",
+  },
   {
     name: "repeat",
     arg: "N",
@@ -171,6 +180,12 @@ const DOCS: readonly OptionDoc[] = [
     def: "off",
   },
   { name: "seed", arg: "N", doc: "seed of models, data and the random policy", def: "42" },
+  {
+    name: "overhead-limit",
+    arg: "X",
+    doc: "thrash limit: a run past overhead X stops, infeasible (thrashing); inf: none",
+    def: "2",
+  },
   { name: "skip", arg: "LIST", doc: `parts to leave out: ${PARTS.join(",")}`, def: "none" },
   {
     name: "timelines",
@@ -297,6 +312,7 @@ export function parseOptions(
         quick: { type: "boolean" },
         upload: { type: "string" },
         seed: { type: "string" },
+        "overhead-limit": { type: "string" },
         skip: { type: "string" },
         timelines: { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -362,7 +378,7 @@ export function parseOptions(
   if (costModel !== "measured" && costModel !== "analytic") {
     throw new UsageError(`--cost-model: expected measured or analytic, got "${costModel}"`);
   }
-  const steps = v.steps === undefined ? (quick ? 2 : 3) : positiveInt("steps", v.steps, 10_000);
+  const steps = v.steps === undefined ? (quick ? 5 : 6) : positiveInt("steps", v.steps, 10_000);
   let timeLimitMs = quick ? 20_000 : 60_000;
   if (v["time-limit"] !== undefined) {
     const t = Number(v["time-limit"]);
@@ -399,6 +415,15 @@ export function parseOptions(
     seed = Number(v.seed);
   }
 
+  let overheadLimit = 2;
+  const ol = v["overhead-limit"];
+  if (ol !== undefined) {
+    overheadLimit = /^inf(inity)?$/i.test(ol.trim()) ? Infinity : Number(ol);
+    if (ol.trim() === "" || !(overheadLimit >= 1)) {
+      throw new UsageError(`--overhead-limit: expected a number >= 1 or inf, got "${ol}"`);
+    }
+  }
+
   const skip: Part[] = [];
   if (v.skip !== undefined) {
     for (const s of list("skip", v.skip)) {
@@ -433,6 +458,7 @@ export function parseOptions(
     quick,
     upload,
     seed,
+    overheadLimit,
     skip,
     timelines,
     help: v.help ?? false,

@@ -19,7 +19,7 @@ Deno.test("parseOptions() defaults match the help text", () => {
   assert.equal(o.costModel, "analytic");
   assert.equal(o.timeLimitMs, 60_000);
   assert.equal(parseOptions(["--time-limit", "2.5"], noTraces).timeLimitMs, 2500);
-  assert.equal(o.steps, 3);
+  assert.equal(o.steps, 6);
   assert.equal(o.repeat, 3);
   assert.equal(o.out, "bench-out");
   assert.equal(o.seed, 42);
@@ -56,7 +56,7 @@ Deno.test("parseOptions() --quick shrinks the suite", () => {
   const o = parseOptions(["--quick"], noTraces);
   assert.equal(o.quick, true);
   assert.deepEqual(o.ratios, QUICK_RATIOS);
-  assert.equal(o.steps, 2);
+  assert.equal(o.steps, 5);
   assert.ok(o.policies.length < DEFAULT_POLICIES.length);
 });
 
@@ -130,4 +130,12 @@ Deno.test("parseOptions() rejects bad values with one line naming option and val
       return true;
     });
   }
+});
+
+Deno.test("--overhead-limit sets the thrash limit (default 2; inf: none) and refuses bad values", () => {
+  const none = () => [];
+  assert.equal(parseOptions([], none).overheadLimit, 2);
+  assert.equal(parseOptions(["--overhead-limit", "1.5"], none).overheadLimit, 1.5);
+  assert.equal(parseOptions(["--overhead-limit", "inf"], none).overheadLimit, Infinity);
+  assert.throws(() => parseOptions(["--overhead-limit", "0.9"], none), /expected a number >= 1/);
 });

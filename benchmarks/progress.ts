@@ -7,38 +7,15 @@
  * @module
  */
 
-/** Where progress lines go and how time is read (injectable for tests). */
-export interface ProgressSink {
-  write(text: string): void;
-  readonly isTerminal: boolean;
-  now(): number;
-}
+import { formatDuration, type ProgressSink, StatusLine, stderrSink } from "@libra/util/progress";
 
-/** The default sink: stderr, wall clock. */
-export function stderrSink(): ProgressSink {
-  const enc = new TextEncoder();
-  return {
-    write: (t) => {
-      Deno.stderr.writeSync(enc.encode(t));
-    },
-    isTerminal: Deno.stderr.isTerminal(),
-    now: () => performance.now(),
-  };
-}
-
-/** Formats a duration in ms as `1h02m`, `3m05s` or `12.3s`. */
-export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return "?";
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m${String(Math.floor(s % 60)).padStart(2, "0")}s`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
-}
+/** The sink, the default stderr sink and the duration format are `@libra/util`'s. */
+export { formatDuration, type ProgressSink, stderrSink };
 
 /** Counts units of work and reports them. */
 export class Progress {
   readonly #sink: ProgressSink;
+  readonly #status: StatusLine;
   readonly #start: number;
   readonly #plainEveryMs: number;
   #total: number;
@@ -49,6 +26,7 @@ export class Progress {
   constructor(total: number, sink: ProgressSink = stderrSink(), plainEveryMs = 5000) {
     this.#total = total;
     this.#sink = sink;
+    this.#status = new StatusLine(sink);
     this.#start = sink.now();
     this.#plainEveryMs = plainEveryMs;
   }
@@ -112,14 +90,7 @@ export class Progress {
 
   #render(final: boolean): void {
     if (this.#sink.isTerminal) {
-      const cols = (() => {
-        try {
-          return Deno.consoleSize().columns;
-        } catch {
-          return 120;
-        }
-      })();
-      this.#sink.write(`\r\x1b[2K${this.line().slice(0, Math.max(20, cols - 1))}`);
+      this.#status.show(this.line());
       return;
     }
     const now = this.#sink.now();

@@ -153,6 +153,14 @@ function toMeasurement(o: Outcome): MeasurementJson {
     peakBytes: o.peakBytes,
     timeMs: o.timeMs,
     baselineTimeMs: o.baselineTimeMs,
+    ...(o.overheadLow !== undefined
+      ? {
+        overheadLow: o.overheadLow,
+        overheadHigh: o.overheadHigh ?? null,
+        cpuOverhead: o.cpuOverhead ?? null,
+        accountedOverhead: o.accountedOverhead ?? null,
+      }
+      : {}),
     error: o.error,
   };
 }
@@ -238,6 +246,7 @@ export async function runSuite(
     costModel: options.costModel,
     timeLimitMs: options.timeLimitMs,
     timeline: false,
+    overheadLimit: options.overheadLimit ?? 2,
   };
   const skipped: { what: string; reason: string }[] = [];
   const failures: string[] = [];

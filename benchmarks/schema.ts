@@ -61,6 +61,16 @@ export interface MeasurementJson {
   timeMs: number | null;
   /** Live: wall time of the paired budget-free run (ms). */
   baselineTimeMs: number | null;
+  /**
+   * Live: the 95% interval of `overhead`, the median of the interleaved pairs'
+   * step-time ratios (order statistics; absent for simulations and infeasible runs).
+   */
+  overheadLow?: number | null | undefined;
+  overheadHigh?: number | null | undefined;
+  /** Live: the same median in process CPU time. */
+  cpuOverhead?: number | null | undefined;
+  /** Live: what the runtime's counters account for (recompute, bookkeeping, swap stalls). */
+  accountedOverhead?: number | null | undefined;
   /** Why the run was infeasible or failed (e.g. the OutOfBudgetError message). */
   error: string | null;
 }
@@ -215,6 +225,10 @@ const measurement = z.object({
   peakBytes: bytes,
   timeMs: z.number().nonnegative().nullable(),
   baselineTimeMs: z.number().nonnegative().nullable(),
+  overheadLow: z.number().positive().nullable().optional(),
+  overheadHigh: z.number().positive().nullable().optional(),
+  cpuOverhead: z.number().positive().nullable().optional(),
+  accountedOverhead: z.number().positive().nullable().optional(),
   error: z.string().nullable(),
 }).refine((m) => m.feasible === (m.overhead !== null), {
   message: "overhead must be a number exactly when the measurement is feasible",

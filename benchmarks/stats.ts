@@ -7,6 +7,8 @@
  * @module
  */
 
+import { median } from "@libra/util/stats";
+
 /** Median, minimum and maximum of a set of repeated measurements. */
 export interface Spread {
   /** Median (mean of the two middle values for an even count). */
@@ -36,10 +38,7 @@ export function spread(values: readonly number[]): Spread {
       );
     }
   }
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  const median = s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-  return { median, min: s[0]!, max: s[s.length - 1]! };
+  return { median: median(values), min: Math.min(...values), max: Math.max(...values) };
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 
 import type { BenchReport, MicroJson, SpreadJson } from "./schema.ts";
+import { renderTable } from "@libra/util/table";
 
 /** Bytes as a short human string (binary units). */
 export function formatBytes(n: number): string {
@@ -29,18 +30,8 @@ export function formatSpread(
   return s.min === s.max ? f(s.median) : `${f(s.median)} [${f(s.min)}-${f(s.max)}]`;
 }
 
-/** Lays out rows under a header with right-aligned numeric columns. */
-export function renderTable(
-  header: readonly string[],
-  rows: readonly (readonly string[])[],
-  alignRight: readonly boolean[] = [],
-): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) =>
-    cells.map((c, i) => (alignRight[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ")
-      .trimEnd();
-  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
-}
+/** Lays out rows under a header with right-aligned numeric columns (`@libra/util`). */
+export { renderTable };
 
 function microRow(m: MicroJson): string[] {
   const v = (x: number | null) => (x === null ? "-" : x >= 100 ? x.toFixed(0) : x.toPrecision(3));

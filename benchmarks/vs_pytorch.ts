@@ -52,6 +52,7 @@ const { values: opts } = parseArgs({
     models: { type: "string", default: "mlp,gpt,resnet" },
     preset: { type: "string", default: "issue13" },
     rounds: { type: "string", default: "7" },
+    steps: { type: "string" },
     "per-round": { type: "string", default: "2" },
     warmup: { type: "string", default: "2" },
     threads: { type: "string", default: "1" },
@@ -67,18 +68,20 @@ const { values: opts } = parseArgs({
 if (opts.help) {
   console.log(
     "usage: deno run -A benchmarks/vs_pytorch.ts [--models mlp,gpt,resnet,unet,lstm] [--preset issue13|tiny|small|...] " +
-      "[--rounds 7] [--per-round 2] [--warmup 2] [--threads 1] [--profile] [--profile-steps 3] [--top 14] " +
+      "[--rounds 7] [--per-round 2] [--steps N (= --rounds N --per-round 1)] [--warmup 2] [--threads 1] [--profile] [--profile-steps 3] [--top 14] " +
       "[--python PATH] [--json OUT]",
   );
   Deno.exit(0);
 }
 
-const rounds = Number(opts.rounds), perRound = Number(opts["per-round"]);
+// --steps N (the older interface, used by benchmarks/micro_suite.ts): N rounds of one step
+const rounds = Number(opts.steps ?? opts.rounds);
+const perRound = opts.steps !== undefined ? 1 : Number(opts["per-round"]);
 const warmup = Number(opts.warmup), threads = Number(opts.threads);
 const profileSteps = Number(opts["profile-steps"]), top = Number(opts.top);
 for (
   const [k, v, min] of [
-    ["rounds", rounds, 1],
+    [opts.steps !== undefined ? "steps" : "rounds", rounds, 1],
     ["per-round", perRound, 1],
     ["warmup", warmup, 0],
     ["threads", threads, 1],
@@ -232,7 +235,14 @@ class TorchWorker {
       stdin: "piped",
       stdout: "piped",
       stderr: "inherit",
-      env: { OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
+      env: {
+        OMP_NUM_THREADS: String(threads),
+        MKL_NUM_THREADS: String(threads),
+        // the same OpenMP wait policy as our side (@libra/native loads libgomp passive
+        // unless the environment says otherwise): spinning workers would charge the
+        // waits on a loaded machine to PyTorch's CPU and wall time
+        OMP_WAIT_POLICY: Deno.env.get("OMP_WAIT_POLICY") ?? "passive",
+      },
     }).spawn();
     this.#writer = this.#child.stdin.getWriter();
     this.#reader = this.#child.stdout.pipeThrough(new TextDecoderStream()).getReader();
@@ -339,6 +349,12 @@ interface Row {
   model: string;
   preset: string;
   input: string;
+  /** Same as `input` (the field name benchmarks/micro_suite.ts reads). */
+  batch: string;
+  /** Median wall ms per step, ours and PyTorch's, and their ratio (as before the CPU columns). */
+  oursMs: number;
+  torchMs: number;
+  ratio: number;
   threads: number;
   ours: { wallMs: number; cpuMs: number; wall: number[]; cpu: number[] };
   torch: { wallMs: number; cpuMs: number; wall: number[]; cpu: number[] };
@@ -357,7 +373,8 @@ console.log(
   `vs_pytorch: preset ${opts.preset}, ${threads} thread(s), ${warmup} warm-up steps, ${rounds} rounds x ${perRound} steps per side, interleaved; PyTorch ${py.version} (${py.python}); ${await uptime()}`,
 );
 console.log(
-  "times are medians per step in ms with 95% intervals; cpu = user+system of the process, all threads",
+  "times are medians per step in ms with 95% intervals; cpu = user+system of the process, all threads; " +
+    `OpenMP wait policy ${Deno.env.get("OMP_WAIT_POLICY") ?? "passive"} on both sides`,
 );
 const worker = new TorchWorker(py.python);
 try {
@@ -407,6 +424,10 @@ try {
       model: name,
       preset: opts.preset,
       input: batch.x.shape.join("x"),
+      batch: batch.x.shape.join("x"),
+      oursMs: median(flat(ours.wall)),
+      torchMs: median(flat(torch.wall)),
+      ratio: median(flat(ours.wall)) / median(flat(torch.wall)),
       threads,
       ours: {
         wallMs: median(flat(ours.wall)),

@@ -12,10 +12,10 @@ import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { access, type AuthConfig, bearer } from "./auth.ts";
 import { boundBody, jsonDepth, MAX_JSON_DEPTH } from "./body.ts";
+import { KnownConfigurationInput, unknownTracePolicies } from "./catalog.ts";
 import {
   BenchUpload,
   CompareQuery,
-  ConfigurationInput,
   ConfigurationPatch,
   DEFAULT_RATIOS,
   DEFAULT_SIM_POLICIES,
@@ -27,6 +27,7 @@ import {
   TraceUploadQuery,
 } from "./schemas.ts";
 import { type Run, RunRefusedError, type Store } from "./store.ts";
+import { sweepRoutes } from "./sweeps.ts";
 
 /** Body size limits in bytes. */
 export interface BodyLimits {
@@ -229,6 +230,8 @@ export function createApi(opts: ApiOptions): Hono {
         "DELETE /api/traces/:id",
         "GET /api/compare?model=M[&preset=P][&source=live|simulated]",
         "GET /api/compare/models",
+        "GET|POST /api/sweeps",
+        "GET /api/sweeps/:id",
         "POST /api/bench",
         "GET /api/bench/schema",
       ],
@@ -250,7 +253,7 @@ export function createApi(opts: ApiOptions): Hono {
     return c.json(await store.listConfigurations(q.value));
   });
   app.post("/configurations", async (c) => {
-    const b = await jsonBody(c, ConfigurationInput);
+    const b = await jsonBody(c, KnownConfigurationInput);
     if (!b.ok) return b.response;
     const created = await store.createConfiguration(b.value);
     return c.json(created, 201, { Location: `/api/configurations/${created.id}` });
@@ -260,7 +263,7 @@ export function createApi(opts: ApiOptions): Hono {
     return cfg ? c.json(cfg) : notFound(c, "configuration", c.req.param("id"));
   });
   app.put("/configurations/:id", async (c) => {
-    const b = await jsonBody(c, ConfigurationInput);
+    const b = await jsonBody(c, KnownConfigurationInput);
     if (!b.ok) return b.response;
     const cfg = await store.updateConfiguration(c.req.param("id"), b.value);
     return cfg ? c.json(cfg) : notFound(c, "configuration", c.req.param("id"));
@@ -272,7 +275,7 @@ export function createApi(opts: ApiOptions): Hono {
     const old = await store.getConfiguration(id);
     if (!old) return notFound(c, "configuration", id);
     const { id: _i, createdAt: _c, updatedAt: _u, corrupt: _x, ...fields } = old;
-    const merged = ConfigurationInput.safeParse({ ...fields, ...b.value });
+    const merged = KnownConfigurationInput.safeParse({ ...fields, ...b.value });
     if (!merged.success) return badRequest(c, fieldErrors(merged.error));
     const cfg = await store.updateConfiguration(id, merged.data);
     return cfg ? c.json(cfg) : notFound(c, "configuration", id);
@@ -436,6 +439,8 @@ export function createApi(opts: ApiOptions): Hono {
   app.post("/traces", async (c) => {
     const q = query(c, TraceUploadQuery);
     if (!q.ok) return q.response;
+    const unknown = unknownTracePolicies(q.value.policies ?? []);
+    if (unknown.length) return badRequest(c, unknown);
     let text: string;
     let fileName: string | undefined;
     const type = c.req.header("content-type") ?? "";
@@ -466,6 +471,8 @@ export function createApi(opts: ApiOptions): Hono {
     opts.onQueued?.();
     return c.json(runView(run), 201, { Location: `/api/runs/${run.id}` });
   });
+
+  sweepRoutes(app, store, opts.onQueued); // named sweeps (sweeps.ts)
 
   // --- comparison ---------------------------------------------------------------
   app.get("/compare/models", async (c) => c.json({ models: await store.comparableModels() }));

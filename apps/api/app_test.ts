@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { FAKE_PEAK, fakeExecutor } from "./_fake_executor.ts";
 import { openLab } from "./lab.ts";
+import { MIGRATIONS } from "./migrations.ts";
 import type { RunExecutor } from "./run_executor.ts";
 
 const TOKEN = "test-write-token";
@@ -520,8 +521,8 @@ Deno.test("restart persistence: a reopened SQLite file has everything acknowledg
   try {
     const r = await (await c.api.request(`/runs/${run.id}/results`)).json();
     assert.equal(r.overhead, 1.4);
-    const applied = await c.store.db.all("SELECT version FROM schema_migrations");
-    assert.deepEqual(applied.map((x) => Number(x.version)), [1]);
+    const applied = await c.store.db.all("SELECT version FROM schema_migrations ORDER BY version");
+    assert.deepEqual(applied.map((x) => Number(x.version)), MIGRATIONS.map((m) => m.version));
   } finally {
     await c.close();
   }

@@ -1,17 +1,19 @@
 /**
  * The names a run can use, taken from the packages that implement them (models and
- * presets from `@libra/nn`, policies and planners from `@libra/evict`), and a schema
+ * presets from `@libra/nn`, policies and planners from `@libra/evict`, live cost models
+ * from `@libra/cost`), and a schema
  * per model for the configuration overrides a run may give. The API refuses anything
  * else when a configuration or a simulation is created, naming the valid choices.
  *
  * @module
  */
 
-import { LIVE_COST_MODELS } from "@libra/cost";
+import { LIVE_COST_MODELS } from "@libra/cost/cost-model";
 import { PLANNER_NAMES } from "@libra/evict/planners";
 import { POLICY_NAMES } from "@libra/evict/policies";
 import { MODEL_NAMES, PRESETS } from "@libra/nn/zoo";
 import { z } from "zod";
+import { ConfigurationInput, type FieldError } from "./schemas.ts";
 
 /** Models of the zoo. */
 export const MODELS: readonly string[] = [...MODEL_NAMES];
@@ -32,12 +34,12 @@ export const TRAIN_POLICIES: readonly string[] = [
 /** Policies and planners a trace simulation can compare. */
 export const TRACE_POLICIES: readonly string[] = TRAIN_POLICIES;
 
-/** Cost models a live run can use (those of `@libra/cost`). */
+/** Cost models a live run can use (`LIVE_COST_MODELS` of `@libra/cost`). */
 export const COST_MODELS: readonly string[] = [...LIVE_COST_MODELS];
 
-/** `unknown <what> "x"; valid: a, b, c` */
+/** `unknown <what> "x"; choose one of a, b, c` (the dashboard's form says the same) */
 export function unknownName(what: string, value: string, valid: readonly string[]): string {
-  return `unknown ${what} ${JSON.stringify(value)}; valid: ${valid.join(", ")}`;
+  return `unknown ${what} ${JSON.stringify(value)}; choose one of ${valid.join(", ")}`;
 }
 
 const count = (max: number) =>
@@ -110,4 +112,57 @@ export function presetConfig(model: string, preset: string): Record<string, unkn
   const p = (PRESETS as unknown as Record<string, Record<string, { config: object }>>)[model]
     ?.[preset];
   return p ? { ...p.config } : null;
+}
+
+/**
+ * Checks the names against what the packages implement (model, its preset, policy,
+ * cost model) and the overrides against the model's schema, naming the valid choices.
+ */
+export function knownNames(
+  v: { model: string; preset: string; policy: string; costModel: string; config: unknown },
+  ctx: z.RefinementCtx,
+): void {
+  const bad = (path: (string | number)[], message: string) =>
+    ctx.addIssue({ code: "custom", path, message });
+  if (!MODELS.includes(v.model)) return bad(["model"], unknownName("model", v.model, MODELS));
+  const presets = presetsOf(v.model);
+  if (!presets.includes(v.preset)) {
+    bad(["preset"], unknownName(`preset of ${v.model}`, v.preset, presets));
+  }
+  if (!TRAIN_POLICIES.includes(v.policy)) {
+    bad(["policy"], unknownName("policy", v.policy, TRAIN_POLICIES));
+  }
+  if (!COST_MODELS.includes(v.costModel)) {
+    bad(["costModel"], unknownName("cost model", v.costModel, COST_MODELS));
+  }
+  if (v.config === null || v.config === undefined) return;
+  const schema = MODEL_OVERRIDES[v.model]!;
+  const r = schema.safeParse(v.config);
+  if (!r.success) {
+    for (const i of r.error.issues) {
+      const message = i.code === "unrecognized_keys"
+        ? `${i.message}; ${v.model} takes: ${
+          Object.keys((schema as unknown as { shape: object }).shape).join(", ")
+        }`
+        : i.message;
+      bad(["config", ...i.path.map((p) => typeof p === "symbol" ? String(p) : p)], message);
+    }
+    return;
+  }
+  const merged = { ...presetConfig(v.model, v.preset), ...r.data };
+  for (const [field, message] of crossCheck(v.model, merged)) bad(["config", field], message);
+}
+
+/** {@linkcode ConfigurationInput} plus {@linkcode knownNames}: what the server accepts. */
+export const KnownConfigurationInput: z.ZodType<ConfigurationInput> = ConfigurationInput
+  .superRefine(knownNames);
+
+/** Field errors for trace policies the packages do not implement (`query.policies.N`). */
+export function unknownTracePolicies(policies: readonly string[]): FieldError[] {
+  return policies.flatMap((p, i) =>
+    TRACE_POLICIES.includes(p) ? [] : [{
+      field: `query.policies.${i}`,
+      reason: unknownName("trace policy", p, TRACE_POLICIES),
+    }]
+  );
 }

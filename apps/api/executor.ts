@@ -16,6 +16,7 @@
  * @module
  */
 
+import { median } from "@libra/util/stats";
 import type {
   CurvePoint,
   ExecuteContext,
@@ -62,6 +63,9 @@ const loadCost = () => load<CostMod>("@libra/cost", () => import("@libra/cost"))
 const loadEvict = () => load<EvictMod>("@libra/evict", () => import("@libra/evict"));
 const loadTraining = () =>
   load<TrainingMod>("@libra/train/run-training", () => import("@libra/train/run-training"));
+type SimulatePlanMod = typeof import("@libra/train/simulate-plan");
+const loadSimulatePlan = () =>
+  load<SimulatePlanMod>("@libra/train/simulate-plan", () => import("@libra/train/simulate-plan"));
 
 /** Most samples stored per memory timeline (peaks are kept when thinning). */
 export const MAX_TIMELINE_SAMPLES = 20_000;
@@ -104,12 +108,6 @@ function toTimeline(tl: TimelineLike, budgetBytes: number): MemoryTimeline {
 }
 
 const ms = (ns: number) => ns / 1e6;
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length === 0 ? NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function statsOf(s: import("@libra/runtime").RuntimeStats): Record<string, number> {
   return {
@@ -243,6 +241,11 @@ export async function executeSimulation(
 ): Promise<RunResult> {
   if (ctx.trace === undefined) throw new Error("simulation run without its uploaded trace");
   const rt = await loadRuntime();
+  const evict = await loadEvict();
+  // planners (libra, chen-sqrt) plan each ratio and replay the plan (@libra/train/simulate-plan)
+  const plans = spec.policies.some((p) => evict.isPlannerName(p)) ? await loadSimulatePlan() : null;
+  const simulate = (policy: string): typeof rt.simulateTrace =>
+    evict.isPlannerName(policy) ? plans!.plannerSimulation(policy) : rt.simulateTrace;
   const trace = rt.parseTrace(ctx.trace, spec.name);
   const points: CurvePoint[] = [];
   const stats: Record<string, number> = {};
@@ -250,7 +253,7 @@ export async function executeSimulation(
   const total = spec.policies.length * spec.ratios.length;
   for (const [i, policy] of spec.policies.entries()) {
     if (ctx.signal.aborted) throw new Error("canceled");
-    const report = rt.simulateTrace(trace, {
+    const report = simulate(policy)(trace, {
       policy,
       ratios: spec.ratios,
       onProgress: (done, _n, row) =>
@@ -259,7 +262,9 @@ export async function executeSimulation(
           done: i * spec.ratios.length + done,
           total,
           message: `${policy} at ratio ${row.ratio}: ${
-            row.feasible ? `overhead ${row.overhead!.toFixed(3)}` : "infeasible"
+            row.feasible
+              ? `overhead ${row.overhead!.toFixed(3)}`
+              : `infeasible (${row.reason ?? "out of memory"})`
           }`,
         }),
     });
@@ -268,6 +273,7 @@ export async function executeSimulation(
     for (const r of report.results) {
       points.push({ policy, ratio: r.ratio, feasible: r.feasible, overhead: r.overhead });
       stats[`evictions[${policy}@${r.ratio}]`] = r.evictions;
+      if (r.reason === "thrashing") stats[`thrashing[${policy}@${r.ratio}]`] = 1;
     }
   }
   stats.calls = trace.events.filter((e) => e.kind === "call").length;
@@ -279,7 +285,13 @@ export async function executeSimulation(
   if (feasible.length) {
     const ratio = Math.min(...feasible);
     budgetBytes = Math.floor(ratio * baselinePeak);
-    const replay = rt.replayTrace(trace, { policy: first, budgetBytes, timeline: true });
+    const replay = rt.replayTrace(trace, {
+      budgetBytes,
+      timeline: true,
+      ...(evict.isPlannerName(first)
+        ? plannedReplay(rt, evict, (await loadTraining()).fallbackFor, trace, first, budgetBytes)
+        : { policy: first }),
+    });
     memory = toTimeline(replay.timeline, budgetBytes);
   }
   return {
@@ -300,6 +312,22 @@ export async function executeSimulation(
       }).`
       : null,
   };
+}
+
+/** Replay options that run `planner`'s plan for `budgetBytes` (as `simulatePlanner` does). */
+function plannedReplay(
+  rt: RuntimeMod,
+  evict: EvictMod,
+  fallbackFor: (planner: string) => string,
+  trace: import("@libra/lineage/trace").Trace,
+  planner: string,
+  budgetBytes: number,
+): { policy: import("@libra/evict").EvictionPolicy; hostLimitBytes: number } {
+  const hostLimitBytes = planner === "libra" ? Infinity : 0;
+  const fallback = fallbackFor(planner);
+  const ctx = rt.plannerContext(trace, { hostLimitBytes, fallback });
+  const plan = evict.createPlanner(planner).plan(trace, budgetBytes, ctx);
+  return { policy: evict.planPolicy(plan, evict.createPolicy(fallback)), hostLimitBytes };
 }
 
 /** Executes a run in the calling thread (blocks it while training). */

@@ -54,6 +54,19 @@ export const MIGRATIONS: readonly Migration[] = [
         commit_sha TEXT, machine TEXT NOT NULL, result_count INTEGER NOT NULL)`,
     ],
   },
+  {
+    // numbered apart from the others' next migrations (2, 3, ...): order is by version
+    version: 20,
+    name: "sweeps and their runs",
+    statements: [
+      `CREATE TABLE sweeps (
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, created_at BIGINT NOT NULL)`,
+      `CREATE INDEX sweeps_created ON sweeps (created_at, id)`,
+      `CREATE TABLE sweep_runs (
+        sweep_id TEXT NOT NULL, run_id TEXT NOT NULL, PRIMARY KEY (sweep_id, run_id))`,
+      `CREATE INDEX sweep_runs_run ON sweep_runs (run_id)`,
+    ],
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the versions applied. */

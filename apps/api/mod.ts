@@ -27,4 +27,5 @@ export * from "./migrations.ts";
 export * from "./run_executor.ts";
 export * from "./schemas.ts";
 export * from "./store.ts";
+export * from "./sweeps.ts";
 export * from "./worker.ts";

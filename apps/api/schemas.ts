@@ -6,17 +6,6 @@
  */
 
 import { z } from "zod";
-import {
-  COST_MODELS,
-  crossCheck,
-  MODEL_OVERRIDES,
-  MODELS,
-  presetConfig,
-  presetsOf,
-  TRACE_POLICIES,
-  TRAIN_POLICIES,
-  unknownName,
-} from "./catalog.ts";
 
 const name = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const nameMessage = "lower-case letters, digits, '.', '_' or '-', starting with a letter or digit";
@@ -109,50 +98,13 @@ function exactlyOneBudget(
 }
 
 /**
- * Checks the names against what the packages implement (model, its preset, policy,
- * cost model) and the overrides against the model's schema, naming the valid choices.
+ * Validates a configuration (POST, PUT): the fields and their ranges. This module has
+ * no dependencies beyond zod (the dashboard's form validates with it in the browser);
+ * the server also checks the names against the packages (`KnownConfigurationInput` in
+ * catalog.ts).
  */
-export function knownNames(
-  v: { model: string; preset: string; policy: string; costModel: string; config: unknown },
-  ctx: z.RefinementCtx,
-): void {
-  const bad = (path: (string | number)[], message: string) =>
-    ctx.addIssue({ code: "custom", path, message });
-  if (!MODELS.includes(v.model)) return bad(["model"], unknownName("model", v.model, MODELS));
-  const presets = presetsOf(v.model);
-  if (!presets.includes(v.preset)) {
-    bad(["preset"], unknownName(`preset for ${v.model}`, v.preset, presets));
-  }
-  if (!TRAIN_POLICIES.includes(v.policy)) {
-    bad(["policy"], unknownName("policy", v.policy, TRAIN_POLICIES));
-  }
-  if (!COST_MODELS.includes(v.costModel)) {
-    bad(["costModel"], unknownName("cost model", v.costModel, COST_MODELS));
-  }
-  if (v.config === null || v.config === undefined) return;
-  const schema = MODEL_OVERRIDES[v.model]!;
-  const r = schema.safeParse(v.config);
-  if (!r.success) {
-    for (const i of r.error.issues) {
-      const message = i.code === "unrecognized_keys"
-        ? `${i.message}; ${v.model} takes: ${
-          Object.keys((schema as unknown as { shape: object }).shape).join(", ")
-        }`
-        : i.message;
-      bad(["config", ...i.path.map((p) => typeof p === "symbol" ? String(p) : p)], message);
-    }
-    return;
-  }
-  const merged = { ...presetConfig(v.model, v.preset), ...r.data };
-  for (const [field, message] of crossCheck(v.model, merged)) bad(["config", field], message);
-}
-
-/** Validates a configuration (POST, PUT). */
 export const ConfigurationInput: z.ZodType<ConfigurationInput> = z.object(configurationFields)
-  .strict().superRefine((v, ctx) => {
-    exactlyOneBudget(v, ctx);
-    knownNames(v, ctx);
-  });
+  .strict().superRefine(exactlyOneBudget);
 
 /** Partial update of a configuration (PATCH); the merged result is validated again. */
 export const ConfigurationPatch: z.ZodType<ConfigurationPatch> = z.object({
@@ -252,17 +204,7 @@ export const TraceUploadQuery: z.ZodType<
   name: Name.optional(),
   policies: z.string().transform((s) => s.split(",").map((p) => p.trim()).filter((p) => p))
     .pipe(
-      z.array(z.string()).min(1, "name at least one policy").max(12).superRefine((ps, ctx) => {
-        for (const [i, p] of ps.entries()) {
-          if (!TRACE_POLICIES.includes(p)) {
-            ctx.addIssue({
-              code: "custom",
-              path: [i],
-              message: unknownName("trace policy", p, TRACE_POLICIES),
-            });
-          }
-        }
-      }),
+      z.array(PolicyName).min(1, "name at least one policy").max(12),
     ).optional(),
   ratios: z.string().transform((s) => s.split(",").map((p) => Number(p.trim())))
     .pipe(

@@ -175,10 +175,22 @@ Deno.test("unknown model, preset, policy, cost model and trace policies are refu
   const l = await lab();
   try {
     const cases: [Record<string, unknown>, string, RegExp][] = [
-      [{ model: "nosuch" }, "model", /unknown model "nosuch"; valid: mlp, resnet, gpt/],
-      [{ preset: "huge" }, "preset", /unknown preset for gpt "huge"; valid: tiny, small, paper/],
-      [{ policy: "magic" }, "policy", /unknown policy "magic"; valid: dtr, .*lru\+swap.*chen-sqrt/],
-      [{ costModel: "psychic" }, "costModel", /unknown cost model "psychic"; valid: measured/],
+      [{ model: "nosuch" }, "model", /unknown model "nosuch"; choose one of mlp, resnet, gpt/],
+      [
+        { preset: "huge" },
+        "preset",
+        /unknown preset of gpt "huge"; choose one of tiny, small, paper/,
+      ],
+      [
+        { policy: "magic" },
+        "policy",
+        /unknown policy "magic"; choose one of dtr, .*lru\+swap.*chen-sqrt/,
+      ],
+      [
+        { costModel: "psychic" },
+        "costModel",
+        /unknown cost model "psychic"; choose one of analytic, profiled, measured/,
+      ],
       [{ config: { depth: 3 } }, "config", /depth.*gpt takes: vocabSize, contextLength/],
       [{ config: { nEmbd: "wide" } }, "config.nEmbd", /number/],
       [{ config: { nEmbd: 30, nHead: 4 } }, "config.nEmbd", /divisible by nHead/],
@@ -202,7 +214,10 @@ Deno.test("unknown model, preset, policy, cost model and trace policies are refu
       body: '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
     });
     assert.equal(t.status, 400);
-    assert.match(JSON.stringify(await t.json()), /unknown trace policy \\"bogus\\"; valid: dtr/);
+    assert.match(
+      JSON.stringify(await t.json()),
+      /unknown trace policy \\"bogus\\"; choose one of dtr/,
+    );
     const planners = await l.api.request("/traces?policies=libra,chen-sqrt,dtr", {
       method: "POST",
       headers: auth,
@@ -251,7 +266,16 @@ for (const [dbName, db] of DATABASES) {
       });
       assert.equal(bench.status, 400);
       assert.equal(bench.body.issues[0].field, "suite");
+      const nul = [
+        '{"INSTRUCTION":"CONSTANT","NAME":"x\u0000"}',
+        '{"INSTRUCTION":"CONSTANT"}\u0000',
+      ];
+      for (const trace of nul) {
+        const t = await l.api.request("/traces", { method: "POST", headers: auth, body: trace });
+        assert.equal(t.status, 400, JSON.stringify(trace));
+      }
       assert.equal((await (await l.api.request("/configurations")).json()).total, 0);
+      assert.equal((await (await l.api.request("/traces")).json()).total, 0);
     } finally {
       await l.close();
     }
@@ -472,4 +496,17 @@ Deno.test("a server without a worker still fails the runs of a worker that died"
   } finally {
     await l.close();
   }
+});
+
+Deno.test("schemas.ts stays free of the packages (the dashboard's form bundles it for the browser)", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", new URL("./schemas.ts", import.meta.url).pathname],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const info = JSON.parse(new TextDecoder().decode(out.stdout));
+  const local = (info.modules as { specifier: string }[]).map((m) => m.specifier)
+    .filter((s) => s.startsWith("file:"));
+  assert.deepEqual(local.map((s) => s.replace(/^.*\/apps\//, "apps/")), ["apps/api/schemas.ts"]);
 });

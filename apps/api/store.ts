@@ -8,6 +8,7 @@
 
 import { type Db, openPostgres, openSqlite, type Row, type SqlValue } from "./db.ts";
 import { migrate } from "./migrations.ts";
+import { median } from "@libra/util/stats";
 import type {
   BenchUpload,
   Configuration,
@@ -285,12 +286,6 @@ const RUN_COLUMNS =
   "id, kind, configuration_id, source_id, spec, model, preset, policy, status, created_at, " +
   "started_at, finished_at, worker_id, heartbeat_at, progress, error, feasible, budget_ratio, " +
   "budget_bytes, baseline_peak_bytes, peak_bytes, overhead";
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 /** Where to keep the data. */
 export interface StoreOptions {

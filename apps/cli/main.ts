@@ -24,6 +24,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   serve: () => import("./commands/serve.ts"),
   worker: () => import("./commands/worker.ts"),
   start: () => import("./commands/start.ts"),
+  sweep: () => import("./commands/sweep.ts"),
 };
 
 function usage(summaries: [string, string][]): string {

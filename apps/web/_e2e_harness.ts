@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Configuration, ConfigurationInput, RunResult, Store } from "@libra/api";
+import type { Configuration, ConfigurationInput, RunExecutor, RunResult, Store } from "@libra/api";
 import { type ServerHandle, startServer } from "./main.ts";
 
 /** Where Chromium is (`LIBRA_CHROMIUM` overrides). */
@@ -33,8 +33,8 @@ export interface E2E {
   close(): Promise<void>;
 }
 
-/** Starts the server (no worker) and Chromium. */
-export async function startE2E(): Promise<E2E> {
+/** Starts the server and Chromium; without `executor`, no worker runs (tests store results). */
+export async function startE2E(opts: { executor?: RunExecutor } = {}): Promise<E2E> {
   const { chromium } = await import("playwright-core");
   const dir = await Deno.makeTempDir({ prefix: "libra-e2e-" });
   const shots = `${dir}/screenshots`;
@@ -45,8 +45,12 @@ export async function startE2E(): Promise<E2E> {
     token: TOKEN,
     readToken: null,
     log: () => {},
-    worker: false,
-    executor: { name: "none", execute: () => Promise.reject(new Error("no executor in e2e")) },
+    ...(opts.executor
+      ? { executor: opts.executor, workerOptions: { pollMs: 100, heartbeatMs: 500 } }
+      : {
+        worker: false,
+        executor: { name: "none", execute: () => Promise.reject(new Error("no executor in e2e")) },
+      }),
   });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,

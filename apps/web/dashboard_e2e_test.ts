@@ -6,7 +6,8 @@
  * go to a temporary folder (printed). Skips, saying why, when Chromium is not installed.
  */
 import assert from "node:assert/strict";
-import { thinSamples } from "@libra/api";
+import { executeInThisThread, type RunExecutor, thinSamples } from "@libra/api";
+import { fakeExecutor } from "../api/_fake_executor.ts";
 import { syntheticTimeline } from "./components/_synthetic_timeline.ts";
 import {
   CHROMIUM,
@@ -638,6 +639,134 @@ e2e(
       await store.completeRun(run.id, "w", result());
       await page.waitForSelector("h1 .status-succeeded");
       assert.equal(await page.locator(".live").count(), 0);
+      assert.deepEqual(h.errors, []);
+    } finally {
+      await h.close();
+    }
+  },
+);
+
+e2e(
+  "traces: an uploaded trace is simulated under libra and chen-sqrt (planned) beside dtr-eq",
+  async () => {
+    const h = await startE2E({
+      executor: { name: "real (this thread)", execute: executeInThisThread },
+    });
+    try {
+      const chain = new URL("../../packages/train/testdata/chain.log", import.meta.url).pathname;
+      const page = await h.page();
+      await page.goto(`${h.server.url}/traces`);
+      await page.setInputFiles("input[name=trace]", chain);
+      await page.fill("input[name=policies]", "dtr-eq,libra,chen-sqrt");
+      await page.fill("input[name=ratios]", "1,0.6,0.3");
+      await page.click("form.upload button.primary");
+      await page.waitForURL(/\/runs\/run_/);
+      await page.waitForSelector("h1 .status-succeeded, h1 .status-failed", { timeout: 60_000 });
+      assert.equal(
+        await page.textContent("h1 .badge"),
+        "succeeded",
+        (await page.locator(".error-box").allTextContents()).join(" "), // does not wait for one
+      );
+      await page.waitForSelector("[data-chart=overhead] .plot[data-drawn] svg");
+      const rows = await page.$$eval(
+        "table.smallest tbody tr",
+        (trs: Element[]) =>
+          trs.map((r) => [r.getAttribute("data-policy"), r.children[3]!.textContent]),
+      );
+      assert.deepEqual(rows, [["chen-sqrt", "3"], ["dtr-eq", "3"], ["libra", "3"]]);
+      // the planners' numbers are those of simulatePlanner on the same trace
+      const text = await Deno.readTextFile(chain);
+      const { parseTrace } = await import("@libra/runtime");
+      const { simulatePlanner } = await import("@libra/train/simulate-plan");
+      const oracle = simulatePlanner(parseTrace(text, "chain"), "libra", { ratios: [1, 0.6, 0.3] });
+      const best = oracle.results.filter((r) => r.feasible).sort((a, b) => a.ratio - b.ratio)[0]!;
+      assert.equal(
+        await page.textContent("table.smallest tr[data-policy=libra] td:nth-child(2)"),
+        best.ratio.toFixed(2),
+      );
+      await page.screenshot({ path: `${h.shots}/trace-planners.png`, fullPage: true });
+      assert.deepEqual(h.errors, []);
+    } finally {
+      await h.close();
+    }
+  },
+);
+
+e2e(
+  "sweeps: defined and launched from the dashboard, progress shown, Compare filters by the sweep with intervals over repeats",
+  async () => {
+    // the fake executor, with repeat r taking (1 + 0.05 (r - 1)) times as long
+    const fake = fakeExecutor();
+    const executor: RunExecutor = {
+      name: "fake with repeats",
+      async execute(spec, ctx) {
+        const r = await fake.execute(spec, ctx);
+        const k = 1 + 0.05 * (((spec as { repeat?: number }).repeat ?? 1) - 1);
+        return {
+          ...r,
+          overhead: r.overhead! * k,
+          points: r.points.map((p) => ({ ...p, overhead: p.overhead! * k })),
+        };
+      },
+    };
+    const h = await startE2E({ executor });
+    try {
+      await h.server.lab.store.ingestBench({
+        suite: "not in the sweep",
+        machine: {},
+        results: [0.5, 1].map((ratio) => ({
+          kind: "live" as const,
+          model: "mlp",
+          preset: "tiny",
+          policy: "dtr-eq",
+          ratio,
+          feasible: true,
+          overhead: 9,
+        })),
+      });
+      const page = await h.page();
+      await page.goto(`${h.server.url}/sweeps`);
+      await page.fill("input[name=name]", "two policies");
+      for (
+        const m of await page.$$eval(
+          "input[name=models]:checked",
+          (es: HTMLInputElement[]) => es.map((e) => e.value),
+        )
+      ) {
+        await page.uncheck(`input[name=models][value='${m}']`);
+      }
+      await page.check("input[name=models][value=mlp]");
+      await page.fill("input[name=ratios]", "1,0.5");
+      await page.fill("input[name=repeats]", "3");
+      await page.fill("input[name=steps]", "2");
+      await page.click("form.sweep-form button.primary");
+      await page.waitForURL(/\/sweeps\/swp_/);
+      const id = page.url().split("/").pop()!;
+      assert.match(await page.textContent("p.meta"), /= 12 runs of 2 steps/);
+      // the page refreshes itself while the sweep runs
+      await page.waitForSelector("[data-progress='12/12']", { timeout: 60_000 });
+      assert.equal(await page.locator("table[data-export=sweep-runs] tbody tr").count(), 12);
+      await page.screenshot({ path: `${h.shots}/sweep.png`, fullPage: true });
+
+      await page.click(".compare-links a:text('mlp/tiny')");
+      await page.waitForURL(new RegExp(`/compare\\?model=mlp%2Ftiny&sweep=${id}`));
+      await page.waitForSelector("[data-chart=overhead] .plot[data-drawn] svg");
+      const cell = (policy: string, col: number) =>
+        page.textContent(`table.matrix tbody tr:has(td:text-is('${policy}')) td:nth-child(${col})`);
+      // ratios 0.5 then 1: fake overhead 1.5 and 1, times 1, 1.05, 1.1 over the repeats
+      assert.equal(await cell("dtr-eq", 2), "1.575 (1.50–1.65)");
+      assert.equal(await cell("lru", 3), "1.050 (1.00–1.10)");
+      assert.equal(await page.locator("[data-chart=overhead] g.interval line").count(), 4);
+      assert.ok(
+        !(await page.textContent("table.matrix")).includes("9.000"),
+        "the bench runs are out",
+      );
+      await page.screenshot({ path: `${h.shots}/compare-sweep.png`, fullPage: true });
+      // without the sweep filter the bench runs count again
+      await page.selectOption("select[name=sweep]", "");
+      await page.click("form.filters button:text('Show')");
+      await page.waitForURL(/sweep=&|sweep=$/);
+      assert.equal(await cell("dtr-eq", 2), "1.613 (1.50–9.00)");
       assert.deepEqual(h.errors, []);
     } finally {
       await h.close();

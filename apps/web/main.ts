@@ -27,6 +27,7 @@ import * as compare from "./routes/compare.tsx";
 import * as configurations from "./routes/configurations.tsx";
 import * as login from "./routes/login.tsx";
 import * as runs from "./routes/runs.tsx";
+import * as sweeps from "./routes/sweeps.tsx";
 import * as traces from "./routes/traces.tsx";
 import { allowedHosts, DEFAULT_ALLOWED_HOSTS, sameOrigin, securityHeaders } from "./security.ts";
 
@@ -37,7 +38,7 @@ export { buildIslands, ensureBundle } from "./build.ts";
 /** Names the forms suggest unless the executor knows better (models: the `@libra/nn` registry). */
 export const DEFAULT_CATALOG: Catalog = { models: [...MODELS], policies: [...TRAIN_POLICIES] };
 
-const ROUTES = [runs, compare, configurations, traces, login];
+const ROUTES = [runs, compare, configurations, sweeps, traces, login];
 const STATIC = new URL("static/", import.meta.url);
 const TYPES: Record<string, string> = {
   css: "text/css; charset=utf-8",

@@ -18,7 +18,7 @@ export const DEFAULT_ALLOWED_HOSTS: readonly string[] = ["localhost", "127.0.0.1
  * origin only. Styles allow inline ones: the charts (Observable Plot) style their SVG
  * with `<style>` elements and attributes.
  */
-export const CONTENT_SECURITY_POLICY = [
+export const CONTENT_SECURITY_POLICY: string = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",
@@ -76,8 +76,8 @@ export const securityHeaders: MiddlewareHandler = async (c, next) => {
 };
 
 /**
- * Refuses (403) a state-changing request of a page sent from another origin: its
- * `Origin` differs from this server's, or, without `Origin`, the browser marks it
+ * Refuses (403) a state-changing request of a page sent from another origin: the host
+ * of its `Origin` differs from the request's `Host`, or, without `Origin`, the browser marks it
  * `Sec-Fetch-Site: cross-site`. Requests without either (curl, scripts) pass: they
  * carry no cookies a browser would add for another site.
  */
@@ -86,7 +86,13 @@ export const sameOrigin: MiddlewareHandler = async (c, next) => {
   const origin = c.req.header("origin");
   const own = new URL(c.req.url).origin;
   const site = c.req.header("sec-fetch-site");
-  if ((origin !== undefined && origin !== own) || (origin === undefined && site === "cross-site")) {
+  // the host decides, not the scheme: behind a TLS proxy the browser's origin is https
+  const host = (c.req.header("host") ?? new URL(c.req.url).host).toLowerCase();
+  let from: string | null = null;
+  try {
+    from = origin === undefined ? null : new URL(origin).host.toLowerCase();
+  } catch { /* "null" or garbage: another origin */ }
+  if ((origin !== undefined && from !== host) || (origin === undefined && site === "cross-site")) {
     return c.text(
       `cross-origin ${c.req.method} ${c.req.path} refused (Origin ${origin ?? "absent"}, ` +
         `this server is ${own})`,
@@ -128,14 +134,14 @@ export class LoginLimiter {
   }
 
   /** Seconds `client` must wait before trying again, or 0. */
-  retryAfter(client: string, now = Date.now()): number {
+  retryAfter(client: string, now: number = Date.now()): number {
     const recent = this.#recent(client, now);
     if (recent.length < this.#max) return 0;
     return Math.max(1, Math.ceil((recent[0]! + this.#window - now) / 1000));
   }
 
   /** Records a failed attempt of `client`. */
-  fail(client: string, now = Date.now()): void {
+  fail(client: string, now: number = Date.now()): void {
     const recent = this.#recent(client, now);
     recent.push(now);
     this.#failures.delete(client); // re-insert: the map's order is oldest client first

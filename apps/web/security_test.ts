@@ -178,6 +178,11 @@ Deno.test("cross-origin posts to /logout, /login and the forms are refused", asy
       });
       assert.equal(site.status, 403, `${path} (Sec-Fetch-Site)`);
     }
+    const opaque = await app.request("/logout", {
+      method: "POST",
+      headers: { ...COOKIE, Origin: "null" },
+    });
+    assert.equal(opaque.status, 403, "an opaque origin (sandboxed frame) is another origin");
     // the logout of this origin still works, and clears the cookie
     const out = await app.request("/logout", {
       method: "POST",
@@ -185,6 +190,11 @@ Deno.test("cross-origin posts to /logout, /login and the forms are refused", asy
     });
     assert.equal(out.status, 303);
     assert.match(out.headers.get("set-cookie") ?? "", /libra_token=;/);
+    const proxied = await app.request("/logout", {
+      method: "POST",
+      headers: { ...COOKIE, Origin: "https://localhost" },
+    });
+    assert.equal(proxied.status, 303, "behind a TLS proxy the host decides");
   } finally {
     await lab.close();
   }

@@ -252,7 +252,7 @@ Deno.test("the configuration form refuses names that are not in the server's lis
     const html = await res.text();
     assert.match(
       html,
-      /data-field="policy"[^]*?unknown policy &quot;nonsense&quot;; valid: dtr,/,
+      /data-field="policy"[^]*?unknown policy &quot;nonsense&quot;; choose one of dtr,/,
     );
     assert.match(html, /data-field="costModel"[^]*?unknown cost model &quot;telepathic&quot;/);
     const preset = await app.request("/configurations", form({ ...VALID, preset: "huge" }));

@@ -206,19 +206,57 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
   const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
   const int direct = is_pointwise(q);
   int failed = 0;
+  /* Stride 1 with whole 16-column panels per output row: implicit GEMM on a zero-padded
+   * copy of the image (row p = (ch, r, s) of the column matrix, output row oh, is the
+   * padded row ch, oh + r*dh shifted by s*dw), so no column matrix is written. */
+  const int implicit = !direct && q->sh == 1 && q->sw == 1 && q->OW % 16 == 0;
+  const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw;
   PAR_FOR(par_images(q),
   for (int64_t n = 0; n < q->N; n++) {
     int32_t st = 0;
-    float* col = direct ? (float*)X + n * CHW : scratch_get(c, 0, CRS * L, &st);
     float* y = Y + n * q->K * L;
-    if (!col) {
-      failed = 1;
-      continue;
-    }
-    if (!direct) im2col(q, X + n * CHW, col, L, 0);
-    if (libra_sgemm_small(q->K, L, CRS, Wt, CRS, 1, col, L, y, L, 0)) {
-      failed = 1;
-      continue;
+    if (implicit) {
+      float* xp = scratch_get(c, 1, q->C * Hp * Wp, &st);
+      /* row pointers, then each row's offset in the padded image (computed once) */
+      const float** rows = (const float**)scratch_get(c, 0, 4 * CRS, &st);
+      if (!xp || !rows) {
+        failed = 1;
+        continue;
+      }
+      int64_t* offs = (int64_t*)(rows + CRS);
+      for (int64_t p = 0; p < CRS; p++) {
+        const int64_t ch = p / (q->R * q->S), r = (p / q->S) % q->R, sx = p % q->S;
+        offs[p] = (ch * Hp + r * q->dh) * Wp + sx * q->dw;
+      }
+      const float* x = X + n * CHW;
+      memset(xp, 0, sizeof(float) * (size_t)(q->C * Hp * Wp));
+      for (int64_t ch = 0; ch < q->C; ch++) {
+        for (int64_t h = 0; h < q->H; h++) {
+          memcpy(xp + (ch * Hp + h + q->ph) * Wp + q->pw, x + (ch * q->H + h) * q->W,
+                 sizeof(float) * (size_t)q->W);
+        }
+      }
+      const float* ap = libra_sgemm_pack(q->K, CRS, Wt, CRS, 1);
+      if (!ap) {
+        failed = 1;
+        continue;
+      }
+      for (int64_t oh = 0; oh < q->OH; oh++) {
+        const float* base = xp + oh * Wp;
+        for (int64_t p = 0; p < CRS; p++) rows[p] = base + offs[p];
+        libra_sgemm_packed_rows(q->K, q->OW, CRS, ap, rows, y + oh * q->OW, L);
+      }
+    } else {
+      float* col = direct ? (float*)X + n * CHW : scratch_get(c, 0, CRS * L, &st);
+      if (!col) {
+        failed = 1;
+        continue;
+      }
+      if (!direct) im2col(q, X + n * CHW, col, L, 0);
+      if (libra_sgemm_small(q->K, L, CRS, Wt, CRS, 1, col, L, y, L, 0)) {
+        failed = 1;
+        continue;
+      }
     }
     if (B) {
       for (int64_t k = 0; k < q->K; k++) {
@@ -391,22 +429,56 @@ static int32_t conv_backward_weight_small(const kcall* c, const convp* q, const 
     const int64_t r0 = b0 * 8, r1 = b1 * 8 < CRS ? b1 * 8 : CRS;
     if (r1 <= r0) continue;
     int32_t st2 = 0;
-    float* col = direct ? NULL : scratch_get(c, 0, (r1 - r0) * L, &st2);
+    /* stride 1: A (rows r0..r1 of col_n) is packed straight from a zero-padded copy of
+     * the image, without writing the column matrix */
+    const int implicit = !direct && q->sh == 1 && q->sw == 1;
+    const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw, m = r1 - r0;
+    float* col = direct ? NULL
+                        : scratch_get(c, 0, implicit ? q->C * Hp * Wp : (r1 - r0) * L, &st2);
     float* gyt = scratch_get(c, 1, L * q->K, &st2);
-    if ((!direct && !col) || !gyt) {
+    float* ap = implicit ? libra_sgemm_pack_buffer((m + 7) / 8 * 8 * L) : NULL;
+    if ((!direct && !col) || !gyt || (implicit && !ap)) {
       failed = 1;
       continue;
     }
     for (int64_t n = 0; n < q->N; n++) {
       const float* a = direct ? X + n * CHW + r0 * L : col;
-      if (!direct) {
+      if (implicit) {
+        const float* x = X + n * CHW;
+        memset(col, 0, sizeof(float) * (size_t)(q->C * Hp * Wp));
+        for (int64_t ch = 0; ch < q->C; ch++) {
+          for (int64_t h = 0; h < q->H; h++) {
+            memcpy(col + (ch * Hp + h + q->ph) * Wp + q->pw, x + (ch * q->H + h) * q->W,
+                   sizeof(float) * (size_t)q->W);
+          }
+        }
+        for (int64_t ib = 0; ib < (m + 7) / 8; ib++) {
+          float* dst = ap + ib * 8 * L;
+          for (int i = 0; i < 8; i++) {
+            const int64_t row = r0 + ib * 8 + i;
+            if (row >= r1) {
+              for (int64_t l = 0; l < L; l++) dst[l * 8 + i] = 0.0f;
+              continue;
+            }
+            const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, sx = row % q->S;
+            const float* src = col + (ch * Hp + r * q->dh) * Wp + sx * q->dw;
+            for (int64_t oh = 0; oh < q->OH; oh++) {
+              float* d = dst + oh * q->OW * 8 + i;
+              const float* sr = src + oh * Wp;
+              for (int64_t ow = 0; ow < q->OW; ow++) d[ow * 8] = sr[ow];
+            }
+          }
+        }
+      } else if (!direct) {
         for (int64_t row = r0; row < r1; row++) im2col_row(q, X + n * CHW, col + (row - r0) * L, row);
       }
       const float* gy = GY + n * q->K * L;
       for (int64_t l = 0; l < L; l++) {
         for (int64_t k = 0; k < q->K; k++) gyt[l * q->K + k] = gy[k * L + l];
       }
-      if (libra_sgemm_small(r1 - r0, q->K, L, a, L, 1, gyt, q->K, gwt + r0 * q->K, q->K, n > 0)) {
+      if (implicit) {
+        libra_sgemm_packed(m, q->K, L, ap, gyt, q->K, gwt + r0 * q->K, q->K, n > 0);
+      } else if (libra_sgemm_small(m, q->K, L, a, L, 1, gyt, q->K, gwt + r0 * q->K, q->K, n > 0)) {
         failed = 1;
         break;
       }

@@ -117,6 +117,18 @@ void libra_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
  * memory for the packed A. */
 int libra_sgemm_small(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
                       const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate);
+/* The same kernel in two steps for an implicit-GEMM convolution: A packed once into
+ * this thread's buffer (NULL when out of memory; valid until the next call on this
+ * thread), then C[i, j] = sum_p A[i, p] rows[p][j] with B given by row pointers. */
+float* libra_sgemm_pack(int64_t m, int64_t k, const float* a, int64_t ars, int64_t acs);
+void libra_sgemm_packed_rows(int64_t m, int64_t n, int64_t k, const float* ap,
+                             const float* const* rows, float* c, int64_t ldc);
+/* C (+)= A B with A already packed by the caller in 8-row slivers ([ceil(m/8)][k][8],
+ * zero-padded), in the buffer libra_sgemm_pack_buffer returns (this thread's; NULL
+ * when out of memory). */
+void libra_sgemm_packed(int64_t m, int64_t n, int64_t k, const float* ap, const float* b,
+                        int64_t ldb, float* c, int64_t ldc, int accumulate);
+float* libra_sgemm_pack_buffer(int64_t floats);
 /* Philox4x32-10 on one block. */
 #include "libra_philox.h"
 

@@ -20,14 +20,24 @@ static int32_t check_targets(const kcall* c, const int32_t* t, int64_t rows, int
   return LIBRA_OK;
 }
 
-/* log-sum-exp of a row, max-subtracted */
+/* log-sum-exp of a row, max-subtracted: exp in float (fast_expf, vectorized, on chunks
+ * of the row), summed in double lanes in a fixed order. */
 static double row_lse(const float* x, int64_t cols) {
   float m = -INFINITY;
   for (int64_t j = 0; j < cols; j++) m = x[j] > m || x[j] != x[j] ? x[j] : m;
   if (m == -INFINITY) return -INFINITY;
-  double s = 0.0;
-  for (int64_t j = 0; j < cols; j++) s += exp((double)x[j] - m);
-  return m + log(s);
+  if (m != m) return NAN;
+  enum { CH = 256 };
+  float e[CH];
+  v8d acc = {0};
+  double tail = 0.0;
+  for (int64_t j0 = 0; j0 < cols; j0 += CH) {
+    const int64_t w = cols - j0 < CH ? cols - j0 : CH, w8 = w - w % 8;
+    for (int64_t j = 0; j < w; j++) e[j] = fast_expf(x[j0 + j] - m);
+    for (int64_t j = 0; j < w8; j += 8) acc += ld8d(e + j);
+    for (int64_t j = w8; j < w; j++) tail += e[j];
+  }
+  return m + log(hsum8(acc) + tail);
 }
 
 int32_t k_cross_entropy(const kcall* c) {
@@ -64,11 +74,9 @@ int32_t k_cross_entropy_backward(const kcall* c) {
   for (int64_t r = 0; r < rows; r++) {
     const float* x = X + r * classes;
     float* gx = GX + r * classes;
-    const double lse = row_lse(x, classes);
-    for (int64_t j = 0; j < classes; j++) {
-      const double p = exp((double)x[j] - lse);
-      gx[j] = (float)((p - (j == T[r] ? 1.0 : 0.0)) * g);
-    }
+    const float lse = (float)row_lse(x, classes), gf = (float)g;
+    for (int64_t j = 0; j < classes; j++) gx[j] = fast_expf(x[j] - lse) * gf;
+    gx[T[r]] = (float)(((double)fast_expf(x[T[r]] - lse) - 1.0) * g);
   });
   return LIBRA_OK;
 }

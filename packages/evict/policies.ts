@@ -26,7 +26,9 @@ function ratio(num: number, den: number): number {
 
 /** `dtr`: (c(t) + sum of c over the evicted neighbourhood e*(t)) / (m(t) * staleness(t)). */
 export class DtrPolicy extends ScorePolicy {
+  /** `"dtr"`. */
   readonly name: string = "dtr";
+  /** (c(t) + neighbourhood cost) / (m(t) x staleness). */
   score(s: StorageNode, ctx: EvictionContext): number {
     const c = s.compute + ctx.lineage.evictedNeighborhoodCost(s);
     return ratio(c, s.bytes * staleness(s, ctx));
@@ -47,7 +49,9 @@ export class DtrPolicy extends ScorePolicy {
  * evicted equivalence classes (each distinct neighbouring class counted once).
  */
 export class DtrEqPolicy extends ScorePolicy {
+  /** `"dtr-eq"`. */
   readonly name: string = "dtr-eq";
+  /** (c(t) + distinct neighbouring class costs) / (m(t) x staleness). */
   score(s: StorageNode, ctx: EvictionContext): number {
     const c = s.compute + ctx.lineage.neighborClassCost(s);
     return ratio(c, s.bytes * staleness(s, ctx));
@@ -56,7 +60,9 @@ export class DtrEqPolicy extends ScorePolicy {
 
 /** `dtr-local`: c(t) / (m(t) * staleness(t)). */
 export class DtrLocalPolicy extends ScorePolicy {
+  /** `"dtr-local"`. */
   readonly name: string = "dtr-local";
+  /** c(t) / (m(t) x staleness). */
   score(s: StorageNode, ctx: EvictionContext): number {
     return ratio(s.compute, s.bytes * staleness(s, ctx));
   }
@@ -67,7 +73,9 @@ export class DtrLocalPolicy extends ScorePolicy {
  * (c(t) + cost of the evicted ancestors its recomputation needs) / m(t).
  */
 export class MspsPolicy extends ScorePolicy {
+  /** `"msps"`. */
   readonly name: string = "msps";
+  /** (c(t) + evicted ancestors' cost) / m(t). */
   score(s: StorageNode, ctx: EvictionContext): number {
     return ratio(s.compute + ctx.lineage.evictedAncestorCost(s), s.bytes);
   }
@@ -75,28 +83,39 @@ export class MspsPolicy extends ScorePolicy {
 
 /** `lru`: least recently used first. */
 export class LruPolicy extends ScorePolicy {
+  /** `"lru"`. */
   readonly name: string = "lru";
+  /** The last access time. */
   score(s: StorageNode): number {
     return s.lastAccess;
   }
 }
 
-/** `largest`: largest storage first. */
+/**
+ * `largest`: largest storage first. Scored 1 / m(t) as in DTR's simulator: an
+ * empty storage scores Infinity (last), where -m(t) would score 0 and, a zero
+ * score ending the scan, pick it.
+ */
 export class LargestPolicy extends ScorePolicy {
+  /** `"largest"`. */
   readonly name: string = "largest";
+  /** 1 / m(t) (Infinity when empty). */
   score(s: StorageNode): number {
-    return -s.bytes;
+    return s.bytes > 0 ? 1 / s.bytes : Infinity;
   }
 }
 
 /** `random`: a seeded random victim. */
 export class RandomPolicy extends ScorePolicy {
+  /** `"random"`. */
   readonly name: string = "random";
   readonly #rng: () => number;
+  /** A random policy seeded from `search.seed`. */
   constructor(search: SearchOptions = {}) {
     super(search);
     this.#rng = seededRandom((search.seed ?? 1) ^ 0x5bd1e995);
   }
+  /** A seeded random number. */
   score(): number {
     return this.#rng() + 1e-9;
   }
@@ -109,8 +128,10 @@ export class RandomPolicy extends ScorePolicy {
  * picks the cheaper action per victim.
  */
 export class SwapAwarePolicy extends ScorePolicy {
+  /** The base name with `+swap`. */
   readonly name: string;
   readonly #base: ScorePolicy;
+  /** Wraps `base`. */
   constructor(base: ScorePolicy, search: SearchOptions = {}) {
     super(search);
     this.#base = base;
@@ -119,6 +140,7 @@ export class SwapAwarePolicy extends ScorePolicy {
   #recompute(s: StorageNode, ctx: EvictionContext): number {
     return s.compute + ctx.lineage.evictedAncestorCost(s);
   }
+  /** The base score, rescaled when swapping is cheaper. */
   score(s: StorageNode, ctx: EvictionContext): number {
     const base = this.#base.score(s, ctx);
     const drop = ctx.canDrop(s) ? this.#recompute(s, ctx) : Infinity;
@@ -128,6 +150,7 @@ export class SwapAwarePolicy extends ScorePolicy {
     if (!Number.isFinite(drop) || drop === 0) return ratio(swap, s.bytes * staleness(s, ctx));
     return base * (swap / drop);
   }
+  /** Drop when recomputing costs no more than a swap round trip (2 x the swap cost), else swap. */
   override action(s: StorageNode, ctx: EvictionContext): EvictAction {
     const drop = ctx.canDrop(s) ? this.#recompute(s, ctx) : Infinity;
     const swap = ctx.canSwap(s) ? 2 * ctx.costModel.swapCost(s.bytes) : Infinity;

@@ -17,7 +17,9 @@ export type EvictAction = "drop" | "swap";
 
 /** One storage to evict and how. */
 export interface Victim {
+  /** The storage to evict. */
   readonly storage: StorageNode;
+  /** Drop or swap. */
   readonly action: EvictAction;
 }
 
@@ -73,7 +75,9 @@ export interface PlanControl {
 
 /** Hooks the runtime calls around every model call (index = call sequence number). */
 export interface PlanHooks {
+  /** Called before model call `index`. */
   beforeCall?(index: number, ctl: PlanControl): void;
+  /** Called after model call `index`. */
   afterCall?(index: number, ctl: PlanControl): void;
 }
 
@@ -111,6 +115,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
   /** Storages scored by the last `choose` (bookkeeping statistics). */
   scored = 0;
 
+  /** A policy whose candidate search follows `search`. */
   constructor(search: SearchOptions = {}) {
     this.#mode = search.mode ?? "full";
     this.#minBytes = search.minBytes ?? 0;

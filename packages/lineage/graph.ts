@@ -49,7 +49,7 @@ export class StorageNode {
   /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `nbhdVersion` is current). */
   nbhdCost = 0;
   /** Version of {@link nbhdCost}; -1 when stale. */
-  nbhdVersion = -1;
+  nbhdVersion: number = -1;
   /** While evicted: the connected evicted component holding it (cached; see `evictedNeighborhoodCost`). */
   component: EvictedComponent | null = null;
 
@@ -80,13 +80,13 @@ export class StorageNode {
   /** External references (handles held by the program) over all tensors of the storage. */
   extRefs = 0;
   /** Clock value of the last access (staleness = clock - lastAccess). */
-  lastAccess = -Infinity;
+  lastAccess: number = -Infinity;
   /** Summed cost of the distinct calls producing the tensors of this storage. */
   compute = 0;
   /** Equivalence-class node while evicted (dtr-eq); `null` otherwise. */
   eq: EqNode | null = null;
   /** Position in the runtime's evictable pool, or -1. */
-  poolIndex = -1;
+  poolIndex: number = -1;
   /** Neighbours in the runtime's evictable pool, in insertion order (null at the ends or outside). */
   poolPrev: StorageNode | null = null;
   /** See {@link poolPrev}. */
@@ -102,6 +102,7 @@ export class StorageNode {
   /** Host copy while swapped. */
   host: unknown = undefined;
 
+  /** A storage of `bytes` with identifier `id`. */
   constructor(id: number, bytes: number) {
     this.id = id;
     this.bytes = bytes;
@@ -146,6 +147,7 @@ export class TensorNode {
   /** Calls that read this tensor. */
   consumers: CallNode[] = [];
 
+  /** A tensor (see the fields). */
   constructor(
     id: number,
     name: string,
@@ -191,6 +193,7 @@ export class CallNode {
   /** True for calls in the backward pass. */
   backward: boolean;
 
+  /** A call (see the fields). */
   constructor(
     id: number,
     op: string,
@@ -229,6 +232,7 @@ export interface OutputSpec {
 
 /** JSON export of the graph (see {@link Lineage.toJSON}). */
 export interface LineageJSON {
+  /** The storages: id, bytes, residency, pin, external references, tensor names. */
   storages: {
     id: number;
     bytes: number;
@@ -237,6 +241,7 @@ export interface LineageJSON {
     extRefs: number;
     tensors: string[];
   }[];
+  /** The calls: id, op, input and output tensor names, cost, whether replayable. */
   calls: {
     id: number;
     op: string;

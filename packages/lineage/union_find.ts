@@ -17,6 +17,7 @@ export class EqNode {
   value: number;
   /** Union-by-size rank. */
   size = 1;
+  /** A singleton class holding `value`. */
   constructor(value: number) {
     this.value = value;
   }

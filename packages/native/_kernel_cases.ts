@@ -336,6 +336,8 @@ function convCases(): KernelCase[] {
     ["resnet-ish", [2, 16, 16, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
     ["odd sizes: 8-row and 32-column tails", [3, 5, 7, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
     ["stride 2 pad 1, odd sizes", [2, 4, 11, 13, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1]],
+    ["implicit GEMM, dilation 2, 32 columns", [2, 3, 12, 32, 5, 3, 3, 1, 1, 2, 2, 2, 2, 1]],
+    ["implicit GEMM, no padding, 48 columns", [2, 3, 6, 50, 9, 3, 3, 1, 1, 0, 0, 1, 1, 0]],
     ["large weights (grouped sgemm path)", [3, 64, 5, 5, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
   ];
   for (const [label, p] of convs) {

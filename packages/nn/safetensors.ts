@@ -44,7 +44,7 @@ export class SafetensorsError extends Error {
     super(
       tensor === undefined
         ? `safetensors: ${message}`
-        : `safetensors: tensor "${tensor}": ${message}`,
+        : `safetensors: tensor ${show(tensor)}: ${message}`,
       options,
     );
     this.name = "SafetensorsError";
@@ -86,6 +86,17 @@ function halfToFloat(h: number): number {
   if (e === 0) return s * f * 2 ** -24;
   if (e === 31) return f === 0 ? s * Infinity : NaN;
   return s * (1 + f / 1024) * 2 ** (e - 15);
+}
+
+/** A value for a message: JSON, cut to 80 characters (a hostile header can be 100 MB). */
+function show(v: unknown): string {
+  let s: string;
+  try {
+    s = JSON.stringify(v) ?? String(v);
+  } catch {
+    s = Array.isArray(v) ? "an array nested too deeply to show" : "a value too deep to show";
+  }
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
 
 function isCount(v: unknown): v is number {
@@ -135,7 +146,7 @@ export function parseSafetensors(bytes: Uint8Array): SafetensorsFile {
     );
   }
   if (typeof header !== "object" || header === null || Array.isArray(header)) {
-    throw new SafetensorsError(`header must be a JSON object, got ${JSON.stringify(header)}`);
+    throw new SafetensorsError(`header must be a JSON object, got ${show(header)}`);
   }
   const data = bytes.subarray(8 + n);
   const metadata: Record<string, string> = {};
@@ -149,7 +160,7 @@ export function parseSafetensors(bytes: Uint8Array): SafetensorsFile {
       for (const [k, v] of Object.entries(raw)) {
         if (typeof v !== "string") {
           throw new SafetensorsError(
-            `__metadata__["${k}"] must be a string, got ${JSON.stringify(v)}`,
+            `__metadata__[${show(k)}] must be a string, got ${show(v)}`,
           );
         }
         metadata[k] = v;
@@ -158,17 +169,17 @@ export function parseSafetensors(bytes: Uint8Array): SafetensorsFile {
     }
     if (typeof raw !== "object" || raw === null) {
       throw new SafetensorsError(
-        `header entry must be an object, got ${JSON.stringify(raw)}`,
+        `header entry must be an object, got ${show(raw)}`,
         name,
       );
     }
     const { dtype, shape, data_offsets: offs } = raw as Record<string, unknown>;
     if (typeof dtype !== "string") {
-      throw new SafetensorsError(`"dtype" must be a string, got ${JSON.stringify(dtype)}`, name);
+      throw new SafetensorsError(`"dtype" must be a string, got ${show(dtype)}`, name);
     }
-    if (!(dtype in DTYPE_SIZES)) {
+    if (!Object.hasOwn(DTYPE_SIZES, dtype)) {
       throw new SafetensorsError(
-        `unknown dtype "${dtype}" (the format defines ${Object.keys(DTYPE_SIZES).join(", ")})`,
+        `unknown dtype ${show(dtype)} (the format defines ${Object.keys(DTYPE_SIZES).join(", ")})`,
         name,
       );
     }
@@ -182,13 +193,13 @@ export function parseSafetensors(bytes: Uint8Array): SafetensorsFile {
     }
     if (!Array.isArray(shape) || !shape.every(isCount)) {
       throw new SafetensorsError(
-        `"shape" must be an array of non-negative integers, got ${JSON.stringify(shape)}`,
+        `"shape" must be an array of non-negative integers, got ${show(shape)}`,
         name,
       );
     }
     if (!Array.isArray(offs) || offs.length !== 2 || !offs.every(isCount) || offs[0]! > offs[1]!) {
       throw new SafetensorsError(
-        `"data_offsets" must be [begin, end] with 0 <= begin <= end, got ${JSON.stringify(offs)}`,
+        `"data_offsets" must be [begin, end] with 0 <= begin <= end, got ${show(offs)}`,
         name,
       );
     }
@@ -203,9 +214,9 @@ export function parseSafetensors(bytes: Uint8Array): SafetensorsFile {
     const need = elems * DTYPE_SIZES[dtype]!;
     if (end - begin !== need) {
       throw new SafetensorsError(
-        `shape [${
-          shape.join(", ")
-        }] of ${dtype} needs ${need} bytes but data_offsets [${begin}, ${end}] hold ${end - begin}`,
+        `shape ${
+          show(shape)
+        } of ${dtype} needs ${need} bytes but data_offsets [${begin}, ${end}] hold ${end - begin}`,
         name,
       );
     }
@@ -217,7 +228,9 @@ export function parseSafetensors(bytes: Uint8Array): SafetensorsFile {
     const cur = byStart[i]!;
     if (cur.begin < prev.end && cur.end > cur.begin && prev.end > prev.begin) {
       throw new SafetensorsError(
-        `data_offsets [${cur.begin}, ${cur.end}] overlap those of "${prev.name}" [${prev.begin}, ${prev.end}]`,
+        `data_offsets [${cur.begin}, ${cur.end}] overlap those of ${
+          show(prev.name)
+        } [${prev.begin}, ${prev.end}]`,
         cur.name,
       );
     }

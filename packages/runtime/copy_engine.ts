@@ -70,6 +70,7 @@ export class CopyEngine {
   readonly #outBytes: number[] = [];
   #outHead = 0;
 
+  /** A copy engine for `link` (a name of {@link LINKS} or GB/s; default pcie5). */
   constructor(link: Link = DEFAULT_LINK) {
     this.gbps = linkBandwidth(link);
   }

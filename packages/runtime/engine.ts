@@ -244,6 +244,7 @@ export class Engine {
   readonly #ctx: EvictionContext;
   #bytesNeeded = 0;
 
+  /** An engine over `options.executor`, with `options.policy` choosing victims. */
   constructor(options: EngineOptions) {
     this.#budget = options.budgetBytes ?? Infinity;
     this.#policy = options.policy;
@@ -1234,7 +1235,9 @@ export class Engine {
       if (measured !== undefined) st.kernelNs += measured;
     } else {
       st.remats++;
-      st.recomputeNs += measured ?? call.cost;
+      // In the cost model's units, like computeNs (the thrash limit compares the
+      // two); the measured time goes to kernelNs.
+      st.recomputeNs += this.#cost.measures === false ? call.cost : measured ?? call.cost;
       if (measured !== undefined) st.kernelNs += measured;
     }
     this.clock += call.cost;

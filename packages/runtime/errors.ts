@@ -45,6 +45,7 @@ export class OutOfBudgetError extends Error {
   readonly budgetBytes: number;
   /** A larger budget every step so far completed under, when known. */
   readonly knownFeasibleBytes: number | undefined;
+  /** The error for `info`, with a message naming every figure. */
   constructor(info: OutOfBudgetInfo) {
     const known = info.knownFeasibleBytes !== undefined
       ? `; a budget of ${info.knownFeasibleBytes} bytes is known to work (every step so far completed under it)`
@@ -81,6 +82,7 @@ export interface ThrashingInfo extends OutOfBudgetInfo {
  * {@link OutOfBudgetError.reason} is `"thrashing"`.
  */
 export class ThrashingError extends OutOfBudgetError {
+  /** Always `"thrashing"`. */
   override readonly reason: InfeasibleReason = "thrashing";
   /** Recomputation so far, ns. */
   readonly recomputeNs: number;
@@ -90,6 +92,7 @@ export class ThrashingError extends OutOfBudgetError {
   readonly overheadLimit: number;
   /** The budget-free compute, ns. */
   readonly baselineComputeNs: number;
+  /** The error for `info`, with a message naming the limit and the times. */
   constructor(info: ThrashingInfo) {
     super(info);
     this.name = "ThrashingError";

@@ -1,6 +1,9 @@
 /**
- * Benchmarks: bookkeeping per kernel call with 1k and 10k live storages (a
- * no-op executor isolates the runtime's own work), and simulator throughput
+ * Benchmarks: the runtime's dispatch cost side by side with raw backend calls
+ * (the native cpu backend, each group's baseline; the targets: at most 1 us
+ * added per call at an unlimited budget, 2 us with 10k live storages while
+ * evicting); bookkeeping per kernel call with 1k and 10k live storages (a
+ * no-op executor isolates the runtime's own work); and simulator throughput
  * on the shared DTR traces (calls per second = calls per replay / time).
  */
 
@@ -10,6 +13,69 @@ import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
 import { Engine, type Executor } from "./engine.ts";
 import { parseTrace, type Trace } from "./trace.ts";
 import { replayTrace } from "./simulator.ts";
+import { Runtime } from "./runtime.ts";
+import type { Backend, DeviceBuffer } from "@libra/tensor/backend";
+
+/**
+ * A training-like stream of calls on `b`: each call allocates its output,
+ * computes relu of the previous value (16 floats: the kernel costs little, the
+ * dispatch is what is measured) and frees the value `live` calls older, as the
+ * forward pass frees activations; every 64 calls it restarts from the input,
+ * like the next step, and a runtime marks the step's end every 4096 calls.
+ */
+function callStream(b: Backend, live: number): () => void {
+  const n = 16;
+  const x = b.alloc(4 * n);
+  b.write(x, new Float32Array(n).fill(1));
+  const ring: DeviceBuffer[] = [];
+  let prev = x, i = 0;
+  const rt = b instanceof Runtime ? b : null;
+  const step = () => {
+    if (i % 64 === 0) prev = x;
+    const y = b.alloc(4 * n);
+    b.run("relu", [prev], [y], [n]);
+    if (ring.length === live) b.free(ring[i % live]!);
+    ring[i % live] = prev = y;
+    i++;
+    if (rt !== null && (i & 4095) === 0) rt.endStep();
+  };
+  for (let k = 0; k < live; k++) step();
+  return step;
+}
+
+let native: Backend | null = null;
+try {
+  const { cpuBackend } = await import("@libra/native");
+  native = cpuBackend({ threads: 1 });
+} catch (e) {
+  console.warn(`runtime_bench: no native cpu backend (${(e as Error).message}); skipping dispatch`);
+}
+if (native !== null) {
+  const b = native;
+  for (const live of [64, 10_000]) {
+    const evicting = live > 64;
+    const group = `dispatch${live}`;
+    Deno.bench({
+      name: `raw cpu backend: alloc + relu + free, ${live} live buffers`,
+      group,
+      baseline: true,
+      fn: callStream(b, live),
+    });
+    // 16-float values of 64 bytes; 90% of them fit: every call evicts one.
+    const rt = new Runtime({
+      backend: b,
+      timeline: false,
+      ...(evicting ? { budget: Math.floor(0.9 * live * 64), search: { mode: "sqrt" } } : {}),
+    });
+    Deno.bench({
+      name: evicting
+        ? `runtime: the same, 90% budget (dtr-eq, sqrt sampling), evicting every call`
+        : `runtime: the same, unlimited budget`,
+      group,
+      fn: callStream(rt, live),
+    });
+  }
+}
 
 const nullExecutor: Executor = {
   allocate(_s: StorageNode) {},

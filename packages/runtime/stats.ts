@@ -105,6 +105,7 @@ export class Timeline {
   readonly enabled: boolean;
   /** Maximum points/markers kept. */
   readonly cap: number;
+  /** A timeline that records when `enabled`, keeping at most `cap` points and markers. */
   constructor(enabled: boolean, cap = 1_000_000) {
     this.enabled = enabled;
     this.cap = cap;

@@ -14,6 +14,7 @@ export type { Trace, TraceEvent, TraceResult };
 export class TraceError extends Error {
   /** 1-based line number. */
   readonly line: number;
+  /** The error for `source`, 1-based `line` and `reason`. */
   constructor(source: string, line: number, reason: string) {
     super(`${source}:${line}: ${reason}`);
     this.name = "TraceError";
@@ -86,6 +87,42 @@ export function parseTrace(text: string, source = "trace"): Trace {
     rows.push({ j: j as Json, line: i + 1 });
   }
   const defined = new Set<string>();
+  // Reference counts per tensor (names share one after COPY), and storage sizes.
+  const tensorOf = new Map<string, { refs: number; bytes: number }>();
+  let totalBytes = 0, totalTime = 0;
+  const addBytes = (line: number, bytes: number, what: string): void => {
+    totalBytes += bytes;
+    if (!Number.isSafeInteger(totalBytes)) {
+      throw new TraceError(
+        source,
+        line,
+        `${what}: the bytes allocated so far sum to ${totalBytes}, past 2^53 - 1 (${Number.MAX_SAFE_INTEGER}); every size and sum must be a safe integer`,
+      );
+    }
+  };
+  const addTime = (line: number, ns: number, what: string): void => {
+    totalTime += ns;
+    if (!Number.isSafeInteger(totalTime)) {
+      throw new TraceError(
+        source,
+        line,
+        `${what}: the TIMEs so far sum to ${totalTime} ns, past 2^53 - 1 (${Number.MAX_SAFE_INTEGER}); every time and sum must be a safe integer`,
+      );
+    }
+  };
+  const drop = (line: number, name: string, what: string): void => {
+    const t = tensorOf.get(name)!;
+    if (t.refs <= 0) {
+      throw new TraceError(
+        source,
+        line,
+        `${what} ${
+          JSON.stringify(name)
+        }: its tensor has no reference left (released more often than it was referenced)`,
+      );
+    }
+    t.refs--;
+  };
   const events: TraceEvent[] = [];
   let backward = false;
   let k = start >= 0 ? start + 1 : 0;
@@ -189,7 +226,10 @@ export function parseTrace(text: string, source = "trace"): Trace {
         }
         const m = expect(k++, "MEMORY", name, "CONSTANT");
         defined.add(name);
-        events.push({ kind: "constant", name, bytes: int(m, "MEMORY", 0), line });
+        const bytes = int(m, "MEMORY", 0);
+        addBytes(m.line, bytes, "CONSTANT");
+        tensorOf.set(name, { refs: 1, bytes });
+        events.push({ kind: "constant", name, bytes, line });
         break;
       }
       case "CALL": {
@@ -197,6 +237,7 @@ export function parseTrace(text: string, source = "trace"): Trace {
         const args = names(r, "ARGS");
         const result = names(r, "RESULT");
         const time = int(r, "TIME", 0);
+        addTime(line, time, `CALL ${op}`);
         for (const a of args) use(r, a);
         backward ||= op.includes("backward");
         const results: TraceResult[] = [];
@@ -222,7 +263,14 @@ export function parseTrace(text: string, source = "trace"): Trace {
           }
           results.push({ name, bytes: alias >= 0 ? 0 : int(m, "MEMORY", 0), alias });
         }
-        for (const x of results) defined.add(x.name);
+        for (const x of results) {
+          defined.add(x.name);
+          addBytes(line, x.bytes, `CALL ${op}`);
+          tensorOf.set(x.name, {
+            refs: 1,
+            bytes: x.alias >= 0 ? tensorOf.get(args[x.alias]!)!.bytes : x.bytes,
+          });
+        }
         const p = params(r);
         events.push({
           kind: "call",
@@ -256,12 +304,21 @@ export function parseTrace(text: string, source = "trace"): Trace {
         }
         backward ||= op.includes("backward");
         const p = params(r);
+        const timeNs = int(r, "TIME", 0);
+        addTime(line, timeNs, `MUTATE ${op}`);
+        for (const m of mutate) {
+          const name = args[m]!;
+          const bytes = tensorOf.get(name)!.bytes;
+          addBytes(line, bytes, `MUTATE ${op}`);
+          drop(line, name, `MUTATE ${op} of`);
+          tensorOf.set(name, { refs: 1, bytes });
+        }
         events.push({
           kind: "mutate",
           op,
           args,
           mutate,
-          timeNs: int(r, "TIME", 0),
+          timeNs,
           backward,
           line,
           ...(p ? { params: p } : {}),
@@ -279,6 +336,9 @@ export function parseTrace(text: string, source = "trace"): Trace {
           );
         }
         defined.add(dst);
+        const t = tensorOf.get(src)!;
+        t.refs++;
+        tensorOf.set(dst, t);
         events.push({ kind: "copy", dst, src, line });
         break;
       }
@@ -286,12 +346,19 @@ export function parseTrace(text: string, source = "trace"): Trace {
         const dst = str(r, "DST"), src = str(r, "SRC");
         use(r, src);
         use(r, dst);
+        drop(line, dst, "COPY_FROM into");
+        const t = tensorOf.get(src)!;
+        t.refs++;
+        tensorOf.set(dst, t);
         events.push({ kind: "copyFrom", dst, src, line });
         break;
       }
       case "RELEASE": {
         const name = str(r, "NAME");
-        if (defined.has(name)) events.push({ kind: "release", name, line });
+        if (defined.has(name)) {
+          drop(line, name, "RELEASE of");
+          events.push({ kind: "release", name, line });
+        }
         break;
       }
       case "MEMORY":

@@ -235,3 +235,64 @@ Deno.test("parseTrace() skips what precedes START, ignores unknown RELEASEs, mar
 Deno.test("readTrace() names the file it cannot read", async () => {
   await assert.rejects(readTrace("/no/such/trace.log"), /cannot read trace \/no\/such\/trace\.log/);
 });
+
+Deno.test("parseTrace() keeps every number and every sum a safe integer, naming the line", () => {
+  const big = String(2 ** 52);
+  fails(
+    [
+      ...C("x", 2 ** 52),
+      `{"INSTRUCTION":"CONSTANT","NAME":"y"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"${big}","NAME":"y"}`,
+    ],
+    4,
+    /CONSTANT: the bytes allocated so far sum to 9007199254740992, past 2\^53 - 1/,
+  );
+  fails(
+    [
+      `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"9007199254740993","NAME":"x"}`,
+    ],
+    2,
+    /MEMORY must be an integer >= 0/,
+  );
+  fails(
+    [
+      ...C("x", 4),
+      `{"ARGS":["x"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["y"],"TIME":"${2 ** 52}"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"4","NAME":"y"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"y"}`,
+      `{"ARGS":["y"],"INSTRUCTION":"MUTATE","MUTATE":["0"],"NAME":"g_","TIME":"${2 ** 52}"}`,
+    ],
+    6,
+    /MUTATE g_: the TIMEs so far sum to 9007199254740992 ns, past 2\^53 - 1/,
+  );
+  // a MUTATE allocates a new version of the mutated storage: that counts too
+  fails(
+    [
+      ...C("x", 2 ** 52),
+      `{"ARGS":["x"],"INSTRUCTION":"MUTATE","MUTATE":["0"],"NAME":"g_","TIME":"1"}`,
+    ],
+    3,
+    /MUTATE g_: the bytes allocated so far sum to 9007199254740992/,
+  );
+});
+
+Deno.test("parseTrace() refuses a RELEASE of a tensor without references left", () => {
+  fails(
+    [...C("x", 4), `{"DST":"y","INSTRUCTION":"COPY","SRC":"x"}`, REL("x"), REL("y"), REL("x")],
+    6,
+    /RELEASE of "x": its tensor has no reference left/,
+  );
+  fails(
+    [...C("x", 4), ...C("y", 4), REL("y"), `{"DST":"y","INSTRUCTION":"COPY_FROM","SRC":"x"}`],
+    6,
+    /COPY_FROM into "y": its tensor has no reference left/,
+  );
+  // Shared references: x, then its copy y, both released once: fine.
+  const t = parseTrace(
+    [...C("x", 4), `{"DST":"y","INSTRUCTION":"COPY","SRC":"x"}`, REL("x"), REL("y")].join("\n"),
+  );
+  assert.equal(t.events.length, 4);
+});
+
+const REL = (n: string) => `{"INSTRUCTION":"RELEASE","NAME":"${n}"}`;

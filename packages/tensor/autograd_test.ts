@@ -519,6 +519,8 @@ Deno.test("max splits its gradient evenly among tied maxima, as PyTorch does", a
       );
       close(gradOf([1, 2, 1, 0], [2, 2], 0, true), [0.5, 1, 0.5, 0], "axis 0 keepdim");
       close(gradOf([7, 7, 7], [3], -1), [1 / 3, 1 / 3, 1 / 3], "axis -1");
+      // torch.amax: a NaN maximum matches nothing (NaN != NaN), so grad / 0 * 0 is NaN on that row
+      close(gradOf([1, NaN, 2, 3], [2, 2], 1), [NaN, NaN, 0, 1], "axis 1 with a NaN row");
     },
   );
 });

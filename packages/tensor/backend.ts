@@ -63,7 +63,7 @@ export interface MemoryInfo {
 }
 
 /**
- * The backend contract (DESIGN.md, "Contracts").
+ * The backend contract (ARCHITECTURE.md, "Contracts").
  *
  * Rules every implementation keeps (checked by `_conformance.ts`):
  * - `alloc(0)` is valid and returns a distinct buffer of zero bytes;

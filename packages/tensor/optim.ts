@@ -2,7 +2,7 @@
  * Low-level optimizer updates: the fused `sgd_update` and `adamw_update`
  * kernels, applied in place to a parameter and its state buffers. They run
  * outside autograd. `@libra/nn` builds its optimizers on them; the runtime
- * keeps the mutated storages pinned (DESIGN.md: in-place updates only on
+ * keeps the mutated storages pinned (ARCHITECTURE.md: in-place updates only on
  * pinned storages).
  *
  * @module

@@ -5,8 +5,9 @@
  * two copies' steps interleaved, the median paired ratio with a 95% interval, CPU
  * time beside wall time, the runtime's accounted overhead beside the measured one):
  * the one measuring function of `libra run`, `libra start`, the lab API's runs and
- * the benchmark suite; {@link medianInterval} is its statistics; {@link LivePlan} applies a static plan made on a recorded step to live
- * steps; {@link simulatePlanner} replays a planner's plans on a trace.
+ * the benchmark suite; {@link medianInterval} is its statistics; {@link LivePlan}
+ * applies a static plan made on a recorded step to live steps; {@link simulatePlanner}
+ * replays a planner's plans on a trace.
  *
  * @module
  */

@@ -55,6 +55,7 @@ import {
   OutOfBudgetError,
   plannerContext,
   Runtime,
+  type RuntimeEvent,
   type RuntimeStats,
   type Timeline,
 } from "@libra/runtime";
@@ -121,6 +122,11 @@ export interface RunTrainingOptions {
   overheadLimit?: number;
   /** Checked before every step; an aborted signal stops the run with an Error. */
   signal?: AbortSignal;
+  /**
+   * The budgeted runtime's events (warm-up included); an error thrown from it
+   * stops the run and propagates (a time limit, say).
+   */
+  onEvent?: (e: RuntimeEvent) => void;
   /** Progress messages (one line each). */
   onProgress?: (message: string) => void;
   /** Called when a phase starts, with the progress line it also gives `onProgress`. */
@@ -171,7 +177,7 @@ export interface AccountedOverhead {
   overhead: number;
   /** The budget-free copy's measured step times, summed, ms. */
   computeMs: number;
-  /** Measured kernel time of recomputations, ms. */
+  /** Measured kernel time of recomputations (and copy-on-write copies of updated values), ms. */
   recomputeMs: number;
   /** Policy search, equivalence classes and graph upkeep, ms. */
   bookkeepingMs: number;
@@ -482,6 +488,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     timeline: o.timeline ?? false,
     record: o.recordLastStep ?? false,
     costModel: cost,
+    ...(o.onEvent ? { onEvent: o.onEvent } : {}),
     overheadLimit: o.overheadLimit ?? 2,
     // libra's plans swap, so it gets host memory (and a swap-aware fallback);
     // chen-sqrt only drops, like dtr-eq.
@@ -525,10 +532,11 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       report(phase, i, n, s, phase === "budget" ? rt.stats.peakBytes : 0);
       return s;
     };
+    let warmMs = Infinity;
     for (let i = 0; i < warmup; i++) {
-      if (i % 2 === 0) stepA("warm-up", i, warmup);
+      if (i % 2 === 0) warmMs = Math.min(warmMs, stepA("warm-up", i, warmup).ms);
       stepB("warm-up", i, warmup);
-      if (i % 2 === 1) stepA("warm-up", i, warmup);
+      if (i % 2 === 1) warmMs = Math.min(warmMs, stepA("warm-up", i, warmup).ms);
     }
     baselinePeakBytes = rt.stats.peakBytes;
     budgetBytes = o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * baselinePeakBytes));
@@ -556,6 +564,11 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     }
 
     rt.setBudget(budgetBytes);
+    // Thrash limit: recomputation plus stalls past (X - 1) x the budget-free
+    // time of the measured steps (estimated from the warm-up) stop the run.
+    if (Number.isFinite(warmMs)) {
+      rt.engine.setOverheadLimit(o.overheadLimit ?? 2, warmMs * 1e6 * steps);
+    }
     rt.resetPeak();
     // What the copy carries between steps must fit before the budgeted steps start.
     rt.engine.reserve(0);
@@ -586,7 +599,11 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       // The budget-free copy's step is the compute the budgeted one repeats; the
       // runtime's counters say what it added (recomputations are always timed).
       acc.compute += a!.ms * 1e6;
-      acc.recompute += k1.recomputeNs - k0.recomputeNs;
+      // Measured recomputation: with a cost model that prices calls without their
+      // times, only recomputations (and copy-on-write copies) are timed, into kernelNs.
+      acc.recompute += cost.measures === false
+        ? k1.kernelNs - k0.kernelNs
+        : k1.recomputeNs - k0.recomputeNs;
       acc.bookkeeping += k1.bookkeepingNs - k0.bookkeepingNs;
       acc.stall += k1.swapStallNs - k0.swapStallNs;
     }

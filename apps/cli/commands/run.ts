@@ -56,7 +56,8 @@ Options:
   --overhead-limit X thrash limit (default 2.0): the budgeted run stops, infeasible for
                      the reason "thrashing", once recomputation passes (X-1) x its compute
   --json             print { baselinePeakBytes, budgetBytes, peakBytes, overhead, losses,
-                     baselineLosses, stats, measurement } as one JSON object
+                     baselineLosses, stats, measurement, decisions: { count, digest } }
+                     as one JSON object
   --quiet            no progress on stderr`;
 
 /** The object printed with `--json`. */
@@ -70,7 +71,21 @@ export function toJson(r: RunTrainingResult): Record<string, unknown> {
     baselineLosses: r.baselineLosses,
     stats: r.stats,
     measurement: r.measurement ?? null,
+    decisions: decisionSummary(r.decisions ?? []),
   };
+}
+
+/**
+ * The budgeted steps' eviction decisions as a count and a digest (FNV-1a of
+ * the `drop:name`/`swap:name` list), so two runs can be compared at a glance.
+ */
+export function decisionSummary(decisions: readonly string[]): { count: number; digest: string } {
+  let h = 0x811c9dc5;
+  for (const d of decisions) {
+    for (let i = 0; i < d.length; i++) h = Math.imul(h ^ d.charCodeAt(i), 0x01000193) >>> 0;
+    h = Math.imul(h ^ 10, 0x01000193) >>> 0;
+  }
+  return { count: decisions.length, digest: h.toString(16).padStart(8, "0") };
 }
 
 const x3 = (v: number) => v.toFixed(3);
@@ -95,7 +110,9 @@ function formatText(r: RunTrainingResult, policy: string): string {
     } ms + bookkeeping ${m.accounted.bookkeepingMs.toFixed(1)} ms + swap stall ${
       m.accounted.swapStallMs.toFixed(1)
     } ms on ${m.accounted.computeMs.toFixed(1)} ms of budget-free steps)`,
-    `evictions ${s.evictions} (drops ${s.drops}, swaps ${s.swapOuts}), re-materializations ${s.remats}; cost model ${m.costModel}${
+    `evictions ${s.evictions} (drops ${s.drops}, swaps ${s.swapOuts}), re-materializations ${s.remats}; decisions digest ${
+      decisionSummary(r.decisions ?? []).digest
+    }; cost model ${m.costModel}${
       m.loadAverage ? `; load average ${m.loadAverage.map((l) => l.toFixed(2)).join(" ")}` : ""
     }`,
     `losses ${r.losses.map((l) => l.toFixed(6)).join(" ")} (${
@@ -201,6 +218,7 @@ export function main(args: string[]): number {
       costModel: costModel as LiveCostModelName,
       device: values.device,
       seed,
+      recordDecisions: true,
       ...(values.quiet
         ? {}
         : { onProgress: (m: string) => Deno.stderr.writeSync(enc.encode(`libra run: ${m}\n`)) }),

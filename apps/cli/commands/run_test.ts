@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { cudaBackend } from "@libra/native";
-import { main } from "./run.ts";
+import { decisionSummary, main } from "./run.ts";
 
 async function capture(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [], err: string[] = [];
@@ -25,6 +25,7 @@ const FIELDS = [
   "baselineLosses",
   "stats",
   "measurement",
+  "decisions",
 ];
 
 Deno.test("libra run --json (end to end through main.ts) trains within the budget with bitwise-equal losses", async () => {
@@ -60,6 +61,8 @@ Deno.test("libra run --json (end to end through main.ts) trains within the budge
   assert.equal(r.measurement.wall.ratios.length, 3);
   assert.equal(r.measurement.costModel, "analytic");
   assert.ok(r.measurement.cpu.median > 0 && r.measurement.accounted.overhead >= 1);
+  assert.equal(r.decisions.count, r.stats.evictions);
+  assert.match(r.decisions.digest, /^[0-9a-f]{8}$/);
   assert.deepEqual(r.losses, r.baselineLosses, "bitwise equal (JSON numbers round-trip f64)");
   assert.equal(r.budgetBytes, Math.floor(0.9 * r.baselinePeakBytes));
   assert.ok(r.peakBytes <= r.budgetBytes, `${r.peakBytes} <= ${r.budgetBytes}`);
@@ -200,4 +203,14 @@ Deno.test({
     assert.equal(code, 1);
     assert.match(err, /^libra run: the cuda backend is unavailable: .*\(use --device cpu\)$/);
   },
+});
+
+Deno.test("decisionSummary() digests the decision list in order", () => {
+  const a = decisionSummary(["drop:c1.0", "swap:c2.0"]);
+  assert.equal(a.count, 2);
+  assert.deepEqual(decisionSummary(["drop:c1.0", "swap:c2.0"]), a);
+  assert.notEqual(decisionSummary(["swap:c2.0", "drop:c1.0"]).digest, a.digest);
+  assert.notEqual(decisionSummary(["drop:c1.0swap:c2.0"]).digest, a.digest);
+  // FNV-1a of the empty list is the offset basis
+  assert.deepEqual(decisionSummary([]), { count: 0, digest: "811c9dc5" });
 });

@@ -1,6 +1,6 @@
 /** A synthetic memory timeline for tests of the memory chart. @module */
 
-import type { MemoryTimeline } from "@libra/api/run-executor";
+import type { MemoryTimeline } from "./memory_view.ts";
 
 /** A synthetic run: `steps` steps of `perStep` calls, evictions and remats at known calls. */
 export function syntheticTimeline(steps: number, perStep: number, seed = 1) {

@@ -10,7 +10,7 @@
 import { formatBytes, formatNumber } from "./format.ts";
 
 /** How a value is shown. */
-export type StatUnit = "count" | "bytes" | "ms" | "ratio" | "times";
+export type StatUnit = "count" | "bytes" | "ms" | "ratio" | "times" | "percent";
 
 /** One entry of the glossary. */
 export interface GlossaryEntry {
@@ -171,6 +171,54 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
     unit: "times",
     help: "Largest overhead over the bench's repeats.",
   },
+  overheadLow: {
+    label: "overhead, interval low",
+    unit: "times",
+    help:
+      "Lower end of the confidence interval of the overhead's median over the interleaved pairs of steps.",
+  },
+  overheadHigh: {
+    label: "overhead, interval high",
+    unit: "times",
+    help:
+      "Upper end of the confidence interval of the overhead's median over the interleaved pairs of steps.",
+  },
+  overheadConfidence: {
+    label: "interval confidence",
+    unit: "percent",
+    help: "How often an interval made this way holds the true median (its coverage).",
+  },
+  cpuOverhead: {
+    label: "CPU-time overhead",
+    unit: "times",
+    help: "The same ratio measured in process CPU time instead of wall time.",
+  },
+  cpuOverheadLow: {
+    label: "CPU-time overhead, interval low",
+    unit: "times",
+    help: "Lower end of the CPU-time overhead's confidence interval.",
+  },
+  cpuOverheadHigh: {
+    label: "CPU-time overhead, interval high",
+    unit: "times",
+    help: "Upper end of the CPU-time overhead's confidence interval.",
+  },
+  accountedOverhead: {
+    label: "accounted overhead",
+    unit: "times",
+    help:
+      "The overhead the runtime accounts for itself: (kernel + recompute + swap stall + bookkeeping time) / kernel time without a budget.",
+  },
+  measuredPairs: {
+    label: "measured pairs",
+    unit: "count",
+    help: "Pairs of steps, one without and one under the budget, measured alternately.",
+  },
+  warmupSteps: {
+    label: "warm-up steps",
+    unit: "count",
+    help: "Steps run before measuring (first allocations and kernel set-up), not counted.",
+  },
   planSteps: {
     label: "planned steps",
     unit: "count",
@@ -225,6 +273,8 @@ export function formatStat(v: number | null | undefined, unit: StatUnit): string
       return formatNumber(v, 3);
     case "times":
       return `${formatNumber(v, 3)}×`;
+    case "percent":
+      return `${formatNumber(100 * v, 1)} %`;
     default:
       return Number.isInteger(v) ? v.toLocaleString("en-US") : formatNumber(v);
   }

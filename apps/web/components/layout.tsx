@@ -7,11 +7,13 @@ export interface LayoutProps {
   /** Page title. */
   title: string;
   /** Which nav entry is current. */
-  active?: "runs" | "compare" | "configurations" | "traces" | "login";
+  active?: "runs" | "compare" | "configurations" | "sweeps" | "traces" | "login";
   /** Whether the visitor holds the write token (cookie). */
   canWrite?: boolean;
   /** Refresh the page every few seconds when JavaScript is off (live runs). */
   refreshWithoutJs?: boolean;
+  /** Refresh the page every few seconds, JavaScript or not (a sweep in progress). */
+  refresh?: boolean;
   /** Page content. */
   children: ComponentChildren;
 }
@@ -20,6 +22,7 @@ const NAV = [
   ["runs", "/runs", "Runs"],
   ["compare", "/compare", "Compare"],
   ["configurations", "/configurations", "Configurations"],
+  ["sweeps", "/sweeps", "Sweeps"],
   ["traces", "/traces", "Traces"],
 ] as const;
 
@@ -33,7 +36,8 @@ export function Layout(p: LayoutProps): VNode {
         <title>{`${p.title} · Libra lab`}</title>
         <link rel="stylesheet" href="/static/style.css" />
         <link rel="icon" href="/static/favicon.svg" type="image/svg+xml" />
-        {p.refreshWithoutJs && (
+        {p.refresh && <meta http-equiv="refresh" content="5" />}
+        {p.refreshWithoutJs && !p.refresh && (
           <noscript>
             <meta http-equiv="refresh" content="3" />
           </noscript>

@@ -9,7 +9,18 @@
  * @module
  */
 
-import type { MemoryTimeline } from "@libra/api/run-executor";
+/** A run's stored memory timeline (`MemoryTimeline` of `@libra/api`; not imported, as this
+ * module is bundled for the browser). */
+export interface MemoryTimeline {
+  budgetBytes: number;
+  unit: string;
+  samples: [number, number][];
+  markers: {
+    t: number;
+    kind: "evict" | "drop" | "swap-out" | "swap-in" | "remat";
+    bytes: number;
+  }[];
+}
 
 /** Event markers drawn one by one at most; above this the chart aggregates per step. */
 export const MAX_DOTS = 2000;
@@ -119,7 +130,8 @@ export function memoryView(
   const calls = typeof stats.calls === "number" && stats.calls > 0 ? stats.calls : null;
   const steps = typeof stats.steps === "number" && stats.steps > 0 ? stats.steps : null;
   const span = Math.max(calls ?? 0, lastT + 1);
-  const perStep = steps !== null ? span / steps : null;
+  // steps bin the timeline only when it spans them (at least one call per step)
+  const perStep = steps !== null && span / steps >= 1 ? span / steps : null;
   let stored = { evictions: 0, remats: 0 };
   for (const m of markers) {
     if (isRemat(m.kind)) stored.remats++;
@@ -212,7 +224,7 @@ export function memoryCaption(v: MemoryView, unitName: string, scale: number): s
   const parts: string[] = [];
   const where = v.zoom
     ? `step ${v.zoom.step + 1} of ${v.steps} (${v.unit}s ${fmt(v.zoom.from)}–${fmt(v.zoom.to - 1)})`
-    : v.steps !== null
+    : v.steps !== null && v.binUnit === "step"
     ? `all ${fmt(v.steps)} steps${v.calls !== null ? ` (${fmt(v.calls)} ${v.unit}s)` : ""}`
     : `the whole run${v.calls !== null ? ` (${fmt(v.calls)} ${v.unit}s)` : ""}`;
   parts.push(

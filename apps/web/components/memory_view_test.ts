@@ -72,3 +72,11 @@ Deno.test("without steps (a trace replay) the chart bins equal windows", () => {
   assert.equal(v.bins[0]!.from, 0);
   assert.equal(v.bins.at(-1)!.to, 50_000);
 });
+
+Deno.test("a timeline shorter than its steps is not cut into steps", () => {
+  const { memory } = syntheticTimeline(1, 14, 2);
+  const v = memoryView(memory, { calls: 14, steps: 30 });
+  assert.equal(v.mode, "events");
+  assert.equal(v.binUnit, "window");
+  assert.doesNotMatch(memoryCaption(v, "KiB", 1024), /30 steps/);
+});

@@ -11,6 +11,7 @@ export const PHASES: Record<string, string> = {
   "warm-up": "Warming up (first allocations and kernel set-up, not measured)",
   baseline: "Measuring the training steps without a budget",
   plan: "Planning which tensors to evict or swap under the budget",
+  measure: "Measuring training steps without and under the budget, interleaved",
   budget: "Training under the memory budget",
   train: "Training",
   simulate: "Replaying the trace under each policy and budget ratio",

@@ -27,6 +27,10 @@ export interface OverheadPoint {
   overhead: number | null;
   /** Measurements behind the median. */
   n?: number;
+  /** The confidence interval of the median over the repeats, and its coverage. */
+  low?: number | null;
+  high?: number | null;
+  confidence?: number | null;
   /** The run to open when the point is clicked. */
   href?: string | null;
 }
@@ -57,6 +61,9 @@ interface Row {
   ratio: number;
   overhead: number;
   n: number;
+  min: number;
+  max: number;
+  confidence: number | null;
   href: string | null;
   thrashing: boolean;
 }
@@ -75,6 +82,9 @@ function OverheadChartView(p: OverheadChartProps): VNode {
             ratio: x.ratio,
             overhead: x.overhead!,
             n: x.n ?? 1,
+            min: x.low ?? x.overhead!,
+            max: x.high ?? x.overhead!,
+            confidence: x.confidence ?? null,
             href: x.href ?? null,
             thrashing: x.overhead! >= THRASHING,
           }))
@@ -94,7 +104,9 @@ function OverheadChartView(p: OverheadChartProps): VNode {
         const label = (d: Row) =>
           `${d.policy} at ratio ${d.ratio}: overhead ${d.overhead.toFixed(3)}${
             d.thrashing ? " (thrashing)" : ""
-          }${d.n > 1 ? `, median of ${d.n} runs` : ""}${d.href ? " · click to open" : ""}`;
+          }${d.n > 1 ? `, median of ${d.n} runs (${d.min.toFixed(3)}–${d.max.toFixed(3)})` : ""}${
+            d.href ? " · click to open" : ""
+          }`;
         return Plot.plot({
           ...(document ? { document } : {}),
           width,
@@ -112,7 +124,7 @@ function OverheadChartView(p: OverheadChartProps): VNode {
               label: "overhead (time / time without budget, log scale)",
               grid: true,
               type: "log",
-              ticks: logTicks(ok.map((d) => d.overhead)),
+              ticks: logTicks(ok.flatMap((d) => [d.min, d.max])),
               tickFormat: plainTick,
             }
             : { label: "overhead (time / time without budget)", grid: true, tickFormat: plainTick },
@@ -124,6 +136,16 @@ function OverheadChartView(p: OverheadChartProps): VNode {
           },
           marks: [
             Plot.ruleY([1], { stroke: "#bbb" }),
+            // the confidence interval of the median over the repeats
+            Plot.ruleX(ok.filter((d) => d.max > d.min), {
+              x: "ratio",
+              y1: "min",
+              y2: "max",
+              stroke: "policy",
+              strokeWidth: 2,
+              strokeOpacity: 0.6,
+              className: "interval",
+            }),
             Plot.line(ok, {
               x: "ratio",
               y: "overhead",

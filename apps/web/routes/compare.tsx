@@ -1,15 +1,17 @@
 /**
- * Page `/compare`: overhead against budget ratio, one line per policy, for a model;
+ * Page `/compare`: overhead against budget ratio, one line per policy, for a model,
+ * filtered by sweep, steps, cost model, device and date (repeats show as intervals);
  * and runs picked from a list, overlaid (memory over time, loss). Every view is a
  * GET form, so its URL is its permalink.
  *
  * @module
  */
 
-import { CompareQuery, type Run, thinSamples } from "@libra/api";
+import { CompareQuery, type Run, Sweeps, thinSamples } from "@libra/api";
 import type { Hono } from "hono";
 import type { VNode } from "preact";
 import { level, page, type WebContext } from "../components/context.ts";
+import { LIVE_COST_MODELS } from "../components/catalog.ts";
 import { ExportLinks } from "../components/export.tsx";
 import { formatNumber, formatTime } from "../components/format.ts";
 import { Layout } from "../components/layout.tsx";
@@ -101,18 +103,57 @@ function PickTable(p: { runs: Run[]; picked: Set<string> }): VNode {
   );
 }
 
+/** The comparison filters of the query (dates as YYYY-MM-DD, UTC); bad ones are named. */
+export function filters(
+  q: Record<string, string>,
+): { value: CompareFilterValues; errors: string[] } {
+  const value: CompareFilterValues = {};
+  const errors: string[] = [];
+  if (q.sweep) value.sweep = q.sweep;
+  if (q.steps) {
+    const n = Number(q.steps);
+    if (Number.isInteger(n) && n > 0) value.steps = n;
+    else errors.push(`steps=${JSON.stringify(q.steps)} is not a positive integer`);
+  }
+  if (q.costModel) value.costModel = q.costModel;
+  if (q.device) value.device = q.device;
+  for (const k of ["from", "to"] as const) {
+    if (!q[k]) continue;
+    const t = Date.parse(`${q[k]}T00:00:00Z`);
+    if (Number.isNaN(t)) errors.push(`${k}=${JSON.stringify(q[k])} is not a date (YYYY-MM-DD)`);
+    else value[k] = k === "to" ? t + 86_400_000 : t; // "to" includes that day
+  }
+  return { value, errors };
+}
+
+/** Filters beyond model, preset and source. */
+export interface CompareFilterValues {
+  sweep?: string;
+  steps?: number;
+  costModel?: string;
+  device?: string;
+  from?: number;
+  to?: number;
+}
+
 /** Registers the page. */
 export function register(app: Hono, ctx: WebContext): void {
   const store = ctx.lab.store;
+  const sweeps = new Sweeps(store);
   app.get("/compare", async (c) => {
     const models = await store.comparableModels();
     const key = c.req.query("model") ?? (models[0] ? `${models[0].model}/${models[0].preset}` : "");
     const [model, preset] = key.split("/");
     const source = c.req.query("source") || undefined;
     const q = CompareQuery.safeParse({ model, preset, source });
-    const cmp = q.success ? await store.compare(q.data) : null;
+    const f = filters(c.req.query());
+    const sweepList = await sweeps.list();
+    const cmp = q.success ? { policies: await sweeps.compare({ ...q.data, ...f.value }) } : null;
+    const inSweep = f.value.sweep ? new Set(await sweeps.runIds(f.value.sweep)) : null;
     const candidates = q.success
-      ? (await store.listRuns({ model: q.data.model, limit: 200, offset: 0 })).items
+      ? (await store.listRuns({ model: q.data.model, limit: 200, offset: 0 })).items.filter((r) =>
+        !inSweep || inSweep.has(r.id)
+      )
       : [];
     const byPoint = runsByPoint(candidates, q.success ? q.data.preset : undefined);
     const policies = (cmp?.policies ?? []).map((p) => ({
@@ -173,8 +214,54 @@ export function register(app: Hono, ctx: WebContext): void {
               <option value="simulated" selected={source === "simulated"}>simulated</option>
             </select>
           </label>
+          <label>
+            sweep{" "}
+            <select name="sweep">
+              <option value="">any</option>
+              {sweepList.map((s) => (
+                <option value={s.id} selected={f.value.sweep === s.id}>{s.name} ({s.id})</option>
+              ))}
+            </select>
+          </label>
+          <label>
+            steps{" "}
+            <input
+              name="steps"
+              inputMode="numeric"
+              size={4}
+              value={f.value.steps === undefined ? "" : String(f.value.steps)}
+              placeholder="any"
+            />
+          </label>
+          <label>
+            cost model{" "}
+            <select name="costModel">
+              <option value="">any</option>
+              {LIVE_COST_MODELS.map((m) => (
+                <option value={m} selected={f.value.costModel === m}>{m}</option>
+              ))}
+            </select>
+          </label>
+          <label>
+            device{" "}
+            <select name="device">
+              <option value="">any</option>
+              {["cpu", "cuda", "meta"].map((d) => (
+                <option value={d} selected={f.value.device === d}>{d}</option>
+              ))}
+            </select>
+          </label>
+          <label>
+            from <input type="date" name="from" value={c.req.query("from") ?? ""} />
+          </label>
+          <label>
+            to <input type="date" name="to" value={c.req.query("to") ?? ""} />
+          </label>
           <button type="submit">Show</button>
           <a class="permalink" href={permalink.pathname + permalink.search}>permalink</a>
+          {f.errors.length > 0 && (
+            <span class="error" role="alert">ignored: {f.errors.join("; ")}</span>
+          )}
         </form>
         {policies.length === 0
           ? <p class="empty">No finished runs to compare yet{key ? ` for ${key}` : ""}.</p>
@@ -182,7 +269,9 @@ export function register(app: Hono, ctx: WebContext): void {
             <>
               <OverheadChart
                 policies={policies}
-                caption={`${key}: median overhead per policy and budget ratio (log scale when a policy thrashes). Hover a point for its values, click it to open its newest run; ▲ thrashing (overhead ≥ 10×); × under the axis: the step did not fit at that ratio, one row per policy.`}
+                caption={`${key}${
+                  f.value.sweep ? ` in sweep ${f.value.sweep}` : ""
+                }: median overhead per policy and budget ratio (log scale when a policy thrashes); vertical bars: the confidence interval of the median over the repeats (order statistics, as for the live measurements; [lowest, highest] when there are few). Hover a point for its values, click it to open its newest run; ▲ thrashing (overhead ≥ 10×); × under the axis: the step did not fit at that ratio, one row per policy.`}
               />
               <h2>Smallest feasible ratio</h2>
               <SmallestTable policies={policies} />
@@ -209,7 +298,15 @@ export function register(app: Hono, ctx: WebContext): void {
                               class={x && !x.feasible ? "num infeasible" : "num"}
                               data-value={!x ? "" : x.feasible ? x.overhead ?? "" : "infeasible"}
                             >
-                              {!x ? "" : x.feasible ? formatNumber(x.overhead) : "✗"}
+                              {!x
+                                ? ""
+                                : x.feasible
+                                ? `${formatNumber(x.overhead)}${
+                                  x.n > 1 && x.low !== x.high
+                                    ? ` (${formatNumber(x.low, 2)}–${formatNumber(x.high, 2)})`
+                                    : ""
+                                }`
+                                : "✗"}
                             </td>
                           );
                         })}
@@ -229,6 +326,7 @@ export function register(app: Hono, ctx: WebContext): void {
             <form class="overlay-pick" method="get" action="/compare#overlay">
               <input type="hidden" name="model" value={key} />
               {source && <input type="hidden" name="source" value={source} />}
+              {f.value.sweep && <input type="hidden" name="sweep" value={f.value.sweep} />}
               <p class="muted">
                 Pick up to {MAX_OVERLAY} runs and overlay their memory over time and loss.
               </p>

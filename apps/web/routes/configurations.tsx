@@ -15,8 +15,8 @@ import {
   EMPTY_FORM,
   type FormChoices,
   formValuesOf,
-  parseConfigForm,
 } from "../components/config_form_data.ts";
+import { parseConfigFormOnServer } from "../components/config_form_server.ts";
 import { ExportLinks } from "../components/export.tsx";
 import { formatBytes, formatNumber, formatTime } from "../components/format.ts";
 import { Layout } from "../components/layout.tsx";
@@ -125,7 +125,7 @@ export function register(app: Hono, ctx: WebContext): void {
     const form = await c.req.parseBody();
     const values: ConfigFormValues = {};
     for (const [k, v] of Object.entries(form)) if (typeof v === "string") values[k] = v;
-    const parsed = parseConfigForm(values, await choices());
+    const parsed = parseConfigFormOnServer(values, await choices());
     if (!parsed.ok) {
       const errors = Object.fromEntries(parsed.errors.map((e) => [e.field, e.reason]));
       return render(c, values, errors, 400);

@@ -17,7 +17,8 @@ import { OverheadChart } from "../islands/overhead_chart.tsx";
 /** Links and a form to zoom the memory chart into one step (they work without JavaScript). */
 function StepNav(p: { runId: string; view: MemoryView }): VNode | null {
   const { view } = p;
-  if (view.steps === null || (view.mode === "events" && view.zoom === null)) return null;
+  if (view.steps === null || view.binUnit !== "step") return null;
+  if (view.mode === "events" && view.zoom === null) return null;
   const at = view.zoom ? view.zoom.step + 1 : null;
   const link = (s: number) => `/runs/${p.runId}?step=${s}#memory`;
   return (

@@ -1,6 +1,12 @@
 /** Page `/traces`: upload a DTR-format trace, which starts a simulation; list them. @module */
 
-import { checkTraceText, DEFAULT_RATIOS, DEFAULT_SIM_POLICIES, TraceUploadQuery } from "@libra/api";
+import {
+  checkTraceText,
+  DEFAULT_RATIOS,
+  DEFAULT_SIM_POLICIES,
+  TraceUploadQuery,
+  unknownTracePolicies,
+} from "@libra/api";
 import { fieldErrors } from "@libra/api/schemas";
 import type { Context, Hono } from "hono";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
@@ -107,6 +113,8 @@ export function register(app: Hono, ctx: WebContext): void {
         400,
       );
     }
+    const unknown = unknownTracePolicies(parsed.data.policies ?? []);
+    if (unknown.length) return render(c, unknown.map((e) => e.reason).join("; "), 400);
     const text = await file.text();
     const bad = checkTraceText(text);
     if (bad) return render(c, `${file.name}: ${bad.reason}`, 400);

@@ -4,10 +4,10 @@
  * @module
  */
 
-import { convDims, type ConvKernelName, type KernelName, poolDims } from "../../kernels.ts";
-import type { FArr, RefBuffer, RefKernel } from "./_common.ts";
+import { convDims, type ConvKernelName, poolDims } from "../../kernels.ts";
+import type { FArr, RefKernel } from "./_common.ts";
 
-function refConv(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refConv: RefKernel = (k, ins, outs, p) => {
   const d = convDims(k, p);
   const [sh, sw, ph, pw, dh, dw] = p.slice(7, 13) as [
     number,
@@ -67,9 +67,9 @@ function refConv(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly
     });
     gw.set(acc);
   }
-}
+};
 
-function refPool(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refPool: RefKernel = (k, ins, outs, p) => {
   const { N, C, H, W, OH, OW } = poolDims(k, p);
   const [kh, kw, sh, sw, ph, pw] = p.slice(4) as [number, number, number, number, number, number];
   const isMax = k === "max_pool2d" || k === "max_pool2d_backward";
@@ -105,23 +105,13 @@ function refPool(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly
       }
     }
   }
-}
+};
 
-function refConvFamily(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refConvFamily: RefKernel = (k, ins, outs, p) => {
   return refConv(k, ins, outs, p);
-}
+};
 
-function refConv2dBackwardBias(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refConv2dBackwardBias: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [N, K, L] = p as [number, number, number];
@@ -130,23 +120,13 @@ function refConv2dBackwardBias(
     for (let n = 0; n < N; n++) for (let l = 0; l < L; l++) s += x[(n * K + kk) * L + l]!;
     y[kk] = s;
   }
-}
+};
 
-function refPoolFamily(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refPoolFamily: RefKernel = (k, ins, outs, p) => {
   return refPool(k, ins, outs, p);
-}
+};
 
-function refGlobalAvgPool(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refGlobalAvgPool: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, hw] = p as [number, number];
@@ -155,26 +135,16 @@ function refGlobalAvgPool(
     for (let j = 0; j < hw; j++) s += x[r * hw + j]!;
     y[r] = s / hw;
   }
-}
+};
 
-function refGlobalAvgPoolBackward(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refGlobalAvgPoolBackward: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, hw] = p as [number, number];
   for (let r = 0; r < rows; r++) for (let j = 0; j < hw; j++) y[r * hw + j] = x[r]! / hw;
-}
+};
 
-function refUpsampleNearest2x(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refUpsampleNearest2x: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [planes, H, W] = p as [number, number, number];
@@ -185,14 +155,9 @@ function refUpsampleNearest2x(
       }
     }
   }
-}
+};
 
-function refUpsampleNearest2xBackward(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refUpsampleNearest2xBackward: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [planes, H, W] = p as [number, number, number];
@@ -209,7 +174,7 @@ function refUpsampleNearest2xBackward(
       }
     }
   }
-}
+};
 
 /** The reference conv kernels, by name. */
 export const REF_CONV: Readonly<Record<ConvKernelName, RefKernel>> = {

@@ -5,8 +5,8 @@
  */
 
 import { KernelError } from "../../backend.ts";
-import type { ElementwiseKernelName, KernelName } from "../../kernels.ts";
-import { type FArr, prod, type RefBuffer, type RefKernel, stridedOffset } from "./_common.ts";
+import type { ElementwiseKernelName } from "../../kernels.ts";
+import { type FArr, prod, type RefKernel, stridedOffset } from "./_common.ts";
 
 /** The error function, to about 1e-12 relative error (used by the reference `gelu_erf` kernel). */
 export function erf(x: number): number {
@@ -49,7 +49,7 @@ function sigmoid(x: number): number {
   return 1 / (1 + Math.exp(-x));
 }
 
-function refBinary(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refBinary: RefKernel = (k, ins, outs, p) => {
   const y = outs[0]?.f as FArr;
   const f = BINARY[k]!;
   const nd = p[0]!;
@@ -61,9 +61,9 @@ function refBinary(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readon
   for (let i = 0; i < n; i++) {
     y[i] = f(a[stridedOffset(i, shape, sa)]!, b[stridedOffset(i, shape, sb)]!);
   }
-}
+};
 
-function refWhere(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refWhere: RefKernel = (_k, ins, outs, p) => {
   const y = outs[0]?.f as FArr;
   const nd = p[0]!;
   const shape = p.slice(1, 1 + nd);
@@ -77,14 +77,9 @@ function refWhere(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readon
       ? a[stridedOffset(i, shape, sa)]!
       : b[stridedOffset(i, shape, sb)]!;
   }
-}
+};
 
-function refExpand(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refExpand: RefKernel = (_k, ins, outs, p) => {
   const nd = p[0]!;
   const shape = p.slice(1, 1 + nd);
   const sx = p.slice(1 + nd);
@@ -92,9 +87,9 @@ function refExpand(
   const n = prod(shape);
   for (let i = 0; i < n; i++) yi[i] = xi[stridedOffset(i, shape, sx)]!;
   return;
-}
+};
 
-function refSumTo(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refSumTo: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const nd = p[0]!;
@@ -110,97 +105,67 @@ function refSumTo(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readon
   const n = prod(xs);
   for (let i = 0; i < n; i++) acc[stridedOffset(i, xs, ystr)]! += x[i]!;
   y.set(acc);
-}
+};
 
-function refUnary(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refUnary: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const f = UNARY[k]!;
   for (let i = 0; i < p[0]!; i++) y[i] = f(x[i]!);
-}
+};
 
-function refCopy(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refCopy: RefKernel = (_k, ins, outs, p) => {
   const xi = ins[0]!.i, yi = outs[0]!.i;
   for (let i = 0; i < p[0]!; i++) yi[i] = xi[i]!;
   return;
-}
+};
 
-function refCastF32I32(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refCastF32I32: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const yi = outs[0]!.i;
   for (let i = 0; i < p[0]!; i++) yi[i] = Math.trunc(x[i]!);
-}
+};
 
-function refCastI32F32(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refCastI32F32: RefKernel = (_k, ins, outs, p) => {
   const y = outs[0]?.f as FArr;
   const xi = ins[0]!.i;
   for (let i = 0; i < p[0]!; i++) y[i] = xi[i]!;
-}
+};
 
-function refUnaryBackward(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refUnaryBackward: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const f = UNARY_GRAD[k]!;
   const gy = ins[1]!.f;
   for (let i = 0; i < p[0]!; i++) y[i] = gy[i]! * f(x[i]!);
-}
+};
 
-function refScalar(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refScalar: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const f = SCALAR[k]!;
   const s = p[1]!;
   for (let i = 0; i < p[0]!; i++) y[i] = f(x[i]!, s);
-}
+};
 
-function refFill(_k: KernelName, _ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refFill: RefKernel = (_k, _ins, outs, p) => {
   const y = outs[0]?.f as FArr;
   y.fill(p[1]!, 0, p[0]!);
-}
+};
 
-function refFillI32(
-  k: KernelName,
-  _ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refFillI32: RefKernel = (k, _ins, outs, p) => {
   if (!Number.isInteger(p[1]!)) {
     throw new KernelError(k, `value must be an integer, got ${p[1]}`);
   }
   outs[0]!.i.fill(p[1]!, 0, p[0]!);
   return;
-}
+};
 
-function refAddInplace(
-  _k: KernelName,
-  ins: RefBuffer[],
-  _outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refAddInplace: RefKernel = (_k, ins, _outs, p) => {
   const acc = ins[0]!.f, v = ins[1]!.f;
   for (let i = 0; i < p[0]!; i++) acc[i] = acc[i]! + v[i]!;
   return;
-}
+};
 
 const BINARY: Record<string, (a: number, b: number) => number> = {
   add: (a, b) => a + b,

@@ -5,15 +5,10 @@
  */
 
 import { KernelError } from "../../backend.ts";
-import type { KernelName, LayoutKernelName } from "../../kernels.ts";
-import { type FArr, prod, type RefBuffer, type RefKernel, stridedOffset } from "./_common.ts";
+import type { LayoutKernelName } from "../../kernels.ts";
+import { type FArr, prod, type RefKernel, stridedOffset } from "./_common.ts";
 
-function refPermute(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refPermute: RefKernel = (_k, ins, outs, p) => {
   const nd = p[0]!;
   const xs = p.slice(1, 1 + nd);
   const perm = p.slice(1 + nd);
@@ -29,9 +24,9 @@ function refPermute(
   const n = prod(xs);
   for (let i = 0; i < n; i++) yi[i] = xi[stridedOffset(i, ys, ystr)]!;
   return;
-}
+};
 
-function refSlice(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refSlice: RefKernel = (k, ins, outs, p) => {
   const nd = p[0]!;
   const xs = p.slice(1, 1 + nd);
   const st = p.slice(1 + nd, 1 + 2 * nd);
@@ -53,14 +48,9 @@ function refSlice(k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonl
     for (let i = 0; i < n; i++) dst[base + stridedOffset(i, ys, xstr)] = src[i]!;
   }
   return;
-}
+};
 
-function refConcat(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refConcat: RefKernel = (_k, ins, outs, p) => {
   const [nIn, outer, inner] = p as [number, number, number];
   const ds = p.slice(3);
   const total = ds.reduce((u, v) => u + v, 0);
@@ -77,14 +67,9 @@ function refConcat(
     at += d;
   }
   return;
-}
+};
 
-function refIndexSelect(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refIndexSelect: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [outer, dim, inner, nIdx] = p as [number, number, number, number];
@@ -115,14 +100,9 @@ function refIndexSelect(
       }
     }
   }
-}
+};
 
-function refEmbedding(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refEmbedding: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [nIds, vocab, dim] = p as [number, number, number];
@@ -146,7 +126,7 @@ function refEmbedding(
       }
     }
   }
-}
+};
 
 /** The reference layout kernels, by name. */
 export const REF_LAYOUT: Readonly<Record<LayoutKernelName, RefKernel>> = {

@@ -5,15 +5,10 @@
  */
 
 import { KernelError } from "../../backend.ts";
-import type { KernelName, LossOptimKernelName } from "../../kernels.ts";
-import type { FArr, RefBuffer, RefKernel } from "./_common.ts";
+import type { LossOptimKernelName } from "../../kernels.ts";
+import type { FArr, RefKernel } from "./_common.ts";
 
-function refCrossEntropy(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refCrossEntropy: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, classes] = p as [number, number];
@@ -40,35 +35,25 @@ function refCrossEntropy(
     }
   }
   if (k === "cross_entropy") y[0] = total / rows;
-}
+};
 
-function refMse(_k: KernelName, ins: RefBuffer[], outs: RefBuffer[], p: readonly number[]): void {
+const refMse: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const b = ins[1]!.f;
   let s = 0;
   for (let i = 0; i < p[0]!; i++) s += (x[i]! - b[i]!) ** 2;
   y[0] = s / p[0]!;
-}
+};
 
-function refMseBackward(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refMseBackward: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const b = ins[1]!.f, gl = ins[2]!.f[0]!;
   for (let i = 0; i < p[0]!; i++) y[i] = 2 * (x[i]! - b[i]!) * gl / p[0]!;
-}
+};
 
-function refSgdUpdate(
-  _k: KernelName,
-  ins: RefBuffer[],
-  _outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refSgdUpdate: RefKernel = (_k, ins, _outs, p) => {
   const [n, lr, mom, damp, wd, nesterov, first] = p as number[] as [
     number,
     number,
@@ -88,14 +73,9 @@ function refSgdUpdate(
     param![i] = param![i]! - lr * g;
   }
   return;
-}
+};
 
-function refAdamwUpdate(
-  k: KernelName,
-  ins: RefBuffer[],
-  _outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refAdamwUpdate: RefKernel = (k, ins, _outs, p) => {
   const [n, lr, b1, b2, eps, wd, step] = p as number[] as [
     number,
     number,
@@ -118,7 +98,7 @@ function refAdamwUpdate(
     param![i] = param![i]! - lr * (m![i]! / bc1) / (Math.sqrt(v![i]! / bc2) + eps);
   }
   return;
-}
+};
 
 /** The reference loss_optim kernels, by name. */
 export const REF_LOSS_OPTIM: Readonly<Record<LossOptimKernelName, RefKernel>> = {

@@ -4,15 +4,10 @@
  * @module
  */
 
-import type { KernelName, MatmulKernelName } from "../../kernels.ts";
-import type { FArr, RefBuffer, RefKernel } from "./_common.ts";
+import type { MatmulKernelName } from "../../kernels.ts";
+import type { FArr, RefKernel } from "./_common.ts";
 
-function refMatmul(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refMatmul: RefKernel = (_k, ins, outs, p) => {
   const y = outs[0]?.f as FArr;
   const [batch, m, n, kk, ta, tb, sa, sb] = p as number[] as [
     number,
@@ -38,7 +33,7 @@ function refMatmul(
       }
     }
   }
-}
+};
 
 /** The reference matmul kernels, by name. */
 export const REF_MATMUL: Readonly<Record<MatmulKernelName, RefKernel>> = {

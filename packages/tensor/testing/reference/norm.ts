@@ -4,15 +4,10 @@
  * @module
  */
 
-import type { KernelName, NormKernelName } from "../../kernels.ts";
-import type { FArr, RefBuffer, RefKernel } from "./_common.ts";
+import type { NormKernelName } from "../../kernels.ts";
+import type { FArr, RefKernel } from "./_common.ts";
 
-function refBatchNormStats(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refBatchNormStats: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [N, C, HW] = p as [number, number, number];
@@ -29,14 +24,9 @@ function refBatchNormStats(
     y[c] = mean;
     v[c] = q / cnt;
   }
-}
+};
 
-function refBatchNormApply(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refBatchNormApply: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [N, C, HW, eps] = p as [number, number, number, number];
@@ -50,14 +40,9 @@ function refBatchNormApply(
       }
     }
   }
-}
+};
 
-function refBatchNormUpdateRunning(
-  _k: KernelName,
-  ins: RefBuffer[],
-  _outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refBatchNormUpdateRunning: RefKernel = (_k, ins, _outs, p) => {
   const [C, mom, count] = p as [number, number, number];
   const [mean, vr, rm, rv] = ins.map((b) => b.f) as FArr[];
   for (let c = 0; c < C; c++) {
@@ -66,14 +51,9 @@ function refBatchNormUpdateRunning(
     rv![c] = (1 - mom) * rv![c]! + mom * unbiased;
   }
   return;
-}
+};
 
-function refBatchNormBackward(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refBatchNormBackward: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [N, C, HW, eps] = p as [number, number, number, number];
@@ -100,14 +80,9 @@ function refBatchNormBackward(
       }
     }
   }
-}
+};
 
-function refLayerNorm(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refLayerNorm: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, cols, eps] = p as [number, number, number];
@@ -126,14 +101,9 @@ function refLayerNorm(
       y[r * cols + c] = (x[r * cols + c]! - mean) * rstd * gamma![c]! + beta![c]!;
     }
   }
-}
+};
 
-function refLayerNormBackward(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refLayerNormBackward: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, cols] = p as [number, number];
@@ -162,14 +132,9 @@ function refLayerNormBackward(
   }
   gg.set(accG);
   gb.set(accB);
-}
+};
 
-function refRmsNorm(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refRmsNorm: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, cols, eps] = p as [number, number, number];
@@ -182,14 +147,9 @@ function refRmsNorm(
     rstdO[r] = rs;
     for (let c = 0; c < cols; c++) y[r * cols + c] = x[r * cols + c]! * rs * gamma[c]!;
   }
-}
+};
 
-function refRmsNormBackward(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refRmsNormBackward: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, cols] = p as [number, number];
@@ -211,7 +171,7 @@ function refRmsNormBackward(
     }
   }
   gg.set(accG);
-}
+};
 
 /** The reference norm kernels, by name. */
 export const REF_NORM: Readonly<Record<NormKernelName, RefKernel>> = {

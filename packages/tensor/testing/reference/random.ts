@@ -5,20 +5,10 @@
  */
 
 import { KernelError } from "../../backend.ts";
-import {
-  type KernelName,
-  philoxElement,
-  philoxUniform,
-  type RandomKernelName,
-} from "../../kernels.ts";
-import type { FArr, RefBuffer, RefKernel } from "./_common.ts";
+import { philoxElement, philoxUniform, type RandomKernelName } from "../../kernels.ts";
+import type { FArr, RefKernel } from "./_common.ts";
 
-function refDropout(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refDropout: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [n, prob, seed, offset] = p as [number, number, number, number];
@@ -27,27 +17,17 @@ function refDropout(
     const keep = prob < 1 && philoxUniform(philoxElement(seed, offset, i)[0]) >= prob;
     y[i] = keep ? x[i]! / (1 - prob) : 0;
   }
-}
+};
 
-function refRandUniform(
-  _k: KernelName,
-  _ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refRandUniform: RefKernel = (_k, _ins, outs, p) => {
   const y = outs[0]?.f as FArr;
   const [n, seed, offset, low, high] = p as [number, number, number, number, number];
   for (let i = 0; i < n; i++) {
     y[i] = low + (high - low) * philoxUniform(philoxElement(seed, offset, i)[0]);
   }
-}
+};
 
-function refRandNormal(
-  _k: KernelName,
-  _ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refRandNormal: RefKernel = (_k, _ins, outs, p) => {
   const y = outs[0]?.f as FArr;
   const [n, seed, offset, mean, std] = p as [number, number, number, number, number];
   for (let i = 0; i < n; i++) {
@@ -56,7 +36,7 @@ function refRandNormal(
     const u2 = philoxUniform(w1);
     y[i] = mean + std * Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
   }
-}
+};
 
 /** The reference random kernels, by name. */
 export const REF_RANDOM: Readonly<Record<RandomKernelName, RefKernel>> = {

@@ -5,15 +5,10 @@
  */
 
 import { KernelError } from "../../backend.ts";
-import type { KernelName, ReduceKernelName } from "../../kernels.ts";
-import type { FArr, RefBuffer, RefKernel } from "./_common.ts";
+import type { ReduceKernelName } from "../../kernels.ts";
+import type { FArr, RefKernel } from "./_common.ts";
 
-function refAxisReduce(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refAxisReduce: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [outer, dim, inner] = p as [number, number, number];
@@ -42,14 +37,9 @@ function refAxisReduce(
       }
     }
   }
-}
+};
 
-function refMaxAxisBackward(
-  _k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refMaxAxisBackward: RefKernel = (_k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [outer, dim, inner] = p as [number, number, number];
@@ -69,14 +59,9 @@ function refMaxAxisBackward(
       if (dim > 0) y[base + arg * inner] = gy[o * inner + j]!;
     }
   }
-}
+};
 
-function refSoftmax(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refSoftmax: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, cols] = p as [number, number];
@@ -91,14 +76,9 @@ function refSoftmax(
       y[r * cols + c] = k === "softmax" ? Math.exp(v) / s : v - ls;
     }
   }
-}
+};
 
-function refSoftmaxBackward(
-  k: KernelName,
-  ins: RefBuffer[],
-  outs: RefBuffer[],
-  p: readonly number[],
-): void {
+const refSoftmaxBackward: RefKernel = (k, ins, outs, p) => {
   const x = ins[0]?.f as FArr;
   const y = outs[0]?.f as FArr;
   const [rows, cols] = p as [number, number];
@@ -113,7 +93,7 @@ function refSoftmaxBackward(
       y[i] = k === "softmax_backward" ? x[i]! * (gy[i]! - s) : gy[i]! - Math.exp(x[i]!) * s;
     }
   }
-}
+};
 
 /** The reference reduce kernels, by name. */
 export const REF_REDUCE: Readonly<Record<ReduceKernelName, RefKernel>> = {
