@@ -11,7 +11,7 @@ import { MODEL_NAMES } from "@libra/nn/zoo";
 
 /**
  * Policies of the full suite: the dynamic policies and the static planners of
- * DESIGN.md (planners run on the simulated path; each dynamic policy also has
+ * ARCHITECTURE.md (planners run on the simulated path; each dynamic policy also has
  * a swap-aware `NAME+swap` variant that can be asked for).
  */
 export const DEFAULT_POLICIES: readonly string[] = [

@@ -3,7 +3,7 @@
  * `libra-bench/1`. The zod schema below is the single definition: the suite
  * validates every report against it before writing, the tests validate
  * reports built from small inputs, and `OUT/schema.json` is its JSON Schema
- * export for readers in other languages. Field meanings follow DESIGN.md,
+ * export for readers in other languages. Field meanings follow ARCHITECTURE.md,
  * "Numbers everyone reports the same way".
  *
  * @module

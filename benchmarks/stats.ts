@@ -42,7 +42,7 @@ export function spread(values: readonly number[]): Spread {
 }
 
 /**
- * The budget in bytes for a budget ratio (DESIGN.md: budget ratio = budget /
+ * The budget in bytes for a budget ratio (ARCHITECTURE.md: budget ratio = budget /
  * budget-free peak). Rounded down so the budget never exceeds the ratio.
  *
  * @example

@@ -510,3 +510,44 @@ Deno.test("schemas.ts stays free of the packages (the dashboard's form bundles i
     .filter((s) => s.startsWith("file:"));
   assert.deepEqual(local.map((s) => s.replace(/^.*\/apps\//, "apps/")), ["apps/api/schemas.ts"]);
 });
+
+Deno.test("a sweep is held to the same checks: names, control characters, the memory estimate", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "libra-sec-test-" });
+  const l = await openLab({
+    dataDir: dir,
+    dbPath: ":memory:",
+    token: TOKEN,
+    executor: fakeExecutor(),
+    estimator: (spec) => {
+      const bytes = spec.preset === "paper" ? 2 ** 40 : 1000;
+      return Promise.resolve({ tensorBytes: bytes, dataBytes: 0, totalBytes: bytes });
+    },
+    maxRunBytes: 2 ** 30,
+    worker: false,
+    log: () => {},
+  });
+  try {
+    const SWEEP = { name: "s", models: ["mlp"], policies: ["dtr"], ratios: [0.5] };
+    const cases: [Record<string, unknown>, string, RegExp][] = [
+      [{ models: ["vgg"] }, "models.0", /unknown model "vgg"; choose one of mlp/],
+      [{ presets: ["huge"] }, "presets.0", /unknown preset of mlp "huge"/],
+      [{ policies: ["dtr", "magic"] }, "policies.1", /unknown policy "magic"/],
+      [{ costModel: "psychic" }, "costModel", /unknown cost model "psychic"/],
+      [{ name: "a\u0000b" }, "name", /control characters/],
+      [{ presets: ["tiny", "paper"] }, "models", /mlp paper: the run would need about 1\.0 TiB/],
+    ];
+    for (const [patch, field, reason] of cases) {
+      const r = await post(l, "/sweeps", { ...SWEEP, ...patch });
+      assert.equal(r.status, 400, JSON.stringify(patch));
+      const issue = r.body.issues.find((i: { field: string }) => i.field === field);
+      assert.ok(issue, `${JSON.stringify(patch)}: ${JSON.stringify(r.body)}`);
+      assert.match(issue.reason, reason);
+    }
+    assert.equal((await (await l.api.request("/runs")).json()).total, 0, "nothing was queued");
+    const ok = await post(l, "/sweeps", { ...SWEEP, policies: ["dtr", "libra", "lru+swap"] });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+    assert.equal((await (await l.api.request("/runs")).json()).total, 3);
+  } finally {
+    await l.close();
+  }
+});

@@ -11,8 +11,9 @@ import { medianInterval } from "@libra/train/overhead-stats";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { TrainSpec } from "./run_executor.ts";
-import { fieldErrors, Name, type RunStatus } from "./schemas.ts";
-import { newId, type Store } from "./store.ts";
+import { COST_MODELS, MODELS, presetsOf, TRAIN_POLICIES, unknownName } from "./catalog.ts";
+import { fieldErrors, Name, PolicyName, type RunStatus, text } from "./schemas.ts";
+import { newId, RunRefusedError, type Store } from "./store.ts";
 
 /** What a sweep runs. */
 export interface SweepInput {
@@ -46,10 +47,10 @@ const list = <T extends z.ZodType>(item: T, max: number) =>
 
 /** Validates a sweep (`POST /api/sweeps`). */
 export const SweepInput: z.ZodType<SweepInput> = z.object({
-  name: z.string().trim().min(1, "must not be empty").max(100, "at most 100 characters"),
+  name: text(100).pipe(z.string().trim().min(1, "must not be empty")),
   models: list(Name, 10),
   presets: list(Name, 5).default(["tiny"]),
-  policies: list(Name, 16),
+  policies: list(PolicyName, 16),
   ratios: list(z.number().gt(0, "ratios must be > 0").lte(1, "ratios must be <= 1"), 20),
   repeats: z.number().int("must be an integer").min(1, "must be >= 1").max(10, "must be <= 10")
     .default(1),
@@ -59,6 +60,24 @@ export const SweepInput: z.ZodType<SweepInput> = z.object({
   costModel: Name.default("measured"),
   seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),
 }).strict().superRefine((v, ctx) => {
+  // the names the packages implement, as for a configuration (catalog.ts)
+  const bad = (path: (string | number)[], message: string) =>
+    ctx.addIssue({ code: "custom", path, message });
+  v.models.forEach((m, i) => {
+    if (!MODELS.includes(m)) bad(["models", i], unknownName("model", m, MODELS));
+    else {
+      v.presets.forEach((p, j) => {
+        const presets = presetsOf(m);
+        if (!presets.includes(p)) bad(["presets", j], unknownName(`preset of ${m}`, p, presets));
+      });
+    }
+  });
+  v.policies.forEach((p, i) => {
+    if (!TRAIN_POLICIES.includes(p)) bad(["policies", i], unknownName("policy", p, TRAIN_POLICIES));
+  });
+  if (!COST_MODELS.includes(v.costModel)) {
+    bad(["costModel"], unknownName("cost model", v.costModel, COST_MODELS));
+  }
   const n = sweepSize(v);
   if (n > MAX_SWEEP_RUNS) {
     ctx.addIssue({
@@ -137,8 +156,32 @@ export class Sweeps {
   /** Wraps `store` (its database holds the `sweeps` and `sweep_runs` tables). */
   constructor(readonly store: Store) {}
 
-  /** Stores the sweep and queues its runs in one transaction. */
+  /**
+   * Stores the sweep and queues its runs in one transaction, after the store's
+   * admission check (the lab's memory estimate) passed for each model and preset;
+   * throws `RunRefusedError` (naming the model and preset) when it did not.
+   */
   async create(input: SweepInput): Promise<Sweep> {
+    for (const model of input.models) {
+      for (const preset of input.presets) {
+        await this.store.admit?.({
+          kind: "train",
+          model,
+          preset,
+          config: null,
+          device: input.device,
+          budgetRatio: 1,
+          budgetBytes: null,
+          policy: input.policies[0]!,
+          costModel: input.costModel,
+          steps: input.steps,
+          seed: input.seed,
+        }).catch((e) => {
+          if (!(e instanceof RunRefusedError)) throw e;
+          throw new RunRefusedError(`${model} ${preset}: ${e.message}`, { cause: e });
+        });
+      }
+    }
     const id = newId("swp");
     const now = Date.now();
     await this.store.db.transaction(async (tx) => {
@@ -313,7 +356,16 @@ export function sweepRoutes(app: Hono, store: Store, onQueued?: () => void): voi
     }
     const r = SweepInput.safeParse(raw);
     if (!r.success) return c.json({ error: "invalid request", issues: fieldErrors(r.error) }, 400);
-    const sweep = await sweeps.create(r.data);
+    let sweep;
+    try {
+      sweep = await sweeps.create(r.data);
+    } catch (e) {
+      if (!(e instanceof RunRefusedError)) throw e;
+      return c.json(
+        { error: "invalid request", issues: [{ field: "models", reason: e.message }] },
+        400,
+      );
+    }
     onQueued?.();
     return c.json(sweep, 201, { Location: `/api/sweeps/${sweep.id}` });
   });

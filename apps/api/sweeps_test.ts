@@ -31,6 +31,23 @@ Deno.test("a sweep queues models x presets x policies x ratios x repeats runs an
     assert.equal(bad.status, 400);
     const issues = (await bad.json()).issues.map((i: { field: string }) => i.field).sort();
     assert.deepEqual(issues, ["ratios.1", "repeats"]);
+    const unknown = await lab.api.request("/sweeps", {
+      method: "POST",
+      headers: AUTH,
+      body: JSON.stringify({ ...body, models: ["mlp", "nonesuch"], policies: ["lru", "psychic"] }),
+    });
+    assert.equal(unknown.status, 400);
+    const reasons = (await unknown.json()).issues.map((i: { field: string; reason: string }) =>
+      `${i.field}: ${i.reason}`
+    );
+    assert.ok(
+      reasons.some((r: string) => /^models\.1: unknown model "nonesuch"; choose one of /.test(r)),
+      reasons,
+    );
+    assert.ok(
+      reasons.some((r: string) => /^policies\.1: unknown policy "psychic"; choose one of /.test(r)),
+      reasons,
+    );
     const huge = await lab.api.request("/sweeps", {
       method: "POST",
       headers: AUTH,
@@ -157,6 +174,14 @@ Deno.test("the comparison of a sweep leaves out other runs and gives each cell's
     assert.equal(all[0]!.points[0]!.n, 4, "without the sweep filter the bench run counts too");
     const cuda = await sweeps.compare({ model: "mlp", device: "cuda" });
     assert.deepEqual(cuda, []);
+    const created = (await lab.store.getRun((await sweeps.runIds(s.id))[0]!))!.createdAt;
+    assert.equal((await sweeps.compare({ model: "mlp", from: created + 60_000 })).length, 0);
+    assert.equal(
+      (await sweeps.compare({ model: "mlp", from: created - 60_000, to: created + 60_000 }))[0]!
+        .points[0]!.n,
+      4,
+      "the day's runs, sweep and bench",
+    );
   } finally {
     await lab.close();
   }

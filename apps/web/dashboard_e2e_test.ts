@@ -140,6 +140,7 @@ e2e(
           results: [
             ...curve("dtr", (r) => 1 + (1 - r) / 3),
             ...curve("lru", (r) => (r >= 0.6 ? 1 + (1 - r) : r === 0.5 ? 14 : null)),
+            ...curve("random", (r) => (r >= 0.6 ? 1.5 : r === 0.5 ? 14 : null)),
             ...curve("msps", (r) => (r === 1 ? 0.5 : r >= 0.5 ? 1 + (1 - r) / 2 : null)),
           ],
         }),
@@ -191,7 +192,14 @@ e2e(
       assert.ok(yTicks.length > 2);
       for (const t of yTicks) assert.match(t, /^[0-9.,]*$/, `plain tick labels: ${yTicks}`);
       assert.ok(yTicks.includes("0.5"), `0.5, not 500m: ${yTicks}`);
-      assert.ok(await page.locator(`${chart} g.thrashing path`).count() === 1);
+      // lru and random both thrash at 0.5 with the same overhead: two triangles, side by side
+      const tri = await page.$$eval(
+        `${chart} g.thrashing path`,
+        (ps: Element[]) => ps.map((e) => e.getBoundingClientRect()).map((r) => [r.x, r.y]),
+      );
+      assert.equal(tri.length, 2);
+      assert.ok(Math.abs(tri[0]![0] - tri[1]![0]) >= 5, `apart: ${JSON.stringify(tri)}`);
+      assert.ok(Math.abs(tri[0]![1] - tri[1]![1]) < 1);
       // infeasible crosses of lru and msps at 0.4 and 0.3: same x, different rows
       const cross = (p: string) =>
         page.$$eval(
@@ -335,6 +343,16 @@ e2e(
       assert.equal(await page.locator("[data-stat=duration]").count(), 0, "no duration 0 ms");
       assert.deepEqual((await row("bookkeepingMs")).slice(0, 2), ["bookkeeping time", "3.25 ms"]);
       assert.deepEqual((await row("overhead")).slice(0, 2), ["overhead", "1.250×"]);
+      // a live run's overhead carries its interval from the interleaved measurement
+      const live = await storeRun(
+        h.server.lab.store,
+        result({ stats: { overheadLow: 1.11, overheadHigh: 1.32, overheadConfidence: 0.9375 } }),
+      );
+      await page.goto(`${h.server.url}/runs/${live.id}`);
+      assert.deepEqual((await row("overhead")).slice(0, 2), [
+        "overhead",
+        "1.200× (1.110–1.320, 94 % confidence)",
+      ]);
       assert.deepEqual(h.errors, []);
     } finally {
       await h.close();
@@ -380,6 +398,7 @@ e2e(
           `/runs/${id}`,
           "/compare?model=mlp/tiny",
           "/configurations",
+          "/sweeps",
           "/traces",
         ]
       ) {
@@ -419,6 +438,12 @@ e2e(
         if (path === "/runs") {
           assert.ok(m.tables[0].scrolls, "the runs table scrolls sideways within the page");
           await page.screenshot({ path: `${h.shots}/phone-runs.png`, fullPage: true });
+        }
+        if (path.startsWith("/compare") || path === "/sweeps") {
+          await page.screenshot({
+            path: `${h.shots}/phone-${path.slice(1, 8)}.png`,
+            fullPage: true,
+          });
         }
         if (path.startsWith("/runs/")) {
           await page.waitForSelector("[data-chart=memory] .plot[data-drawn] svg");
@@ -525,7 +550,8 @@ e2e(
       assert.deepEqual(models, Object.keys(PRESETS));
       await page.selectOption("select[name=model]", "gpt");
       assert.deepEqual(await options("select[name=preset]"), Object.keys(PRESETS.gpt));
-      assert.deepEqual(await options("select[name=costModel]"), ["measured", "analytic"]);
+      const { LIVE_COST_MODELS } = await import("@libra/cost");
+      assert.deepEqual(await options("select[name=costModel]"), [...LIVE_COST_MODELS]);
       const policies = await options("select[name=policy]");
       assert.ok(policies.includes("libra") && policies.includes("dtr-eq"), String(policies));
 

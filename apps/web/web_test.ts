@@ -257,7 +257,7 @@ Deno.test("the configuration form refuses names that are not in the server's lis
     assert.match(html, /data-field="costModel"[^]*?unknown cost model &quot;telepathic&quot;/);
     const preset = await app.request("/configurations", form({ ...VALID, preset: "huge" }));
     assert.equal(preset.status, 400);
-    assert.match(await preset.text(), /unknown preset for gpt &quot;huge&quot;/);
+    assert.match(await preset.text(), /unknown preset (of|for) gpt &quot;huge&quot;/);
     assert.equal((await lab.store.listConfigurations({ limit: 10, offset: 0 })).total, 0);
   } finally {
     await lab.close();
@@ -281,6 +281,56 @@ Deno.test("unknown /api/* routes answer JSON 404 through the dashboard server to
     const page = await app.request("/nope");
     assert.equal(page.status, 404);
     assert.match(await page.text(), /no page at \/nope/);
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("Compare's filters read steps and dates from the query and name the bad ones", async () => {
+  const { filters } = await import("./routes/compare.tsx");
+  assert.deepEqual(
+    filters({
+      sweep: "swp_1",
+      steps: "30",
+      costModel: "analytic",
+      device: "cpu",
+      from: "2026-11-30",
+      to: "2026-12-01",
+    }),
+    {
+      value: {
+        sweep: "swp_1",
+        steps: 30,
+        costModel: "analytic",
+        device: "cpu",
+        from: Date.UTC(2026, 10, 30),
+        to: Date.UTC(2026, 11, 2), // "to" includes its day
+      },
+      errors: [],
+    },
+  );
+  const bad = filters({ steps: "2.5", from: "yesterday" });
+  assert.deepEqual(bad.value, {});
+  assert.deepEqual(bad.errors, [
+    'steps="2.5" is not a positive integer',
+    'from="yesterday" is not a date (YYYY-MM-DD)',
+  ]);
+});
+
+Deno.test("the simulations table of /traces exports as JSON", async () => {
+  const { lab, app } = await setup();
+  try {
+    const run = await lab.store.createSimulation(
+      { kind: "simulate", name: "chain", policies: ["lru", "dtr"], ratios: [1] },
+      '{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+    );
+    const res = await app.request("/traces?export=simulations&format=json", { headers: COOKIE });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-disposition")!, /traces-simulations\.json/);
+    const rows = await res.json();
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].Run, run.id);
+    assert.equal(rows[0].Policies, "lru, dtr");
   } finally {
     await lab.close();
   }

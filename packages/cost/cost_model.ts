@@ -20,7 +20,7 @@ export interface CallInfo {
 }
 
 /**
- * The `CostModel` contract (DESIGN.md): the cost of (re)computing a call and of
+ * The `CostModel` contract (ARCHITECTURE.md): the cost of (re)computing a call and of
  * swapping `bytes`, both in nanoseconds. Costs are finite and non-negative.
  */
 export interface CostModel {
@@ -63,6 +63,7 @@ export class SwapCost {
   readonly bandwidthBytesPerS: number;
   /** Latency per copy, ns. */
   readonly latencyNs: number;
+  /** A swap cost: `latency + bytes / bandwidth` with `options` (defaults 12e9 B/s, 10 000 ns). */
   constructor(options: SwapCostOptions = {}) {
     this.bandwidthBytesPerS = options.bandwidthBytesPerS ?? 12e9;
     this.latencyNs = options.latencyNs ?? 10_000;
@@ -119,6 +120,7 @@ export class MeasuredCostModel implements CostModel {
   readonly name: string = "measured";
   readonly #swap: SwapCost;
   readonly #fallback: number;
+  /** A measured cost model; `fallbackNs` is the cost of a call that was never measured. */
   constructor(options: SwapCostOptions & { fallbackNs?: number } = {}) {
     this.#swap = new SwapCost(options);
     this.#fallback = options.fallbackNs ?? 1;
@@ -179,6 +181,7 @@ export class AnalyticCostModel implements CostModel {
   /** Costs by op, then by a hash of the params (entries compared number by number). */
   readonly #cache = new Map<string, Map<number, { params: number[]; ns: number }[]>>();
   #cached = 0;
+  /** An analytic cost model for a device with `peaks` (default: the cpu figures) and a swap link. */
   constructor(peaks: DevicePeaks = DEVICE_PEAKS.cpu!, swap: SwapCostOptions = {}) {
     this.peaks = peaks;
     this.#swap = new SwapCost(swap);
@@ -236,6 +239,7 @@ export class ProfiledCostModel implements CostModel {
   readonly #byOp = new Map<string, number>();
   readonly #swap: SwapCost;
   readonly #fallback: number;
+  /** A profiled cost model from the recorded `calls` (op and time of each, in sequence order). */
   constructor(
     calls: readonly { op: string; timeNs: number }[],
     options: SwapCostOptions & { fallbackNs?: number } = {},
@@ -308,6 +312,7 @@ export class FrozenProfileCostModel implements CostModel {
   readonly #options: SwapCostOptions & { fallbackNs?: number };
   readonly #swap: SwapCost;
   #frozen: ProfiledCostModel | null = null;
+  /** A cost model that records warm-up times until frozen; `fallbackNs` covers calls never timed. */
   constructor(options: SwapCostOptions & { fallbackNs?: number } = {}) {
     this.#options = options;
     this.#swap = new SwapCost(options);

@@ -42,6 +42,7 @@ export interface ChenSqrtPlanStats {
 
 /** A plan made by {@link ChenSqrtPlanner}, with its statistics. */
 export interface ChenSqrtPlan extends Plan {
+  /** What the planner did. */
   readonly stats: ChenSqrtPlanStats;
 }
 
@@ -55,9 +56,11 @@ export interface ChenSqrtPlan extends Plan {
  * ```
  */
 export class ChenSqrtPlanner implements Planner {
+  /** Always `"chen-sqrt"`. */
   readonly name: string = "chen-sqrt";
   readonly #segments: number | undefined;
 
+  /** A sqrt(N) checkpointing planner with `options`. */
   constructor(options: ChenSqrtOptions = {}) {
     if (
       options.segments !== undefined &&
@@ -68,6 +71,7 @@ export class ChenSqrtPlanner implements Planner {
     this.#segments = options.segments;
   }
 
+  /** Makes the segment-checkpointing plan for `trace` at `budgetBytes`. */
   plan(trace: Trace, budgetBytes: number): ChenSqrtPlan {
     const a = analyzeTrace(trace);
     const nf = a.firstBackward;

@@ -98,6 +98,7 @@ export interface LibraPlanStats {
 
 /** A plan made by {@link LibraPlanner}, with its statistics. */
 export interface LibraPlan extends Plan {
+  /** What the planner did. */
   readonly stats: LibraPlanStats;
 }
 
@@ -125,6 +126,7 @@ interface Choice {
  * ```
  */
 export class LibraPlanner implements Planner {
+  /** Always `"libra"`. */
   readonly name: string = "libra";
   readonly #swapCost: { swapCost(bytes: number): number };
   readonly #swap: boolean;
@@ -133,6 +135,7 @@ export class LibraPlanner implements Planner {
   readonly #maxRounds: number;
   readonly #compareFallback: boolean;
 
+  /** A Libra planner with `options`. */
   constructor(options: LibraOptions = {}) {
     this.#swapCost = options.swapCost ?? new SwapCost();
     this.#swap = options.swap ?? true;
@@ -142,6 +145,7 @@ export class LibraPlanner implements Planner {
     this.#compareFallback = options.compareFallback ?? true;
   }
 
+  /** Makes the plan for `trace` at `budgetBytes`, checking each refinement with `ctx.replay`. */
   plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): LibraPlan {
     if (!(budgetBytes > 0)) {
       throw new RangeError(`libra: budget must be > 0 bytes, got ${budgetBytes}`);

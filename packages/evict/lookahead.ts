@@ -168,7 +168,9 @@ export interface LookaheadPolicyOptions extends LookaheadVariant {
  * index; plan hooks given to the constructor run after its own.
  */
 export class LookaheadPolicy extends ScorePolicy {
+  /** Always `"lookahead"`. */
   readonly name: string = "lookahead";
+  /** Follows the call index, then runs the plan hooks given to the constructor. */
   readonly hooks: PlanHooks;
   readonly #s: LookaheadSchedule;
   readonly #cost: NonNullable<LookaheadVariant["cost"]>;
@@ -184,6 +186,7 @@ export class LookaheadPolicy extends ScorePolicy {
   #memoAt = -1;
   #choose = 0;
 
+  /** A policy over the use `schedule` of a recorded step; `plan` hooks run after its own. */
   constructor(schedule: LookaheadSchedule, options: LookaheadPolicyOptions = {}, plan?: PlanHooks) {
     super(options.search);
     this.#s = schedule;
@@ -303,11 +306,13 @@ export class LookaheadPolicy extends ScorePolicy {
     return 2 * (this.#gbps !== undefined ? s.bytes / this.#gbps : ctx.costModel.swapCost(s.bytes));
   }
 
+  /** Picks victims like every score policy, counting the searches. */
   override choose(ctx: EvictionContext): Victim[] {
     this.#choose++;
     return super.choose(ctx);
   }
 
+  /** Cost of bringing `s` back at its next need per byte and per (distance to that need)^power; 0 when nothing needs it again. */
   score(s: StorageNode, ctx: EvictionContext): number {
     const next = this.#nextNeed(s);
     if (next === Infinity) return 0; // nothing needs it again: free
@@ -315,6 +320,7 @@ export class LookaheadPolicy extends ScorePolicy {
     return c / (s.bytes * this.#dist(next) ** this.#power);
   }
 
+  /** The cheaper of dropping and swapping (swap when dropping is not allowed). */
   override action(s: StorageNode, ctx: EvictionContext): EvictAction {
     const drop = this.#costOf(s, ctx, "drop");
     const swap = this.#costOf(s, ctx, "swap");

@@ -63,7 +63,9 @@ export const LOOKAHEAD_VARIANTS: readonly LookaheadVariant[] = [
 export interface LookaheadTrial {
   /** `"fallback"` or the variant as `cost/need/power`. */
   readonly variant: string;
+  /** Whether its replay fit the budget. */
   readonly feasible: boolean;
+  /** Overhead of its replay. */
   readonly overhead: number;
   /** Planning (solver) plus replay time of this candidate, ms. */
   readonly ms: number;
@@ -89,6 +91,7 @@ export interface LookaheadPlanStats {
 
 /** A plan made by {@link LookaheadPlanner}. */
 export interface LookaheadPlan extends Plan {
+  /** What the planner tried and kept. */
   readonly stats: LookaheadPlanStats;
 }
 
@@ -110,6 +113,7 @@ export function variantName(v: LookaheadVariant): string {
  * ```
  */
 export class LookaheadPlanner implements Planner {
+  /** Always `"lookahead"`. */
   readonly name: string = "lookahead";
   readonly #variants: readonly LookaheadVariant[];
   readonly #tryFallback: boolean;
@@ -117,6 +121,7 @@ export class LookaheadPlanner implements Planner {
   readonly #timeLimitS: number;
   readonly #gbps: number | undefined;
 
+  /** A lookahead planner with `options` (variants, interval targets, time limit). */
   constructor(options: LookaheadOptions = {}) {
     this.#gbps = options.swapGbps;
     this.#targets = options.intervalTargets ?? [1, 0.97, 0.93];
@@ -128,6 +133,7 @@ export class LookaheadPlanner implements Planner {
     }
   }
 
+  /** Replays each variant (and the fallback alone) with `ctx.replay` and keeps the lowest overhead. */
   plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): LookaheadPlan {
     if (!(budgetBytes > 0)) {
       throw new RangeError(`lookahead: budget must be > 0 bytes, got ${budgetBytes}`);

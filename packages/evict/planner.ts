@@ -43,8 +43,11 @@ export interface Plan {
 
 /** What a replay of a candidate plan reports (the runtime's simulator provides it). */
 export interface PlanReplayResult {
+  /** True when the step completed within the budget. */
   readonly feasible: boolean;
+  /** Peak memory of the replay. */
   readonly peakBytes: number;
+  /** Simulated overhead: (compute + recompute + swap stall) / compute. */
   readonly overhead: number;
   /** Compute of the step's own calls, ns (where the replay reports it). */
   readonly computeNs?: number;
@@ -62,9 +65,11 @@ export interface PlannerContext {
   readonly baselinePeakBytes: number;
 }
 
-/** The `Planner` contract (DESIGN.md). */
+/** The `Planner` contract (ARCHITECTURE.md). */
 export interface Planner {
+  /** Name, e.g. `"libra"`. */
   readonly name: string;
+  /** Makes a static plan for `trace` at `budgetBytes`; `ctx` replays candidate plans. */
   plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): Plan;
 }
 

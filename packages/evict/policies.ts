@@ -1,5 +1,5 @@
 /**
- * The dynamic eviction policies (DESIGN.md, "Algorithms"): `dtr`, `dtr-eq`,
+ * The dynamic eviction policies (ARCHITECTURE.md, "Contracts"): `dtr`, `dtr-eq`,
  * `dtr-local`, `msps`, `lru`, `largest`, `random`, and swap-aware variants
  * (`<name>+swap`) that choose per victim between dropping and swapping.
  *

@@ -52,7 +52,7 @@ export interface EvictionContext {
 }
 
 /**
- * The `EvictionPolicy` contract (DESIGN.md). `choose` returns at least one
+ * The `EvictionPolicy` contract (ARCHITECTURE.md). `choose` returns at least one
  * victim from the pool with an action the context allows, or an empty list
  * when nothing in the pool may be evicted.
  */

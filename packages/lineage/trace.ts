@@ -1,6 +1,6 @@
 /**
  * A training step as data: the event stream of the DTR trace format
- * (`../shared/traces/README.md`), parsed. The runtime imports and records
+ * (ARCHITECTURE.md, "The DTR trace format"), parsed. The runtime imports and records
  * traces in this shape; the simulator replays them; planners read them.
  *
  * @module

@@ -24,6 +24,7 @@ export class NativeError extends Error implements NativeErrorInfo {
   readonly fn: string;
   readonly status: number;
   readonly nativeMessage: string;
+  /** An error for the native call `fn` that returned `status` with the library's message. */
   constructor(fn: string, status: number, nativeMessage: string, options?: ErrorOptions) {
     super(`${fn} failed (status ${status}): ${nativeMessage || "no message"}`, options);
     this.name = "NativeError";
@@ -35,6 +36,7 @@ export class NativeError extends Error implements NativeErrorInfo {
 
 /** `LIBRA_ERR_INVALID_ARGUMENT`: bad sizes, params, pointers or out-of-range indices. */
 export class InvalidArgumentError extends NativeError {
+  /** An invalid-argument error from the native call `fn`, with the library's message. */
   constructor(fn: string, nativeMessage: string, options?: ErrorOptions) {
     super(fn, Status.INVALID_ARGUMENT, nativeMessage, options);
     this.name = "InvalidArgumentError";
@@ -46,6 +48,7 @@ export class NativeOutOfMemoryError extends OutOfMemoryError implements NativeEr
   readonly fn: string;
   readonly status: number = Status.OUT_OF_MEMORY;
   readonly nativeMessage: string;
+  /** An out-of-memory error from the native call `fn` for an allocation of `requestedBytes`. */
   constructor(fn: string, nativeMessage: string, requestedBytes: number, options?: ErrorOptions) {
     super(`${fn} failed: out of memory: ${nativeMessage}`, requestedBytes, options);
     this.name = "NativeOutOfMemoryError";
@@ -56,6 +59,7 @@ export class NativeOutOfMemoryError extends OutOfMemoryError implements NativeEr
 
 /** `LIBRA_ERR_NO_DEVICE`: the CUDA build found no GPU or driver. */
 export class NoDeviceError extends NativeError {
+  /** A no-device error from the native call `fn`, with the library's message. */
   constructor(fn: string, nativeMessage: string, options?: ErrorOptions) {
     super(fn, Status.NO_DEVICE, nativeMessage, options);
     this.name = "NoDeviceError";
@@ -66,6 +70,7 @@ export class NoDeviceError extends NativeError {
 
 /** `LIBRA_ERR_UNKNOWN_KERNEL`: the kernel is not implemented by the loaded library. */
 export class UnknownKernelError extends NativeError {
+  /** An unknown-kernel error from the native call `fn`, with the library's message. */
   constructor(fn: string, nativeMessage: string, options?: ErrorOptions) {
     super(fn, Status.UNKNOWN_KERNEL, nativeMessage, options);
     this.name = "UnknownKernelError";
@@ -74,6 +79,7 @@ export class UnknownKernelError extends NativeError {
 
 /** `LIBRA_ERR_DEVICE`: a CUDA runtime or launch error. */
 export class DeviceError extends NativeError {
+  /** A device (CUDA) error from the native call `fn`, with the library's message. */
   constructor(fn: string, nativeMessage: string, options?: ErrorOptions) {
     super(fn, Status.DEVICE, nativeMessage, options);
     this.name = "DeviceError";
@@ -82,6 +88,7 @@ export class DeviceError extends NativeError {
 
 /** `LIBRA_ERR_UNSUPPORTED`: the operation does not exist in this build. */
 export class UnsupportedError extends NativeError {
+  /** An unsupported-operation error from the native call `fn`, with the library's message. */
   constructor(fn: string, nativeMessage: string, options?: ErrorOptions) {
     super(fn, Status.UNSUPPORTED, nativeMessage, options);
     this.name = "UnsupportedError";
@@ -90,6 +97,7 @@ export class UnsupportedError extends NativeError {
 
 /** `LIBRA_ERR_INTERNAL` or an unknown status code: a bug in the native library. */
 export class InternalError extends NativeError {
+  /** An internal error from the native call `fn` that returned `status`, with the library's message. */
   constructor(fn: string, status: number, nativeMessage: string, options?: ErrorOptions) {
     super(fn, status, nativeMessage, options);
     this.name = "InternalError";
@@ -100,6 +108,7 @@ export class InternalError extends NativeError {
 export class LibraryLoadError extends Error {
   /** Paths that were tried, in order. */
   readonly tried: readonly string[];
+  /** A load error listing the paths that were `tried`. */
   constructor(message: string, tried: readonly string[], options?: ErrorOptions) {
     super(message, options);
     this.name = "LibraryLoadError";

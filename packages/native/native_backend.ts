@@ -582,7 +582,11 @@ export class NativeBackend implements Backend {
     return t;
   }
 
-  /** Internal: called by a transfer once it completed. */
+  /**
+   * Internal: called by a transfer once it completed.
+   *
+   * @internal
+   */
   _transferDone(t: NativeTransfer, event: Deno.PointerObject): void {
     this.#s.libra_event_destroy(event);
     this.#transfers.delete(t);

@@ -296,6 +296,7 @@ export class Runtime implements Backend {
   /** Output names `c<index>.<k>` by call index in the step. */
   readonly #outNames: string[][] = [];
 
+  /** A runtime over `options.backend` with the budget, policy and cost model of `options`. */
   constructor(options: RuntimeOptions) {
     this.#backend = options.backend;
     this.name = `runtime(${options.backend.name})`;

@@ -84,9 +84,10 @@ export interface ReplayOptions {
   knownFeasibleBytes?: number;
   /**
    * What a release of a constant's last handle does (see `EngineOptions.leafRelease`).
-   * Default, as in the published DTR simulator: `"free"` without a budget (its
-   * baseline banishes every unreferenced storage, constants included) and
-   * `"keep-pinned"` under a budget (its budgeted runtime pins constants for good).
+   * Default `"free-unless-evicted"`. {@link simulateTrace} replays as the
+   * published DTR simulator does: `"free"` without a budget (its baseline
+   * banishes every unreferenced storage, constants included) and `"keep-pinned"`
+   * under a budget (its budgeted runtime pins constants for good).
    */
   leafRelease?: LeafRelease;
   /**
@@ -175,8 +176,7 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
     hostLimitBytes: options.hostLimitBytes ?? (swapAware ? Infinity : 0),
     timeline: options.timeline ?? false,
     gc: false,
-    leafRelease: options.leafRelease ??
-      ((options.budgetBytes ?? Infinity) === Infinity ? "free" : "keep-pinned"),
+    leafRelease: options.leafRelease ?? "free-unless-evicted",
     overheadLimit: options.overheadLimit ?? 2,
     baselineComputeNs,
     ...(options.link !== undefined ? { link: options.link } : {}),
@@ -451,12 +451,21 @@ export function simulateTrace(trace: Trace, options: SimulateOptions): Simulatio
   if (options.engine !== "engine" && fastEligible(rest)) {
     return simulateFast(trace, options);
   }
-  const base = replayTrace(trace, { ...rest, budgetBytes: Infinity });
+  const base = replayTrace(trace, {
+    ...rest,
+    budgetBytes: Infinity,
+    leafRelease: rest.leafRelease ?? "free",
+  });
   const peak = base.stats.peakBytes;
   const results: SimulationResult[] = [];
   for (const ratio of ratios) {
     const budgetBytes = Math.floor(ratio * peak);
-    const r = replayTrace(trace, { ...rest, budgetBytes, knownFeasibleBytes: peak });
+    const r = replayTrace(trace, {
+      ...rest,
+      budgetBytes,
+      knownFeasibleBytes: peak,
+      leafRelease: rest.leafRelease ?? "keep-pinned",
+    });
     const row: SimulationResult = {
       ratio,
       budgetBytes,

@@ -1,5 +1,5 @@
 /**
- * Import and export of traces in the DTR format (`../shared/traces/README.md`):
+ * Import and export of traces in the DTR format (ARCHITECTURE.md, "The DTR trace format"):
  * one JSON object per line, `INSTRUCTION` naming the kind, numbers as strings.
  * Malformed traces are rejected with the line number and the reason.
  *

@@ -32,7 +32,7 @@ if (resnet === null) console.warn(`trace_test: skipping shared-trace tests: ${SK
 
 const gan = await shared("unroll_gan-512.log");
 
-/** The published h_DTR^eq figures (`../shared/traces/README.md`), ratios 0.9 down to 0.2; null = OOM. */
+/** The published h_DTR^eq figures (README of the shared traces), ratios 0.9 down to 0.2; null = OOM. */
 const PUBLISHED: [string, string | null, number, (number | null)[]][] = [
   ["resnet32-56.log", resnet, 10061179152, [
     1.013,
@@ -84,7 +84,7 @@ Deno.test({
   fn() {
     const t = parseTrace(gan!, "unroll_gan-512.log");
     const budgetBytes = Math.floor(0.2 * 252677418);
-    const r = replayTrace(t, { budgetBytes });
+    const r = replayTrace(t, { budgetBytes, leafRelease: "keep-pinned" });
     assert.equal(r.feasible, false);
     assert.equal(r.reason, "thrashing");
     assert.match(r.error!.message, /^thrashing: recomputation \d+ ns plus stalls 0 ns passed 1 x/);

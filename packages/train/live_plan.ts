@@ -125,6 +125,8 @@ export class LivePlan {
   #active = false;
 
   /**
+   * Applies `plan` to the live steps that follow the recorded `trace`.
+   *
    * @param plan a plan made for `trace`
    * @param trace the recorded step the plan was made for (see {@link stepTrace})
    * @param fallback chooses when the plan alone does not keep memory within the budget

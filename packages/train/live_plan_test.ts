@@ -88,7 +88,8 @@ function train(rt: Runtime, steps: number, before?: (i: number) => void) {
 for (
   const [name, make] of [
     ["chen-sqrt", () => new ChenSqrtPlanner()],
-    ["libra", () => new LibraPlanner()],
+    // the plan itself, not the fallback alone where that replays better
+    ["libra", () => new LibraPlanner({ compareFallback: false })],
     // lookahead's own plan (not the fallback alone): static intervals and shortfall choices by the recorded uses
     ["lookahead", () => new LookaheadPlanner({ tryFallback: false })],
   ] as [string, () => Planner][]

@@ -27,9 +27,9 @@ export interface ConfigurationInput {
   seed: number;
 }
 
-/** `unknown <what> "x"; valid: a, b, c` (the API's wording, `unknownName` of its catalog). */
+/** `unknown <what> "x"; choose one of a, b, c` (the API's wording, `unknownName` of its catalog). */
 export function unknownName(what: string, value: string, valid: readonly string[]): string {
-  return `unknown ${what} ${JSON.stringify(value)}; valid: ${valid.join(", ")}`;
+  return `unknown ${what} ${JSON.stringify(value)}; choose one of ${valid.join(", ")}`;
 }
 
 /** One field error. */
@@ -157,7 +157,7 @@ function choiceErrors(
   };
   check("model", v.model, c.models, "model");
   const presets = c.presets[v.model];
-  if (presets) check("preset", v.preset, presets, `preset for ${v.model}`);
+  if (presets) check("preset", v.preset, presets, `preset of ${v.model}`);
   check("policy", v.policy, c.policies, "policy");
   check("costModel", v.costModel, c.costModels, "cost model");
   return out;

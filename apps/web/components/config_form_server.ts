@@ -1,12 +1,12 @@
 /**
- * The configuration form validated on the server with the API's own schema
- * (`ConfigurationInput`, which also checks names against the packages), plus the
- * form's lists. Server only: the schema module loads the model zoo and the planners.
+ * The configuration form validated on the server as the API validates a configuration
+ * (`KnownConfigurationInput`: the schema plus the names the packages implement), plus
+ * the form's lists. Server only: the catalog loads the model zoo and the planners.
  *
  * @module
  */
 
-import { ConfigurationInput } from "@libra/api/schemas";
+import { KnownConfigurationInput } from "@libra/api/catalog";
 import {
   type ConfigFormValues,
   type ConfigurationInput as FormConfiguration,
@@ -20,5 +20,5 @@ export function parseConfigFormOnServer(
   v: ConfigFormValues,
   choices?: FormChoices,
 ): { ok: true; value: FormConfiguration } | { ok: false; errors: FieldError[] } {
-  return validateWith(ConfigurationInput as never, v, choices);
+  return validateWith(KnownConfigurationInput as never, v, choices);
 }

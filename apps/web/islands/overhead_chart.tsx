@@ -165,16 +165,20 @@ function OverheadChartView(p: OverheadChartProps): VNode {
               title: label,
               className: "point",
             }),
-            Plot.dot(ok.filter((d) => d.thrashing), {
-              x: "ratio",
-              y: "overhead",
-              fill: "policy",
-              symbol: () => "triangle",
-              r: 6,
-              href: (d: Row) => d.href,
-              title: label,
-              className: "thrashing",
-            }),
+            // thrashing triangles, nudged sideways per policy so that two at one point both show
+            ...names.map((name, i) =>
+              Plot.dot(ok.filter((d) => d.thrashing && d.policy === name), {
+                x: "ratio",
+                y: "overhead",
+                dx: 7 * (i - (names.length - 1) / 2),
+                fill: "policy",
+                symbol: () => "triangle",
+                r: 6,
+                href: (d: Row) => d.href,
+                title: label,
+                className: "thrashing",
+              })
+            ),
             // one row of crosses per policy under the frame: they never cover each other
             ...names.map((name, i) =>
               Plot.dot(bad.filter((b) => b.policy === name), {

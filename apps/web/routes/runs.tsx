@@ -132,11 +132,20 @@ function StatsTable(p: { run: Run; results: RunResults }): VNode {
   const rows: [string, number | string | null][] = [
     ["feasible", run.feasible === null ? "—" : run.feasible ? "yes" : "no"],
     ["overhead", infeasible ? "— (did not fit)" : run.overhead],
+  ];
+  const low = results.stats.overheadLow, high = results.stats.overheadHigh;
+  const conf = results.stats.overheadConfidence;
+  const interval = !infeasible && typeof low === "number" && typeof high === "number"
+    ? ` (${formatNumber(low, 3)}–${formatNumber(high, 3)}${
+      typeof conf === "number" ? `, ${Math.round(100 * conf)} % confidence` : ""
+    })`
+    : "";
+  rows.push(
     ["budget ratio", run.budgetRatio],
     ["budget", run.budgetBytes],
     ["budget-free peak", run.baselinePeakBytes],
     ["peak under budget", run.peakBytes],
-  ];
+  );
   // bench uploads carry no timing of their own: their runs are stored at upload time
   if (!bench) {
     rows.push([
@@ -162,7 +171,7 @@ function StatsTable(p: { run: Run; results: RunResults }): VNode {
                     ? v
                     : notMeasured
                     ? "— (did not fit)"
-                    : formatStat(v, e.unit)}
+                    : formatStat(v, e.unit) + (k === "overhead" ? interval : "")}
                 </td>
               </tr>
             );

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Run, type Sweep, SweepInput, Sweeps, sweepSize } from "@libra/api";
+import { type Run, RunRefusedError, type Sweep, SweepInput, Sweeps, sweepSize } from "@libra/api";
 import type { Context, Hono } from "hono";
 import type { VNode } from "preact";
 import { LIVE_COST_MODELS, zooPresets } from "../components/catalog.ts";
@@ -240,7 +240,12 @@ export function register(app: Hono, ctx: WebContext): void {
       }
       return render(c, values, errors);
     }
-    const s = await sweeps.create(parsed.data);
+    // the lab refuses sweeps whose runs are above its memory limit
+    const s = await sweeps.create(parsed.data).catch((e) => {
+      if (e instanceof RunRefusedError) return e;
+      throw e;
+    });
+    if (s instanceof RunRefusedError) return render(c, values, { models: s.message });
     ctx.lab.worker?.poke();
     return c.redirect(`/sweeps/${s.id}`, 303);
   });

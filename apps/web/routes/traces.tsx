@@ -11,6 +11,7 @@ import { fieldErrors } from "@libra/api/schemas";
 import type { Context, Hono } from "hono";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
 import { formatTime } from "../components/format.ts";
+import { ExportLinks } from "../components/export.tsx";
 import { Layout, StatusBadge } from "../components/layout.tsx";
 
 /** Registers the page. */
@@ -61,34 +62,37 @@ export function register(app: Hono, ctx: WebContext): void {
         </section>
         <section>
           <h2>Simulations</h2>
-          {sims.items.length === 0 ? <p class="empty">None yet.</p> : (
-            <table>
-              <thead>
-                <tr>
-                  <th>Run</th>
-                  <th>Trace</th>
-                  <th>Policies</th>
-                  <th>Status</th>
-                  <th>Created (UTC)</th>
-                </tr>
-              </thead>
-              <tbody>
-                {sims.items.map((r) => (
+          {sims.items.length === 0
+            ? <p class="empty">None yet.</p>
+            : (
+              <table data-export="simulations">
+                <thead>
                   <tr>
-                    <td>
-                      <a href={`/runs/${r.id}`}>{r.id}</a>
-                    </td>
-                    <td>{r.model}</td>
-                    <td>{r.policy.replaceAll(",", ", ")}</td>
-                    <td>
-                      <StatusBadge status={r.status} />
-                    </td>
-                    <td>{formatTime(r.createdAt)}</td>
+                    <th>Run</th>
+                    <th>Trace</th>
+                    <th>Policies</th>
+                    <th>Status</th>
+                    <th>Created (UTC)</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+                </thead>
+                <tbody>
+                  {sims.items.map((r) => (
+                    <tr>
+                      <td>
+                        <a href={`/runs/${r.id}`}>{r.id}</a>
+                      </td>
+                      <td>{r.model}</td>
+                      <td>{r.policy.replaceAll(",", ", ")}</td>
+                      <td>
+                        <StatusBadge status={r.status} />
+                      </td>
+                      <td>{formatTime(r.createdAt)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          {sims.items.length > 0 && <ExportLinks url={c.req.url} name="simulations" />}
         </section>
       </Layout>,
       status,
