@@ -538,13 +538,13 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       report(phase, i, n, s, phase === "budget" ? rt.stats.peakBytes : 0);
       return s;
     };
-    let warmMs = Infinity, warmComputeNs = 0;
+    let warmComputeNs = 0;
     for (let i = 0; i < warmup; i++) {
-      if (i % 2 === 0) warmMs = Math.min(warmMs, stepA("warm-up", i, warmup).ms);
+      if (i % 2 === 0) stepA("warm-up", i, warmup);
       const c0 = rt.stats.computeNs;
       stepB("warm-up", i, warmup);
       if (i === warmup - 1) warmComputeNs = rt.stats.computeNs - c0;
-      if (i % 2 === 1) warmMs = Math.min(warmMs, stepA("warm-up", i, warmup).ms);
+      if (i % 2 === 1) stepA("warm-up", i, warmup);
     }
     baselinePeakBytes = rt.stats.peakBytes;
     budgetBytes = o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * baselinePeakBytes));
