@@ -168,7 +168,7 @@ Deno.test("configuration CRUD and pagination, newest first", async () => {
       assert.equal(res.status, 201);
       const c = await res.json();
       assert.equal(res.headers.get("location"), `/api/configurations/${c.id}`);
-      assert.equal(c.costModel, "measured", "defaults applied");
+      assert.equal(c.costModel, "analytic", "defaults applied");
       assert.equal(c.device, "cpu");
       ids.push(c.id);
     }
@@ -269,7 +269,7 @@ Deno.test("run lifecycle: queued, claimed by the in-process worker, results stor
       budgetRatio: 0.6,
       budgetBytes: null,
       policy: "dtr-eq",
-      costModel: "measured",
+      costModel: "analytic",
       steps: 3,
       seed: 1,
     });

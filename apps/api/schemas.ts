@@ -47,7 +47,7 @@ export interface ConfigurationInput {
   budgetBytes: number | null;
   /** Eviction policy or planner. */
   policy: string;
-  /** Cost model (default `measured`). */
+  /** Cost model (default `analytic`: the same decisions on every run). */
   costModel: string;
   /** Training steps, 1..10000 (default 3). */
   steps: number;
@@ -71,7 +71,7 @@ const configurationFields = {
     null,
   ),
   policy: PolicyName,
-  costModel: Name.default("measured"),
+  costModel: Name.default("analytic"),
   steps: z.number().int("must be an integer").min(1, "must be >= 1").max(
     10_000,
     "must be <= 10000",

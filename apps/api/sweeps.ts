@@ -57,7 +57,7 @@ export const SweepInput: z.ZodType<SweepInput> = z.object({
   steps: z.number().int("must be an integer").min(1, "must be >= 1").max(10_000, "must be <= 10000")
     .default(3),
   device: z.enum(["cpu", "cuda"]).default("cpu"),
-  costModel: Name.default("measured"),
+  costModel: Name.default("analytic"),
   seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),
 }).strict().superRefine((v, ctx) => {
   // the names the packages implement, as for a configuration (catalog.ts)

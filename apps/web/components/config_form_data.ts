@@ -122,7 +122,7 @@ export const EMPTY_FORM: ConfigFormValues = {
   budgetRatio: "0.5",
   budgetBytes: "",
   policy: "dtr-eq",
-  costModel: "measured",
+  costModel: "analytic",
   steps: "3",
   seed: "0",
 };
@@ -174,7 +174,7 @@ export function formToRaw(v: ConfigFormValues): Record<string, unknown> {
     budgetRatio: toNumber(v.budgetRatio),
     budgetBytes: toNumber(v.budgetBytes),
     policy: v.policy ?? "",
-    costModel: v.costModel || "measured",
+    costModel: v.costModel || "analytic",
     steps: toNumber(v.steps) ?? 3,
     seed: toNumber(v.seed) ?? 0,
   };

@@ -26,7 +26,7 @@ const DEFAULTS: Values = {
   repeats: "3",
   steps: "3",
   device: "cpu",
-  costModel: "measured",
+  costModel: "analytic",
   seed: "0",
 };
 
@@ -45,7 +45,7 @@ export function sweepFromForm(v: Values): unknown {
     repeats: num(str(v.repeats)),
     steps: num(str(v.steps)),
     device: str(v.device) || "cpu",
-    costModel: str(v.costModel) || "measured",
+    costModel: str(v.costModel) || "analytic",
     seed: num(str(v.seed)),
   };
 }
