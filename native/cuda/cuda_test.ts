@@ -13,6 +13,7 @@
  */
 
 import assert from "node:assert/strict";
+import { mulberry32 } from "@libra/util/rng";
 import { KernelError } from "@libra/tensor/backend";
 import { KERNEL_NAMES, type KernelName, kernelSizes, philox4x32 } from "@libra/tensor/kernels";
 import { cudaBackend, LibraryLoadError, type NativeBackend, NoDeviceError } from "@libra/native";
@@ -57,17 +58,8 @@ const { gpu, why: gpuWhy } = lib ? tryBackend() : { gpu: null, why: libWhy };
 if (!lib) console.warn(`cuda_test: libra_cuda.so not available (${libWhy})`);
 if (lib && !gpu) console.warn(`cuda_test: no GPU, device checks skipped (${gpuWhy})`);
 
-/** mulberry32, independent of the Philox under test. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32: a small seeded PRNG, independent of the Philox under test. */
+const rng = mulberry32;
 
 Deno.test({
   name: "libra_cuda.so answers its device-free functions and lists the kernel table in order",

@@ -11,6 +11,7 @@
 
 import type { CostModel } from "@libra/cost";
 import type { Lineage, StorageNode } from "@libra/lineage";
+import { mulberry32 } from "@libra/util/rng";
 
 /** What to do with a victim: drop it (recompute later) or swap it to host. */
 export type EvictAction = "drop" | "swap";
@@ -93,14 +94,7 @@ export interface SearchOptions {
 
 /** A small seeded generator (mulberry32), deterministic across runs. */
 export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return mulberry32(seed);
 }
 
 /**

@@ -10,6 +10,7 @@
  */
 
 import assert from "node:assert/strict";
+import { mulberry32 } from "@libra/util/rng";
 import { type Backend, type DeviceBuffer, KernelError } from "@libra/tensor/backend";
 import {
   KERNEL_NAMES,
@@ -34,16 +35,7 @@ import { Status } from "./symbols.ts";
 // ---------------------------------------------------------------- inputs
 
 /** mulberry32: a small seeded PRNG, independent of the Philox under test. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function fill(gen: Gen, n: number, r: () => number): Uint8Array {
   if (typeof gen === "object") {
