@@ -5,6 +5,7 @@
  * what was accepted reads back the same, and every listing still answers afterwards.
  * A failure names the seed and case; LIBRA_FUZZ_SEED replays another seed.
  */
+import { mulberry32 } from "@libra/util/rng";
 import assert from "node:assert/strict";
 import { fakeExecutor } from "./_fake_executor.ts";
 import { openLab } from "./lab.ts";
@@ -14,14 +15,7 @@ const SEED = Number(Deno.env.get("LIBRA_FUZZ_SEED") ?? 7);
 const CASES = 2000;
 
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (n: number) => Math.floor(next() * n);
   const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
   return { next, int, pick };

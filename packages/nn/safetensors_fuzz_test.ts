@@ -4,6 +4,7 @@
  * result (each tensor's data matches its shape), never another exception or a hang.
  * A failure prints the seed and case to reproduce it.
  */
+import { mulberry32 } from "@libra/util/rng";
 import assert from "node:assert/strict";
 import {
   type HostTensor,
@@ -15,14 +16,7 @@ import {
 
 /** mulberry32: a small seeded generator, so a failing case can be replayed. */
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (n: number) => Math.floor(next() * n);
   const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
   return { next, int, pick };
