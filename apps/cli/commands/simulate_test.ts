@@ -15,7 +15,8 @@ async function capture(args: string[]): Promise<{ code: number; out: string; err
   }
 }
 
-async function chainFile(): Promise<string> {
+/** A constant x and the chain x -> t0 -> .. -> t5 (100 bytes, 10 ns each), as DTR log lines. */
+function forwardChain(): string[] {
   const L = [
     `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
     `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x"}`,
@@ -29,6 +30,11 @@ async function chainFile(): Promise<string> {
     );
     prev = `t${i}`;
   }
+  return L;
+}
+
+async function chainFile(): Promise<string> {
+  const L = forwardChain();
   for (let i = 0; i < 5; i++) L.push(`{"INSTRUCTION":"RELEASE","NAME":"t${i}"}`);
   const f = await Deno.makeTempFile({ suffix: ".log" });
   await Deno.writeTextFile(f, L.join("\n"));
@@ -162,19 +168,7 @@ Deno.test("simulate refuses an empty or header-only trace with exit 2", async ()
 
 Deno.test("simulate --overhead-limit: thrashing is its own reason in JSON and the table", async () => {
   // A chain x -> t0 .. t5 read back in reverse: at 3/8 of the peak the backward recomputes.
-  const L = [
-    `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
-    `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x"}`,
-  ];
-  let prev = "x";
-  for (let i = 0; i < 6; i++) {
-    L.push(
-      `{"ARGS":["${prev}"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["t${i}"],"TIME":"10"}`,
-      `{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"t${i}"}`,
-      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"t${i}"}`,
-    );
-    prev = `t${i}`;
-  }
+  const L = forwardChain();
   for (let i = 5; i >= 0; i--) {
     L.push(
       `{"ARGS":["t${i}"],"INSTRUCTION":"CALL","NAME":"g","RESULT":["b${i}"],"TIME":"10"}`,
