@@ -1,5 +1,24 @@
 /** Helpers shared by the API's security and robustness tests. @module */
 
+import type { ConfigurationInput } from "./schemas.ts";
+
+/** A one-step tiny MLP configuration under `dtr` at half the memory, named `name`. */
+export function tinyMlpConfiguration(name: string): ConfigurationInput {
+  return {
+    name,
+    model: "mlp",
+    preset: "tiny",
+    config: null,
+    device: "cpu",
+    budgetRatio: 0.5,
+    budgetBytes: null,
+    policy: "dtr",
+    costModel: "measured",
+    steps: 1,
+    seed: 0,
+  };
+}
+
 /**
  * A body that produces `total` bytes of `fill` in chunks as it is pulled, and counts
  * what was pulled: a test can check that a server stopped reading near its limit.

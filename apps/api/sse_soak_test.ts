@@ -5,6 +5,7 @@
  * descriptors must come back near their baseline.
  */
 import assert from "node:assert/strict";
+import { tinyMlpConfiguration } from "./_test_helpers.ts";
 import { fakeExecutor } from "./_fake_executor.ts";
 import { openLab } from "./lab.ts";
 
@@ -52,19 +53,7 @@ Deno.test({
     );
     const url = `http://127.0.0.1:${server.addr.port}`;
     try {
-      const cfg = await lab.store.createConfiguration({
-        name: "soak",
-        model: "mlp",
-        preset: "tiny",
-        config: null,
-        device: "cpu",
-        budgetRatio: 0.5,
-        budgetBytes: null,
-        policy: "dtr",
-        costModel: "measured",
-        steps: 1,
-        seed: 0,
-      });
+      const cfg = await lab.store.createConfiguration(tinyMlpConfiguration("soak"));
       const run = (await lab.store.createRunFromConfiguration(cfg.id))!; // stays queued
       const cycle = async () => {
         const ac = new AbortController();

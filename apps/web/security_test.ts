@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { openLab } from "@libra/api";
 import { fakeExecutor } from "../api/_fake_executor.ts";
-import { flood } from "../api/_test_helpers.ts";
+import { flood, tinyMlpConfiguration } from "../api/_test_helpers.ts";
 import { createWebApp, LoginLimiter, startServer } from "./main.ts";
 
 const TOKEN = "web-sec-token";
@@ -274,19 +274,7 @@ Deno.test("the dashboard's launch is refused above the memory limit too, saying 
   });
   try {
     const app = createWebApp(lab);
-    const cfg = await lab.store.createConfiguration({
-      name: "big",
-      model: "mlp",
-      preset: "tiny",
-      config: null,
-      device: "cpu",
-      budgetRatio: 0.5,
-      budgetBytes: null,
-      policy: "dtr",
-      costModel: "measured",
-      steps: 1,
-      seed: 0,
-    });
+    const cfg = await lab.store.createConfiguration(tinyMlpConfiguration("big"));
     const res = await app.request(`/configurations/${cfg.id}/launch`, {
       method: "POST",
       headers: COOKIE,
