@@ -9,45 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
-
-typedef struct {
-  int64_t N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, OH, OW;
-  int has_bias;
-} convp;
-
-static int64_t out_size(int64_t size, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
-  const int64_t num = size + 2 * pad - dil * (k - 1) - 1;
-  /* floor division (num may be negative) */
-  return (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-}
-
-static int32_t conv_parse(const kcall* c, convp* q) {
-  if (pint(c, 0, 0, "N", &q->N) || pint(c, 1, 0, "C", &q->C) || pint(c, 2, 0, "H", &q->H) ||
-      pint(c, 3, 0, "W", &q->W) || pint(c, 4, 0, "K", &q->K) || pint(c, 5, 0, "R", &q->R) ||
-      pint(c, 6, 0, "S", &q->S) || pint(c, 7, 1, "strideH", &q->sh) ||
-      pint(c, 8, 1, "strideW", &q->sw) || pint(c, 9, 0, "padH", &q->ph) ||
-      pint(c, 10, 0, "padW", &q->pw) || pint(c, 11, 1, "dilH", &q->dh) ||
-      pint(c, 12, 1, "dilW", &q->dw)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  const double hb = c->p[13];
-  if (hb != 0.0 && hb != 1.0) return kfail(c, "hasBias must be 0 or 1, got %.17g", hb);
-  q->has_bias = hb == 1.0;
-  q->OH = out_size(q->H, q->R, q->sh, q->ph, q->dh);
-  q->OW = out_size(q->W, q->S, q->sw, q->pw, q->dw);
-  if (q->OH < 1 || q->OW < 1) {
-    return kfail(c,
-                 "input %lldx%lld with padding %lldx%lld is smaller than the dilated window "
-                 "%lldx%lld (dilation %lldx%lld)",
-                 (long long)q->H, (long long)q->W, (long long)q->ph, (long long)q->pw,
-                 (long long)q->R, (long long)q->S, (long long)q->dh, (long long)q->dw);
-  }
-  return LIBRA_OK;
-}
-
-static int is_pointwise(const convp* q) {
-  return q->R == 1 && q->S == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
-}
+#include "libra_conv_params.h"
 
 /* Images are processed in groups of G so that each sgemm has at least ~GROUP_COLS
  * columns: late CNN layers have few output pixels per image, and a GEMM with a
@@ -336,10 +298,8 @@ int32_t k_conv2d(const kcall* c) {
   convp q;
   int32_t st = conv_parse(c, &q);
   if (st) return st;
-  if (c->n_in != 2 + q.has_bias) {
-    return kfail(c, "expected %d input buffers (x, w%s) for hasBias = %d, got %d", 2 + q.has_bias,
-                 q.has_bias ? ", b" : "", q.has_bias, c->n_in);
-  }
+  st = conv_check_inputs(c, &q);
+  if (st) return st;
   const float *X = IN_F(0), *Wt = IN_F(1), *B = q.has_bias ? IN_F(2) : NULL;
   float* Y = OUT_F(0);
   if (q.N == 0) return LIBRA_OK;
@@ -551,30 +511,6 @@ int32_t k_conv2d_backward_bias(const kcall* c) {
 }
 
 /* ---- pooling ---- */
-
-typedef struct {
-  int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, OH, OW;
-} poolp;
-
-static int32_t pool_parse(const kcall* c, poolp* q) {
-  if (pint(c, 0, 0, "N", &q->N) || pint(c, 1, 0, "C", &q->C) || pint(c, 2, 0, "H", &q->H) ||
-      pint(c, 3, 0, "W", &q->W) || pint(c, 4, 1, "kH", &q->kh) || pint(c, 5, 1, "kW", &q->kw) ||
-      pint(c, 6, 1, "strideH", &q->sh) || pint(c, 7, 1, "strideW", &q->sw) ||
-      pint(c, 8, 0, "padH", &q->ph) || pint(c, 9, 0, "padW", &q->pw)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  if (2 * q->ph > q->kh || 2 * q->pw > q->kw) {
-    return kfail(c, "padding %lldx%lld must be at most half the window %lldx%lld", (long long)q->ph,
-                 (long long)q->pw, (long long)q->kh, (long long)q->kw);
-  }
-  q->OH = out_size(q->H, q->kh, q->sh, q->ph, 1);
-  q->OW = out_size(q->W, q->kw, q->sw, q->pw, 1);
-  if (q->OH < 1 || q->OW < 1) {
-    return kfail(c, "input %lldx%lld is smaller than the window %lldx%lld", (long long)q->H,
-                 (long long)q->W, (long long)q->kh, (long long)q->kw);
-  }
-  return LIBRA_OK;
-}
 
 /* Flat index (in the plane) of the first maximum of window (oh, ow); NaN wins. */
 static inline int64_t window_argmax(const poolp* q, const float* plane, int64_t oh, int64_t ow) {

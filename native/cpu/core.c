@@ -19,26 +19,7 @@
 void openblas_set_num_threads(int num_threads);
 #endif
 
-static _Thread_local char last_error[1024];
-
-int32_t set_error(int32_t status, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-int32_t kfail(const kcall* c, const char* fmt, ...) {
-  int n = snprintf(last_error, sizeof last_error, "libra_run(%s): ", c->name);
-  if (n < 0 || n >= (int)sizeof last_error) return LIBRA_ERR_INVALID_ARGUMENT;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(last_error + n, sizeof last_error - (size_t)n, fmt, ap);
-  va_end(ap);
-  return LIBRA_ERR_INVALID_ARGUMENT;
-}
-
+#include "libra_common.inc"
 #include "libra_params.inc"
 
 /* ---- library ---- */
@@ -59,8 +40,6 @@ int libra_threads(void) {
 #endif
 }
 
-LIBRA_API int32_t libra_abi_version(void) { return LIBRA_ABI_VERSION; }
-LIBRA_API const char* libra_last_error(void) { return last_error; }
 LIBRA_API const char* libra_build_info(void) {
 #ifdef LIBRA_OPENBLAS
   return "cpu (openblas, openmp)";
@@ -336,12 +315,6 @@ LIBRA_API int32_t libra_set_stream(libra_stream s) {
 
 /* ---- timing ---- */
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 LIBRA_API int32_t libra_event_create(libra_event* out) {
   if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_event_create: out is NULL");
   uint64_t* e = calloc(1, sizeof *e);
@@ -372,21 +345,6 @@ LIBRA_API int32_t libra_event_elapsed(libra_event start, libra_event end, float*
   *ms = (float)(((double)b - (double)a) / 1e6);
   return LIBRA_OK;
 }
-LIBRA_API int32_t libra_now_ns(uint64_t* out) {
-  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_now_ns: out is NULL");
-  *out = now_ns();
-  return LIBRA_OK;
-}
-
-/* ---- random ---- */
-
-LIBRA_API int32_t libra_philox4x32(const uint32_t* ctr, const uint32_t* key, uint32_t* out) {
-  if (!ctr || !key || !out) {
-    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_philox4x32: NULL argument");
-  }
-  philox4x32_10(ctr, key, out);
-  return LIBRA_OK;
-}
 
 /* ---- registry ---- */
 
@@ -394,33 +352,9 @@ LIBRA_API int32_t libra_philox4x32(const uint32_t* ctr, const uint32_t* key, uin
 
 LIBRA_API int32_t libra_run(int32_t kernel, void* const* inputs, int32_t n_in, void* const* outputs,
                             int32_t n_out, const double* params, int32_t n_params) {
-  if (kernel < 0 || kernel >= N_KERNELS) {
-    return set_error(LIBRA_ERR_UNKNOWN_KERNEL, "libra_run: kernel id %d out of range [0, %d)",
-                     kernel, N_KERNELS);
-  }
-  const kentry* e = &REGISTRY[kernel];
-  kcall c = {e->name, inputs, n_in, outputs, n_out, params, n_params};
-  if (n_in < 0 || n_out < 0 || n_params < 0) {
-    return kfail(&c, "negative count (n_in %d, n_out %d, n_params %d)", n_in, n_out, n_params);
-  }
-  if (e->n_in >= 0 && n_in != e->n_in) {
-    return kfail(&c, "expected %d input buffers, got %d", e->n_in, n_in);
-  }
-  if (n_out != e->n_out) return kfail(&c, "expected %d output buffers, got %d", e->n_out, n_out);
-  if (e->n_params >= 0 && n_params != e->n_params) {
-    return kfail(&c, "expected %d params, got %d", e->n_params, n_params);
-  }
-  if (n_params > 0 && !params) return kfail(&c, "params is NULL with n_params %d", n_params);
-  for (int32_t i = 0; i < n_params; i++) {
-    if (params[i] != params[i]) return kfail(&c, "param %d is NaN", i);
-  }
-  if (n_in > 0 && !inputs) return kfail(&c, "inputs is NULL with n_in %d", n_in);
-  if (n_out > 0 && !outputs) return kfail(&c, "outputs is NULL with n_out %d", n_out);
-  for (int32_t i = 0; i < n_in; i++) {
-    if (!inputs[i]) return kfail(&c, "input %d is NULL", i);
-  }
-  for (int32_t i = 0; i < n_out; i++) {
-    if (!outputs[i]) return kfail(&c, "output %d is NULL", i);
-  }
+  const kentry* e = NULL;
+  TRY(run_entry(kernel, &e));
+  const kcall c = {e->name, inputs, n_in, outputs, n_out, params, n_params};
+  TRY(run_check(e, &c));
   return e->fn(&c);
 }

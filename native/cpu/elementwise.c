@@ -10,79 +10,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "libra_broadcast_params.h"
 
 /* ---- broadcast views ---- */
-
-#define MAXOPS 4 /* output + up to three inputs */
-
-typedef struct {
-  int nd;
-  int nops;
-  int64_t n;
-  int64_t shape[MAX_DIMS_C];
-  int64_t st[MAXOPS][MAX_DIMS_C]; /* st[0] = output (contiguous), st[1..] = inputs */
-} bview;
-
-/* Parses "ndim, outShape[ndim], strides[ndim] x k" into a collapsed view. */
-static int32_t bview_parse(const kcall* c, int k, bview* v) {
-  PINT(ndim, 0, 0, "ndim");
-  if (ndim > MAX_DIMS_C) return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)ndim);
-  int32_t need = (int32_t)(1 + ndim * (k + 1));
-  if (c->np != need) {
-    return kfail(c, "expected %d params (ndim, outShape[%lld], %d stride lists of %lld), got %d",
-                 need, (long long)ndim, k, (long long)ndim, c->np);
-  }
-  int64_t shape[MAX_DIMS_C], st[MAXOPS][MAX_DIMS_C];
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) {
-    if (pint(c, 1 + i, 0, "outShape", &shape[i])) return LIBRA_ERR_INVALID_ARGUMENT;
-    n *= shape[i];
-  }
-  for (int j = 0; j < k; j++) {
-    for (int i = 0; i < ndim; i++) {
-      if (pint(c, (int)(1 + ndim * (j + 1) + i), 0, "stride", &st[j + 1][i])) {
-        return LIBRA_ERR_INVALID_ARGUMENT;
-      }
-    }
-  }
-  int64_t acc = 1;
-  for (int i = (int)ndim - 1; i >= 0; i--) {
-    st[0][i] = acc;
-    acc *= shape[i];
-  }
-  v->nops = k + 1;
-  v->n = n;
-  /* drop size-1 dims, then merge contiguous neighbours */
-  int nd = 0;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] == 1) continue;
-    v->shape[nd] = shape[i];
-    for (int j = 0; j <= k; j++) v->st[j][nd] = st[j][i];
-    nd++;
-  }
-  if (nd == 0) {
-    v->shape[0] = 1;
-    for (int j = 0; j <= k; j++) v->st[j][0] = 1;
-    nd = 1;
-  }
-  int w = 0;
-  for (int i = 1; i < nd; i++) {
-    int merge = 1;
-    for (int j = 0; j <= k; j++) {
-      if (v->st[j][w] != v->st[j][i] * v->shape[i]) merge = 0;
-    }
-    if (merge) {
-      v->shape[w] *= v->shape[i];
-      for (int j = 0; j <= k; j++) v->st[j][w] = v->st[j][i];
-    } else {
-      w++;
-      v->shape[w] = v->shape[i];
-      for (int j = 0; j <= k; j++) v->st[j][w] = v->st[j][i];
-    }
-  }
-  v->nd = w + 1;
-  return LIBRA_OK;
-}
 
 /* Offsets of each input at the start of row r (all dims but the last). */
 static inline void bview_row(const bview* v, int64_t r, int64_t* off) {
@@ -196,29 +126,10 @@ int32_t k_expand(const kcall* c) {
 /* Sums x over the dims where yShape is 1; each output element is summed on one
  * thread, in row-major order of the reduced index, in double precision. */
 int32_t k_sum_to(const kcall* c) {
-  PINT(ndim, 0, 0, "ndim");
-  if (ndim > MAX_DIMS_C) return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)ndim);
-  if (pcount(c, (int32_t)(1 + 2 * ndim), "ndim, xShape[ndim], yShape[ndim]")) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  int64_t xs[MAX_DIMS_C], ys[MAX_DIMS_C], xstr[MAX_DIMS_C];
-  int64_t nx = 1, ny = 1;
-  for (int i = 0; i < ndim; i++) {
-    if (pint(c, 1 + i, 0, "xShape", &xs[i]) || pint(c, (int)(1 + ndim + i), 0, "yShape", &ys[i])) {
-      return LIBRA_ERR_INVALID_ARGUMENT;
-    }
-    if (ys[i] != 1 && ys[i] != xs[i]) {
-      return kfail(c, "yShape[%d] = %lld must be 1 or xShape[%d] = %lld", i, (long long)ys[i], i,
-                   (long long)xs[i]);
-    }
-    nx *= xs[i];
-    ny *= ys[i];
-  }
-  int64_t acc = 1;
-  for (int i = (int)ndim - 1; i >= 0; i--) {
-    xstr[i] = acc;
-    acc *= xs[i];
-  }
+  sumto_params q;
+  TRY(sum_to_parse(c, &q));
+  const int ndim = q.nd;
+  const int64_t *xs = q.xs, *ys = q.ys, *xstr = q.xstr, nx = q.nx, ny = q.ny;
   /* kept dims (index from y) and reduced dims (xShape > 1, yShape == 1) */
   int64_t ksh[MAX_DIMS_C], kst[MAX_DIMS_C], rsh[MAX_DIMS_C], rst[MAX_DIMS_C];
   int nk = 0, nr = 0;

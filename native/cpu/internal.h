@@ -1,10 +1,8 @@
 /*
  * internal.h - shared declarations of the CPU build (not part of the ABI).
  *
- * Every kernel is a function taking one `kcall` (the arguments of libra_run)
- * that validates its own parameters, sets the thread-local error through
- * kfail() and returns a libra_status. The registry in registry.c maps table
- * names to these functions and checks the fixed buffer/param counts first.
+ * The kernel call record, the param readers and the kernel declarations are
+ * shared with the cuda build (include/libra_kcall.h).
  */
 #ifndef LIBRA_CPU_INTERNAL_H
 #define LIBRA_CPU_INTERNAL_H
@@ -12,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "libra.h"
+#include "libra_kcall.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -69,45 +67,6 @@ static inline float fast_expf(float x) {
   return x < -87.3f ? 0.0f : (x > 88.7f ? __builtin_inff() : y);
 }
 
-/* Largest tensor rank (MAX_DIMS in kernels.ts). */
-#define MAX_DIMS_C 8
-
-typedef struct {
-  const char* name; /* kernel name, for messages */
-  void* const* in;
-  int32_t n_in;
-  void* const* out;
-  int32_t n_out;
-  const double* p;
-  int32_t np;
-} kcall;
-
-typedef int32_t (*kfn)(const kcall* c);
-
-/* Sets the thread-local last error (printf-style) and returns `status`. */
-int32_t set_error(int32_t status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Same, prefixed with "libra_run(<kernel>): "; returns LIBRA_ERR_INVALID_ARGUMENT. */
-int32_t kfail(const kcall* c, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Reads param i as an integer >= lo (exact, at most 2^53); on failure sets the error. */
-int pint(const kcall* c, int i, int64_t lo, const char* what, int64_t* out);
-/* Reads param i as a finite double. */
-int preal(const kcall* c, int i, const char* what, double* out);
-/* Checks the exact number of params. */
-int pcount(const kcall* c, int32_t n, const char* layout);
-
-#define PINT(var, idx, lo, what)                                                \
-  int64_t var;                                                                  \
-  if (pint(c, (idx), (lo), (what), &var)) return LIBRA_ERR_INVALID_ARGUMENT
-#define PREAL(var, idx, what)                                                   \
-  double var;                                                                   \
-  if (preal(c, (idx), (what), &var)) return LIBRA_ERR_INVALID_ARGUMENT
-
-#define IN_F(i) ((const float*)c->in[i])
-#define IN_I(i) ((const int32_t*)c->in[i])
-#define OUT_F(i) ((float*)c->out[i])
-#define OUT_I(i) ((int32_t*)c->out[i])
-
 /* Row-major single-precision GEMM: C = alpha op(A) op(B) + beta C (OpenBLAS or portable). */
 void libra_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* cm,
@@ -134,10 +93,5 @@ float* libra_sgemm_pack_buffer(int64_t floats);
 
 /* Number of threads kernels use (for splitting work deterministically). */
 int libra_threads(void);
-
-/* ---- kernel functions, by family ---- */
-#define K(name, ni, no, np) int32_t k_##name(const kcall* c);
-#include "libra_kernels.h"
-#undef K
 
 #endif

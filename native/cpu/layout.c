@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "libra_layout_params.h"
 
 /* dst[idx . dst_st] = src[idx . src_st] over `shape`, 4-byte elements. */
 static void strided_copy(int nd, const int64_t* shape_in, const int64_t* dst_in,
@@ -53,77 +54,25 @@ static void strided_copy(int nd, const int64_t* shape_in, const int64_t* dst_in,
   });
 }
 
-static void contiguous_strides(int nd, const int64_t* shape, int64_t* st) {
-  int64_t acc = 1;
-  for (int i = nd - 1; i >= 0; i--) {
-    st[i] = acc;
-    acc *= shape[i];
-  }
-}
-
-static int32_t read_ndim(const kcall* c, int lists, const char* layout, int64_t* ndim) {
-  if (pint(c, 0, 0, "ndim", ndim)) return LIBRA_ERR_INVALID_ARGUMENT;
-  if (*ndim > MAX_DIMS_C) {
-    return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)*ndim);
-  }
-  if (pcount(c, (int32_t)(1 + lists * *ndim), layout)) return LIBRA_ERR_INVALID_ARGUMENT;
-  for (int i = 1; i < c->np; i++) {
-    int64_t v;
-    if (pint(c, i, 0, "shape/index param", &v)) return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  return LIBRA_OK;
-}
-
 int32_t k_permute(const kcall* c) {
-  int64_t ndim;
-  int32_t s = read_ndim(c, 2, "ndim, xShape[ndim], perm[ndim]", &ndim);
-  if (s) return s;
-  int64_t xs[MAX_DIMS_C], xst[MAX_DIMS_C], ys[MAX_DIMS_C], yst[MAX_DIMS_C], sst[MAX_DIMS_C];
-  int seen[MAX_DIMS_C] = {0};
-  for (int i = 0; i < ndim; i++) xs[i] = (int64_t)c->p[1 + i];
-  for (int i = 0; i < ndim; i++) {
-    const int64_t pi = (int64_t)c->p[1 + ndim + i];
-    if (pi >= ndim || seen[pi]) {
-      return kfail(c, "perm is not a permutation of 0..%lld (perm[%d] = %lld)", (long long)ndim - 1,
-                   i, (long long)pi);
-    }
-    seen[pi] = 1;
-  }
-  contiguous_strides((int)ndim, xs, xst);
-  for (int i = 0; i < ndim; i++) {
-    const int64_t pi = (int64_t)c->p[1 + ndim + i];
-    ys[i] = xs[pi];
-    sst[i] = xst[pi];
-  }
-  contiguous_strides((int)ndim, ys, yst);
-  strided_copy((int)ndim, ys, yst, sst, (uint32_t*)c->out[0], (const uint32_t*)c->in[0]);
+  permute_params q;
+  TRY(permute_parse(c, &q));
+  int64_t yst[MAX_DIMS_C];
+  contiguous_strides(q.nd, q.ys, yst);
+  strided_copy(q.nd, q.ys, yst, q.sst, (uint32_t*)c->out[0], (const uint32_t*)c->in[0]);
   return LIBRA_OK;
 }
 
 static int32_t slice_like(const kcall* c, int backward) {
-  int64_t ndim;
-  int32_t s = read_ndim(c, 3, "ndim, xShape[ndim], starts[ndim], yShape[ndim]", &ndim);
-  if (s) return s;
-  int64_t xs[MAX_DIMS_C], st[MAX_DIMS_C], ys[MAX_DIMS_C], xst[MAX_DIMS_C], yst[MAX_DIMS_C];
-  int64_t off = 0, nx = 1;
-  for (int i = 0; i < ndim; i++) {
-    xs[i] = (int64_t)c->p[1 + i];
-    st[i] = (int64_t)c->p[1 + ndim + i];
-    ys[i] = (int64_t)c->p[1 + 2 * ndim + i];
-    nx *= xs[i];
-    if (st[i] + ys[i] > xs[i]) {
-      return kfail(c, "dimension %d: start %lld + size %lld exceeds %lld", i, (long long)st[i],
-                   (long long)ys[i], (long long)xs[i]);
-    }
-  }
-  contiguous_strides((int)ndim, xs, xst);
-  contiguous_strides((int)ndim, ys, yst);
-  for (int i = 0; i < ndim; i++) off += st[i] * xst[i];
+  slice_params q;
+  TRY(slice_parse(c, &q));
+  int64_t yst[MAX_DIMS_C];
+  contiguous_strides(q.nd, q.ys, yst);
   if (!backward) {
-    strided_copy((int)ndim, ys, yst, xst, (uint32_t*)c->out[0], (const uint32_t*)c->in[0] + off);
+    strided_copy(q.nd, q.ys, yst, q.xst, (uint32_t*)c->out[0], (const uint32_t*)c->in[0] + q.off);
   } else {
-    if (nx > 0) memset(c->out[0], 0, (size_t)nx * 4);
-    strided_copy((int)ndim, ys, xst, yst, (uint32_t*)c->out[0] + off, (const uint32_t*)c->in[0]);
+    if (q.nx > 0) memset(c->out[0], 0, (size_t)q.nx * 4);
+    strided_copy(q.nd, q.ys, q.xst, yst, (uint32_t*)c->out[0] + q.off, (const uint32_t*)c->in[0]);
   }
   return LIBRA_OK;
 }
@@ -132,23 +81,9 @@ int32_t k_slice(const kcall* c) { return slice_like(c, 0); }
 int32_t k_slice_backward(const kcall* c) { return slice_like(c, 1); }
 
 int32_t k_concat(const kcall* c) {
-  if (c->np < 1) return kfail(c, "expected params (nInputs, outer, inner, d[nInputs]), got none");
-  PINT(nin, 0, 1, "nInputs");
-  if (c->np != 3 + nin) {
-    return kfail(c, "expected %lld params (nInputs, outer, inner, d[%lld]), got %d",
-                 (long long)(3 + nin), (long long)nin, c->np);
-  }
-  if (c->n_in != nin) {
-    return kfail(c, "nInputs is %lld but %d input buffers were passed", (long long)nin, c->n_in);
-  }
-  PINT(outer, 1, 0, "outer");
-  PINT(inner, 2, 0, "inner");
-  int64_t total = 0;
-  for (int j = 0; j < nin; j++) {
-    int64_t d;
-    if (pint(c, 3 + j, 0, "d", &d)) return LIBRA_ERR_INVALID_ARGUMENT;
-    total += d;
-  }
+  concat_params q;
+  TRY(concat_parse(c, &q));
+  const int64_t nin = q.nin, outer = q.outer, inner = q.inner, total = q.total;
   uint32_t* Y = (uint32_t*)c->out[0];
   const int64_t tasks = outer * nin;
   PAR_FOR(outer * total * inner > PAR_MIN,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "libra_kernel_params.h"
 
 #define BLOCK 4096
 
@@ -115,17 +116,10 @@ int32_t k_mse_backward(const kcall* c) {
 }
 
 int32_t k_sgd_update(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PREAL(lr, 1, "lr");
-  PREAL(momentum, 2, "momentum");
-  PREAL(dampening, 3, "dampening");
-  PREAL(wd, 4, "weightDecay");
-  PINT(nesterov, 5, 0, "nesterov");
-  PINT(first, 6, 0, "firstStep");
-  if (nesterov > 1 || first > 1) {
-    return kfail(c, "nesterov and firstStep must be 0 or 1, got %lld and %lld", (long long)nesterov,
-                 (long long)first);
-  }
+  sgd_params q;
+  TRY(sgd_parse(c, &q));
+  const int64_t n = q.n, nesterov = q.nesterov, first = q.first;
+  const double lr = q.lr, momentum = q.momentum, dampening = q.dampening, wd = q.wd;
   float* P = (float*)c->in[0];
   const float* G = IN_F(1);
   float* BUF = (float*)c->in[2];
@@ -143,19 +137,15 @@ int32_t k_sgd_update(const kcall* c) {
 }
 
 int32_t k_adamw_update(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PREAL(lr, 1, "lr");
-  PREAL(b1, 2, "beta1");
-  PREAL(b2, 3, "beta2");
-  PREAL(eps, 4, "eps");
-  PREAL(wd, 5, "weightDecay");
-  PINT(step, 6, 1, "step");
+  adamw_params q;
+  TRY(adamw_parse(c, &q));
+  const int64_t n = q.n;
+  const double lr = q.lr, b1 = q.b1, b2 = q.b2, eps = q.eps, bc1 = q.bc1, bc2 = q.bc2,
+               decay = q.decay;
   float* P = (float*)c->in[0];
   const float* G = IN_F(1);
   float* Mb = (float*)c->in[2];
   float* Vb = (float*)c->in[3];
-  const double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
-  const double decay = 1.0 - lr * wd;
   PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) {
     const double g = G[i];

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "libra_kernel_params.h"
 
 #ifdef LIBRA_OPENBLAS
 #include <cblas.h>
@@ -191,17 +192,10 @@ void libra_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, c
 }
 
 int32_t k_matmul(const kcall* c) {
-  PINT(batch, 0, 0, "batch");
-  PINT(m, 1, 0, "m");
-  PINT(n, 2, 0, "n");
-  PINT(k, 3, 0, "k");
-  PINT(ta, 4, 0, "transA");
-  PINT(tb, 5, 0, "transB");
-  PINT(sa, 6, 0, "strideA");
-  PINT(sb, 7, 0, "strideB");
-  if (ta > 1 || tb > 1) {
-    return kfail(c, "transA/transB must be 0 or 1, got %lld/%lld", (long long)ta, (long long)tb);
-  }
+  matmul_params q;
+  TRY(matmul_parse(c, &q));
+  const int64_t batch = q.batch, m = q.m, n = q.n, k = q.k, ta = q.ta, tb = q.tb, sa = q.sa,
+                sb = q.sb;
   const float* A = IN_F(0);
   const float* B = IN_F(1);
   float* C = OUT_F(0);

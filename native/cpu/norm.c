@@ -8,21 +8,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "libra_kernel_params.h"
 
 #define COLCHUNK 256
-
-static int32_t read_nchw(const kcall* c, int64_t* N, int64_t* C, int64_t* HW) {
-  if (pint(c, 0, 0, "N", N) || pint(c, 1, 0, "C", C) || pint(c, 2, 0, "HW", HW)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  return LIBRA_OK;
-}
-
-static int32_t read_eps(const kcall* c, int i, double* eps) {
-  if (preal(c, i, "eps", eps)) return LIBRA_ERR_INVALID_ARGUMENT;
-  if (*eps < 0) return kfail(c, "eps (param %d) must be >= 0, got %.17g", i, *eps);
-  return LIBRA_OK;
-}
 
 int32_t k_batch_norm_stats(const kcall* c) {
   int64_t N, C, HW;
@@ -134,11 +122,6 @@ int32_t k_batch_norm_backward(const kcall* c) {
       }
     }
   });
-  return LIBRA_OK;
-}
-
-static int32_t read_rc(const kcall* c, int64_t* rows, int64_t* cols) {
-  if (pint(c, 0, 0, "rows", rows) || pint(c, 1, 0, "cols", cols)) return LIBRA_ERR_INVALID_ARGUMENT;
   return LIBRA_OK;
 }
 

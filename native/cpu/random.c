@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "internal.h"
+#include "libra_kernel_params.h"
 
 /* Words w0, w1 for element i of (seed, offset). */
 static inline void philox_element(uint64_t seed, uint64_t offset, int64_t i, uint32_t* w0,
@@ -23,11 +24,10 @@ static inline void philox_element(uint64_t seed, uint64_t offset, int64_t i, uin
 static inline double unit(uint32_t w) { return (double)(w >> 8) * (1.0 / 16777216.0); }
 
 static int32_t dropout_like(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PREAL(p, 1, "p");
-  PINT(seed, 2, 0, "seed");
-  PINT(offset, 3, 0, "offset");
-  if (p < 0.0 || p > 1.0) return kfail(c, "p (param 1) must be in [0, 1], got %.17g", p);
+  dropout_params q;
+  TRY(dropout_parse(c, &q));
+  const int64_t n = q.n, seed = q.seed, offset = q.offset;
+  const double p = q.p;
   const float* X = IN_F(0);
   float* Y = OUT_F(0);
   const double keep_scale = 1.0 - p;
@@ -44,11 +44,10 @@ int32_t k_dropout(const kcall* c) { return dropout_like(c); }
 int32_t k_dropout_backward(const kcall* c) { return dropout_like(c); }
 
 int32_t k_rand_uniform(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PINT(seed, 1, 0, "seed");
-  PINT(offset, 2, 0, "offset");
-  PREAL(low, 3, "low");
-  PREAL(high, 4, "high");
+  rand_params q;
+  TRY(rand_parse(c, "low", "high", &q));
+  const int64_t n = q.n, seed = q.seed, offset = q.offset;
+  const double low = q.a, high = q.b;
   float* Y = OUT_F(0);
   PAR_FOR(n > PAR_MIN / 8,
   for (int64_t i = 0; i < n; i++) {
@@ -60,11 +59,10 @@ int32_t k_rand_uniform(const kcall* c) {
 }
 
 int32_t k_rand_normal(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PINT(seed, 1, 0, "seed");
-  PINT(offset, 2, 0, "offset");
-  PREAL(mean, 3, "mean");
-  PREAL(std, 4, "std");
+  rand_params q;
+  TRY(rand_parse(c, "mean", "std", &q));
+  const int64_t n = q.n, seed = q.seed, offset = q.offset;
+  const double mean = q.a, std = q.b;
   float* Y = OUT_F(0);
   const double two_pi = 6.283185307179586;
   PAR_FOR(n > PAR_MIN / 8,

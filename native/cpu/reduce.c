@@ -7,15 +7,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "libra_kernel_params.h"
 
 #define CHUNK 512 /* inner elements per task */
-
-static int32_t read_odi(const kcall* c, int64_t* outer, int64_t* dim, int64_t* inner) {
-  if (pint(c, 0, 0, "outer", outer) || pint(c, 1, 0, "dim", dim) || pint(c, 2, 0, "inner", inner)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  return LIBRA_OK;
-}
 
 /* mode 0: sum, 1: mean */
 static int32_t sum_like(const kcall* c, int mode) {
@@ -64,10 +58,7 @@ static inline int64_t argmax_strided(const float* x, int64_t dim, int64_t stride
 static int32_t max_like(const kcall* c, int mode) {
   int64_t outer, dim, inner;
   if (read_odi(c, &outer, &dim, &inner)) return LIBRA_ERR_INVALID_ARGUMENT;
-  if (dim == 0 && outer * inner > 0) {
-    return kfail(c, "dim must be >= 1 (no maximum of an empty axis), got outer %lld, dim 0, inner %lld",
-                 (long long)outer, (long long)inner);
-  }
+  TRY(need_dim(c, outer, dim, inner));
   const float* X = IN_F(0);
   const int64_t n = outer * inner;
   PAR_FOR(n * dim > PAR_MIN,
@@ -91,11 +82,6 @@ static int32_t max_like(const kcall* c, int mode) {
 int32_t k_max_axis(const kcall* c) { return max_like(c, 0); }
 int32_t k_argmax_axis(const kcall* c) { return max_like(c, 1); }
 int32_t k_max_axis_backward(const kcall* c) { return max_like(c, 2); }
-
-static int32_t read_rc(const kcall* c, int64_t* rows, int64_t* cols) {
-  if (pint(c, 0, 0, "rows", rows) || pint(c, 1, 0, "cols", cols)) return LIBRA_ERR_INVALID_ARGUMENT;
-  return LIBRA_OK;
-}
 
 static int32_t softmax_like(const kcall* c, int logmode) {
   int64_t rows, cols;

@@ -4,7 +4,8 @@
  * Every .cu file of native/cuda includes this header and is compiled on its
  * own (no relocatable device code): device helpers here are inline templates,
  * host helpers are defined once in runtime.cu (errors, params, temporaries,
- * index checks) or matmul.cu (sgemm).
+ * index checks) or matmul.cu (sgemm). The call record, param readers and
+ * kernel declarations are shared with the cpu build (include/libra_kcall.h).
  *
  * Determinism: no floating-point atomics anywhere. Every reduction is a fixed
  * per-thread order followed by a fixed shared-memory tree whose shape depends
@@ -18,50 +19,15 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "libra.h"
+/* The call record carries the current stream; a product of counts above 2^62 fails
+ * (pmul), as launch geometry indexes in int64. */
+#define LIBRA_KCALL_EXTRA cudaStream_t st;
+#define LIBRA_LIMIT_COUNTS
+#include "libra_kcall.h"
 
-#define MAX_DIMS_C 8
-
-typedef struct {
-  const char* name; /* kernel name, for messages */
-  void* const* in;
-  int32_t n_in;
-  void* const* out;
-  int32_t n_out;
-  const double* p;
-  int32_t np;
-  cudaStream_t st; /* the current stream */
-} kcall;
-
-typedef int32_t (*kfn)(const kcall* c);
-
-/* Sets the thread-local last error (printf-style) and returns `status`. */
-int32_t set_error(int32_t status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Same, prefixed with "libra_run(<kernel>): "; returns LIBRA_ERR_INVALID_ARGUMENT. */
-int32_t kfail(const kcall* c, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Converts a CUDA error into LIBRA_ERR_DEVICE (or OUT_OF_MEMORY) naming the function. */
 int32_t cuda_fail(cudaError_t e, const char* fn, const char* what);
 
-/* Reads param i as an integer >= lo (exact, at most 2^53); on failure sets the error. */
-int pint(const kcall* c, int i, int64_t lo, const char* what, int64_t* out);
-/* Reads param i as a finite double. */
-int preal(const kcall* c, int i, const char* what, double* out);
-/* Checks the exact number of params. */
-int pcount(const kcall* c, int32_t n, const char* layout);
-/* Product of counts, failing (kfail) when it exceeds 2^62. */
-int pmul(const kcall* c, const int64_t* xs, int n, int64_t* out);
-
-#define PINT(var, idx, lo, what)                                                \
-  int64_t var;                                                                  \
-  if (pint(c, (idx), (lo), (what), &var)) return LIBRA_ERR_INVALID_ARGUMENT
-#define PREAL(var, idx, what)                                                   \
-  double var;                                                                   \
-  if (preal(c, (idx), (what), &var)) return LIBRA_ERR_INVALID_ARGUMENT
-#define TRY(expr)                                                               \
-  do {                                                                          \
-    int32_t s_ = (expr);                                                        \
-    if (s_ != LIBRA_OK) return s_;                                              \
-  } while (0)
 /* After every launch: a launch error becomes LIBRA_ERR_DEVICE naming the kernel. */
 #define LAUNCHED(c)                                                             \
   do {                                                                          \
@@ -73,11 +39,6 @@ int pmul(const kcall* c, const int64_t* xs, int n, int64_t* out);
     cudaError_t e_ = (call);                                                    \
     if (e_ != cudaSuccess) return cuda_fail(e_, (c)->name, #call);              \
   } while (0)
-
-#define IN_F(i) ((const float*)c->in[i])
-#define IN_I(i) ((const int32_t*)c->in[i])
-#define OUT_F(i) ((float*)c->out[i])
-#define OUT_I(i) ((int32_t*)c->out[i])
 
 /* Stream-ordered temporary device memory (cudaMallocAsync), freed on scope exit. */
 struct tmpbuf {
@@ -187,10 +148,5 @@ __device__ inline void philox_element(uint32_t k0, uint32_t k1, uint64_t offset,
   *w0 = out[0];
   *w1 = out[1];
 }
-
-/* ---- kernel functions, by family ---- */
-#define K(name, ni, no, np) int32_t k_##name(const kcall* c);
-#include "libra_kernels.h"
-#undef K
 
 #endif

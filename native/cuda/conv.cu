@@ -9,49 +9,7 @@
  * the images' GEMMs in image order (beta = 1 after the first image).
  */
 #include "common.cuh"
-
-struct convp {
-  int64_t N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, OH, OW;
-  int has_bias;
-};
-
-static int64_t out_size(int64_t size, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
-  const int64_t num = size + 2 * pad - dil * (k - 1) - 1;
-  return (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-}
-
-static int32_t conv_parse(const kcall* c, convp* q) {
-  if (pint(c, 0, 0, "N", &q->N) || pint(c, 1, 0, "C", &q->C) || pint(c, 2, 0, "H", &q->H) ||
-      pint(c, 3, 0, "W", &q->W) || pint(c, 4, 0, "K", &q->K) || pint(c, 5, 0, "R", &q->R) ||
-      pint(c, 6, 0, "S", &q->S) || pint(c, 7, 1, "strideH", &q->sh) ||
-      pint(c, 8, 1, "strideW", &q->sw) || pint(c, 9, 0, "padH", &q->ph) ||
-      pint(c, 10, 0, "padW", &q->pw) || pint(c, 11, 1, "dilH", &q->dh) ||
-      pint(c, 12, 1, "dilW", &q->dw)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  const double hb = c->p[13];
-  if (hb != 0.0 && hb != 1.0) return kfail(c, "hasBias must be 0 or 1, got %.17g", hb);
-  q->has_bias = hb == 1.0;
-  q->OH = out_size(q->H, q->R, q->sh, q->ph, q->dh);
-  q->OW = out_size(q->W, q->S, q->sw, q->pw, q->dw);
-  if (q->OH < 1 || q->OW < 1) {
-    return kfail(c,
-                 "input %lldx%lld with padding %lldx%lld is smaller than the dilated window "
-                 "%lldx%lld (dilation %lldx%lld)",
-                 (long long)q->H, (long long)q->W, (long long)q->ph, (long long)q->pw,
-                 (long long)q->R, (long long)q->S, (long long)q->dh, (long long)q->dw);
-  }
-  int64_t a[4] = {q->N, q->C, q->H, q->W}, b[4] = {q->K, q->C, q->R, q->S},
-          d[4] = {q->N, q->K, q->OH, q->OW}, e[5] = {q->N, q->C, q->R * q->S, q->OH, q->OW}, n;
-  if (pmul(c, a, 4, &n) || pmul(c, b, 4, &n) || pmul(c, d, 4, &n) || pmul(c, e, 5, &n)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  return LIBRA_OK;
-}
-
-static int is_pointwise(const convp* q) {
-  return q->R == 1 && q->S == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
-}
+#include "libra_conv_params.h"
 
 /* Images per im2col chunk: the column buffer stays under 512 MiB (at least one image). */
 static int64_t chunk_images(const convp* q) {
@@ -108,10 +66,7 @@ __global__ void add_bias_k(int64_t N, int64_t K, int64_t L, const float* __restr
 int32_t k_conv2d(const kcall* c) {
   convp q;
   TRY(conv_parse(c, &q));
-  if (c->n_in != 2 + q.has_bias) {
-    return kfail(c, "expected %d input buffers (x, w%s) for hasBias = %d, got %d", 2 + q.has_bias,
-                 q.has_bias ? ", b" : "", q.has_bias, c->n_in);
-  }
+  TRY(conv_check_inputs(c, &q));
   const float *X = IN_F(0), *Wt = IN_F(1);
   float* Y = OUT_F(0);
   const int64_t CRS = q.C * q.R * q.S, L = q.OH * q.OW, CHW = q.C * q.H * q.W;
@@ -221,32 +176,6 @@ int32_t k_conv2d_backward_bias(const kcall* c) {
 }
 
 /* ---- pooling ---- */
-
-struct poolp {
-  int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, OH, OW;
-};
-
-static int32_t pool_parse(const kcall* c, poolp* q) {
-  if (pint(c, 0, 0, "N", &q->N) || pint(c, 1, 0, "C", &q->C) || pint(c, 2, 0, "H", &q->H) ||
-      pint(c, 3, 0, "W", &q->W) || pint(c, 4, 1, "kH", &q->kh) || pint(c, 5, 1, "kW", &q->kw) ||
-      pint(c, 6, 1, "strideH", &q->sh) || pint(c, 7, 1, "strideW", &q->sw) ||
-      pint(c, 8, 0, "padH", &q->ph) || pint(c, 9, 0, "padW", &q->pw)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  if (2 * q->ph > q->kh || 2 * q->pw > q->kw) {
-    return kfail(c, "padding %lldx%lld must be at most half the window %lldx%lld", (long long)q->ph,
-                 (long long)q->pw, (long long)q->kh, (long long)q->kw);
-  }
-  q->OH = out_size(q->H, q->kh, q->sh, q->ph, 1);
-  q->OW = out_size(q->W, q->kw, q->sw, q->pw, 1);
-  if (q->OH < 1 || q->OW < 1) {
-    return kfail(c, "input %lldx%lld is smaller than the window %lldx%lld", (long long)q->H,
-                 (long long)q->W, (long long)q->kh, (long long)q->kw);
-  }
-  int64_t a[4] = {q->N, q->C, q->H, q->W}, b[4] = {q->N, q->C, q->OH, q->OW}, n;
-  if (pmul(c, a, 4, &n) || pmul(c, b, 4, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  return LIBRA_OK;
-}
 
 /* Flat index (in the plane) of the first maximum of window (oh, ow); NaN wins; -1 if empty. */
 __device__ inline int64_t window_argmax(const poolp& q, const float* plane, int64_t oh,
@@ -451,13 +380,11 @@ __global__ void upsample_bw_k(int64_t rows, int64_t W, const float* __restrict__
   }
 }
 
+/* rows = planes * H and W of "planes, H, W". */
 static int32_t read_phw(const kcall* c, int64_t* rows, int64_t* W) {
+  static const char* const names[] = {"planes", "H", "W"};
   int64_t v[3];
-  if (pint(c, 0, 0, "planes", &v[0]) || pint(c, 1, 0, "H", &v[1]) || pint(c, 2, 0, "W", &v[2])) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  int64_t n;
-  if (pmul(c, v, 3, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  if (pints(c, v, names, 3)) return LIBRA_ERR_INVALID_ARGUMENT;
   *rows = v[0] * v[1];
   *W = v[2];
   return LIBRA_OK;

@@ -10,80 +10,9 @@
 #include <string.h>
 
 #include "common.cuh"
+#include "libra_broadcast_params.h"
 
 /* ---- broadcast views ---- */
-
-#define MAXOPS 4 /* output + up to three inputs */
-
-struct bview {
-  int nd;
-  int nops;
-  int64_t n;
-  int64_t shape[MAX_DIMS_C];
-  int64_t st[MAXOPS][MAX_DIMS_C]; /* st[0] = output (contiguous), st[1..] = inputs */
-};
-
-/* Parses "ndim, outShape[ndim], strides[ndim] x k" into a collapsed view. */
-static int32_t bview_parse(const kcall* c, int k, bview* v) {
-  PINT(ndim, 0, 0, "ndim");
-  if (ndim > MAX_DIMS_C) {
-    return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)ndim);
-  }
-  int32_t need = (int32_t)(1 + ndim * (k + 1));
-  if (c->np != need) {
-    return kfail(c, "expected %d params (ndim, outShape[%lld], %d stride lists of %lld), got %d",
-                 need, (long long)ndim, k, (long long)ndim, c->np);
-  }
-  int64_t shape[MAX_DIMS_C], st[MAXOPS][MAX_DIMS_C];
-  for (int i = 0; i < ndim; i++) {
-    if (pint(c, 1 + i, 0, "outShape", &shape[i])) return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  int64_t n;
-  if (pmul(c, shape, (int)ndim, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  for (int j = 0; j < k; j++) {
-    for (int i = 0; i < ndim; i++) {
-      if (pint(c, (int)(1 + ndim * (j + 1) + i), 0, "stride", &st[j + 1][i])) {
-        return LIBRA_ERR_INVALID_ARGUMENT;
-      }
-    }
-  }
-  int64_t acc = 1;
-  for (int i = (int)ndim - 1; i >= 0; i--) {
-    st[0][i] = acc;
-    acc *= shape[i];
-  }
-  v->nops = k + 1;
-  v->n = n;
-  int nd = 0;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] == 1) continue;
-    v->shape[nd] = shape[i];
-    for (int j = 0; j <= k; j++) v->st[j][nd] = st[j][i];
-    nd++;
-  }
-  if (nd == 0) {
-    v->shape[0] = 1;
-    for (int j = 0; j <= k; j++) v->st[j][0] = 1;
-    nd = 1;
-  }
-  int w = 0;
-  for (int i = 1; i < nd; i++) {
-    int merge = 1;
-    for (int j = 0; j <= k; j++) {
-      if (v->st[j][w] != v->st[j][i] * v->shape[i]) merge = 0;
-    }
-    if (merge) {
-      v->shape[w] *= v->shape[i];
-      for (int j = 0; j <= k; j++) v->st[j][w] = v->st[j][i];
-    } else {
-      w++;
-      v->shape[w] = v->shape[i];
-      for (int j = 0; j <= k; j++) v->st[j][w] = v->st[j][i];
-    }
-  }
-  v->nd = w + 1;
-  return LIBRA_OK;
-}
 
 /* Input offsets of output element i. */
 template <int NIN>
@@ -219,27 +148,10 @@ __global__ void sum_to_block_k(redview v, const float* __restrict__ x, float* __
 }
 
 int32_t k_sum_to(const kcall* c) {
-  PINT(ndim, 0, 0, "ndim");
-  if (ndim > MAX_DIMS_C) {
-    return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)ndim);
-  }
-  if (pcount(c, (int32_t)(1 + 2 * ndim), "ndim, xShape[ndim], yShape[ndim]")) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  int64_t xs[MAX_DIMS_C], ys[MAX_DIMS_C], xstr[MAX_DIMS_C];
-  for (int i = 0; i < ndim; i++) {
-    if (pint(c, 1 + i, 0, "xShape", &xs[i]) || pint(c, (int)(1 + ndim + i), 0, "yShape", &ys[i])) {
-      return LIBRA_ERR_INVALID_ARGUMENT;
-    }
-    if (ys[i] != 1 && ys[i] != xs[i]) {
-      return kfail(c, "yShape[%d] = %lld must be 1 or xShape[%d] = %lld", i, (long long)ys[i], i,
-                   (long long)xs[i]);
-    }
-  }
-  int64_t nx, ny;
-  if (pmul(c, xs, (int)ndim, &nx) || pmul(c, ys, (int)ndim, &ny)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
+  sumto_params q;
+  TRY(sum_to_parse(c, &q));
+  const int ndim = q.nd;
+  const int64_t *xs = q.xs, *ys = q.ys, *xstr = q.xstr, nx = q.nx, ny = q.ny;
   if (ny == 0) return LIBRA_OK;
   float* Y = OUT_F(0);
   if (nx == 0) {
@@ -249,11 +161,6 @@ int32_t k_sum_to(const kcall* c) {
   if (nx == ny) {
     CUDA_TRY(c, cudaMemcpyAsync(Y, c->in[0], (size_t)ny * 4, cudaMemcpyDeviceToDevice, c->st));
     return LIBRA_OK;
-  }
-  int64_t acc = 1;
-  for (int i = (int)ndim - 1; i >= 0; i--) {
-    xstr[i] = acc;
-    acc *= xs[i];
   }
   /* Runs of kept (K) and reduced (R) dims over x's dims of size > 1. x is
    * contiguous, so [K...] R [K...] is exactly an [outer, dim, inner] reduction. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common.cuh"
+#include "libra_layout_params.h"
 
 struct gview {
   int nd;
@@ -65,62 +66,16 @@ static int32_t strided_gather(const kcall* c, int nd, const int64_t* shape_in,
   return LIBRA_OK;
 }
 
-static void contiguous_strides(int nd, const int64_t* shape, int64_t* st) {
-  int64_t acc = 1;
-  for (int i = nd - 1; i >= 0; i--) {
-    st[i] = acc;
-    acc *= shape[i];
-  }
-}
-
-static int32_t read_ndim(const kcall* c, int lists, const char* layout, int64_t* ndim) {
-  if (pint(c, 0, 0, "ndim", ndim)) return LIBRA_ERR_INVALID_ARGUMENT;
-  if (*ndim > MAX_DIMS_C) {
-    return kfail(c, "ndim must be in [0, %d], got %lld", MAX_DIMS_C, (long long)*ndim);
-  }
-  if (pcount(c, (int32_t)(1 + lists * *ndim), layout)) return LIBRA_ERR_INVALID_ARGUMENT;
-  for (int i = 1; i < c->np; i++) {
-    int64_t v;
-    if (pint(c, i, 0, "shape/index param", &v)) return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  int64_t xs[MAX_DIMS_C], n;
-  for (int i = 0; i < *ndim; i++) xs[i] = (int64_t)c->p[1 + i];
-  if (pmul(c, xs, (int)*ndim, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  return LIBRA_OK;
-}
-
 int32_t k_permute(const kcall* c) {
-  int64_t ndim;
-  TRY(read_ndim(c, 2, "ndim, xShape[ndim], perm[ndim]", &ndim));
-  int64_t xs[MAX_DIMS_C], xst[MAX_DIMS_C], ys[MAX_DIMS_C], sst[MAX_DIMS_C];
-  int seen[MAX_DIMS_C] = {0};
-  for (int i = 0; i < ndim; i++) xs[i] = (int64_t)c->p[1 + i];
-  for (int i = 0; i < ndim; i++) {
-    const int64_t pi = (int64_t)c->p[1 + ndim + i];
-    if (pi >= ndim || seen[pi]) {
-      return kfail(c, "perm is not a permutation of 0..%lld (perm[%d] = %lld)", (long long)ndim - 1,
-                   i, (long long)pi);
-    }
-    seen[pi] = 1;
-  }
-  contiguous_strides((int)ndim, xs, xst);
-  for (int i = 0; i < ndim; i++) {
-    const int64_t pi = (int64_t)c->p[1 + ndim + i];
-    ys[i] = xs[pi];
-    sst[i] = xst[pi];
-  }
-  return strided_gather(c, (int)ndim, ys, sst, (uint32_t*)c->out[0], (const uint32_t*)c->in[0]);
+  permute_params q;
+  TRY(permute_parse(c, &q));
+  return strided_gather(c, q.nd, q.ys, q.sst, (uint32_t*)c->out[0], (const uint32_t*)c->in[0]);
 }
-
-struct sview {
-  int nd;
-  int64_t n;
-  int64_t xs[MAX_DIMS_C], st[MAX_DIMS_C], ys[MAX_DIMS_C];
-};
 
 /* gx[idx] = gy[idx - starts] inside the slice, 0 outside (a gather: no memset, no scatter). */
-__global__ void slice_bw_k(sview v, const uint32_t* __restrict__ gy, uint32_t* __restrict__ gx) {
-  GRID_LOOP(i, v.n) {
+__global__ void slice_bw_k(slice_params v, const uint32_t* __restrict__ gy,
+                           uint32_t* __restrict__ gx) {
+  GRID_LOOP(i, v.nx) {
     int64_t r = i, off = 0, mul = 1;
     bool inside = true;
     for (int d = v.nd - 1; d >= 0; d--) {
@@ -135,34 +90,19 @@ __global__ void slice_bw_k(sview v, const uint32_t* __restrict__ gy, uint32_t* _
 }
 
 static int32_t slice_like(const kcall* c, int backward) {
-  int64_t ndim;
-  TRY(read_ndim(c, 3, "ndim, xShape[ndim], starts[ndim], yShape[ndim]", &ndim));
-  sview v;
-  int64_t xst[MAX_DIMS_C], off = 0;
-  v.nd = (int)ndim;
-  for (int i = 0; i < ndim; i++) {
-    v.xs[i] = (int64_t)c->p[1 + i];
-    v.st[i] = (int64_t)c->p[1 + ndim + i];
-    v.ys[i] = (int64_t)c->p[1 + 2 * ndim + i];
-    if (v.st[i] + v.ys[i] > v.xs[i]) {
-      return kfail(c, "dimension %d: start %lld + size %lld exceeds %lld", i, (long long)v.st[i],
-                   (long long)v.ys[i], (long long)v.xs[i]);
-    }
-  }
-  if (pmul(c, v.xs, v.nd, &v.n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  contiguous_strides((int)ndim, v.xs, xst);
-  for (int i = 0; i < ndim; i++) off += v.st[i] * xst[i];
+  slice_params q;
+  TRY(slice_parse(c, &q));
   if (!backward) {
-    return strided_gather(c, (int)ndim, v.ys, xst, (uint32_t*)c->out[0],
-                          (const uint32_t*)c->in[0] + off);
+    return strided_gather(c, q.nd, q.ys, q.xst, (uint32_t*)c->out[0],
+                          (const uint32_t*)c->in[0] + q.off);
   }
-  if (v.n == 0) return LIBRA_OK;
-  if (v.nd == 0) {
-    v.nd = 1;
-    v.xs[0] = v.ys[0] = 1;
-    v.st[0] = 0;
+  if (q.nx == 0) return LIBRA_OK;
+  if (q.nd == 0) {
+    q.nd = 1;
+    q.xs[0] = q.ys[0] = 1;
+    q.st[0] = 0;
   }
-  slice_bw_k<<<grid_for(v.n), TPB, 0, c->st>>>(v, (const uint32_t*)c->in[0], (uint32_t*)c->out[0]);
+  slice_bw_k<<<grid_for(q.nx), TPB, 0, c->st>>>(q, (const uint32_t*)c->in[0], (uint32_t*)c->out[0]);
   LAUNCHED(c);
   return LIBRA_OK;
 }
@@ -180,26 +120,10 @@ __global__ void concat_part_k(int64_t outer, int64_t len, int64_t row, int64_t b
 }
 
 int32_t k_concat(const kcall* c) {
-  if (c->np < 1) return kfail(c, "expected params (nInputs, outer, inner, d[nInputs]), got none");
-  PINT(nin, 0, 1, "nInputs");
-  if (c->np != 3 + nin) {
-    return kfail(c, "expected %lld params (nInputs, outer, inner, d[%lld]), got %d",
-                 (long long)(3 + nin), (long long)nin, c->np);
-  }
-  if (c->n_in != nin) {
-    return kfail(c, "nInputs is %lld but %d input buffers were passed", (long long)nin, c->n_in);
-  }
-  PINT(outer, 1, 0, "outer");
-  PINT(inner, 2, 0, "inner");
-  int64_t total = 0;
-  for (int j = 0; j < nin; j++) {
-    int64_t d;
-    if (pint(c, 3 + j, 0, "d", &d)) return LIBRA_ERR_INVALID_ARGUMENT;
-    total += d;
-  }
-  int64_t dims[3] = {outer, total, inner}, n;
-  if (pmul(c, dims, 3, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  if (n == 0) return LIBRA_OK;
+  concat_params q;
+  TRY(concat_parse(c, &q));
+  const int64_t nin = q.nin, outer = q.outer, inner = q.inner, total = q.total;
+  if (outer * total * inner == 0) return LIBRA_OK;
   uint32_t* Y = (uint32_t*)c->out[0];
   int64_t before = 0;
   for (int j = 0; j < nin; j++) {
@@ -225,19 +149,10 @@ __global__ void index_select_k(int64_t outer, int64_t dim, int64_t inner, int64_
   }
 }
 
-static int32_t read4(const kcall* c, int64_t* v, const char* const* names, int n) {
-  for (int i = 0; i < n; i++) {
-    if (pint(c, i, 0, names[i], &v[i])) return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  int64_t prod;
-  if (pmul(c, v, n, &prod)) return LIBRA_ERR_INVALID_ARGUMENT;
-  return LIBRA_OK;
-}
-
 int32_t k_index_select(const kcall* c) {
   static const char* const names[] = {"outer", "dim", "inner", "nIdx"};
   int64_t v[4];
-  TRY(read4(c, v, names, 4));
+  if (pints(c, v, names, 4)) return LIBRA_ERR_INVALID_ARGUMENT;
   const int64_t outer = v[0], dim = v[1], inner = v[2], nidx = v[3];
   TRY(check_indices(c, IN_I(1), nidx, dim, "idx", "dim"));
   if (outer * nidx * inner == 0) return LIBRA_OK;
@@ -250,7 +165,7 @@ int32_t k_index_select(const kcall* c) {
 int32_t k_embedding(const kcall* c) {
   static const char* const names[] = {"nIds", "vocab", "dim"};
   int64_t v[3];
-  TRY(read4(c, v, names, 3));
+  if (pints(c, v, names, 3)) return LIBRA_ERR_INVALID_ARGUMENT;
   const int64_t nids = v[0], vocab = v[1], dim = v[2];
   TRY(check_indices(c, IN_I(1), nids, vocab, "ids", "vocab"));
   if (nids * dim == 0) return LIBRA_OK;
@@ -371,7 +286,7 @@ static int32_t scatter_add(const kcall* c, int64_t outer, int64_t dim, int64_t i
 int32_t k_index_select_backward(const kcall* c) {
   static const char* const names[] = {"outer", "dim", "inner", "nIdx"};
   int64_t v[4];
-  TRY(read4(c, v, names, 4));
+  if (pints(c, v, names, 4)) return LIBRA_ERR_INVALID_ARGUMENT;
   TRY(check_indices(c, IN_I(1), v[3], v[1], "idx", "dim"));
   return scatter_add(c, v[0], v[1], v[2], v[3], IN_I(1), IN_F(0), OUT_F(0));
 }
@@ -379,7 +294,7 @@ int32_t k_index_select_backward(const kcall* c) {
 int32_t k_embedding_backward(const kcall* c) {
   static const char* const names[] = {"nIds", "vocab", "dim"};
   int64_t v[3];
-  TRY(read4(c, v, names, 3));
+  if (pints(c, v, names, 3)) return LIBRA_ERR_INVALID_ARGUMENT;
   TRY(check_indices(c, IN_I(1), v[0], v[1], "ids", "vocab"));
   return scatter_add(c, 1, v[1], v[2], v[0], IN_I(1), IN_F(0), OUT_F(0));
 }

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "common.cuh"
+#include "libra_kernel_params.h"
 
 /* ---- cuBLAS, declared here (no headers on the build machine) ---- */
 
@@ -212,19 +213,10 @@ int32_t libra_sgemm(const kcall* c, int ta, int tb, int64_t m, int64_t n, int64_
 }
 
 int32_t k_matmul(const kcall* c) {
-  PINT(batch, 0, 0, "batch");
-  PINT(m, 1, 0, "m");
-  PINT(n, 2, 0, "n");
-  PINT(k, 3, 0, "k");
-  PINT(ta, 4, 0, "transA");
-  PINT(tb, 5, 0, "transB");
-  PINT(sa, 6, 0, "strideA");
-  PINT(sb, 7, 0, "strideB");
-  if (ta > 1 || tb > 1) {
-    return kfail(c, "transA/transB must be 0 or 1, got %lld/%lld", (long long)ta, (long long)tb);
-  }
-  int64_t dims[4] = {batch, m, n, k}, total;
-  if (pmul(c, dims, 4, &total)) return LIBRA_ERR_INVALID_ARGUMENT;
+  matmul_params q;
+  TRY(matmul_parse(c, &q));
+  const int64_t batch = q.batch, m = q.m, n = q.n, k = q.k, ta = q.ta, tb = q.tb, sa = q.sa,
+                sb = q.sb;
   return libra_sgemm(c, (int)ta, (int)tb, m, n, k, 1.0f, IN_F(0), sa, IN_F(1), sb, 0.0f, OUT_F(0),
                      m * n, batch);
 }

@@ -6,21 +6,7 @@
  * 32 columns x 8 row groups with a fixed tree over the groups.
  */
 #include "common.cuh"
-
-static int32_t read_nchw(const kcall* c, int64_t* N, int64_t* C, int64_t* HW) {
-  if (pint(c, 0, 0, "N", N) || pint(c, 1, 0, "C", C) || pint(c, 2, 0, "HW", HW)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  int64_t d[3] = {*N, *C, *HW}, n;
-  if (pmul(c, d, 3, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  return LIBRA_OK;
-}
-
-static int32_t read_eps(const kcall* c, int i, double* eps) {
-  if (preal(c, i, "eps", eps)) return LIBRA_ERR_INVALID_ARGUMENT;
-  if (*eps < 0) return kfail(c, "eps (param %d) must be >= 0, got %.17g", i, *eps);
-  return LIBRA_OK;
-}
+#include "libra_kernel_params.h"
 
 /* ---- batch norm ---- */
 
@@ -165,13 +151,6 @@ int32_t k_batch_norm_backward(const kcall* c) {
 }
 
 /* ---- layer norm and RMS norm ---- */
-
-static int32_t read_rc(const kcall* c, int64_t* rows, int64_t* cols) {
-  if (pint(c, 0, 0, "rows", rows) || pint(c, 1, 0, "cols", cols)) return LIBRA_ERR_INVALID_ARGUMENT;
-  int64_t d[2] = {*rows, *cols}, n;
-  if (pmul(c, d, 2, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  return LIBRA_OK;
-}
 
 __global__ void layer_norm_k(int64_t rows, int64_t cols, double eps, const float* __restrict__ X,
                              const float* __restrict__ G, const float* __restrict__ B,

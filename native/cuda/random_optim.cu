@@ -9,6 +9,7 @@
  * words, and a recomputation draws the same numbers.
  */
 #include "common.cuh"
+#include "libra_kernel_params.h"
 
 __device__ inline double unit(uint32_t w) { return (double)(w >> 8) * (1.0 / 16777216.0); }
 
@@ -23,11 +24,10 @@ __global__ void dropout_k(int64_t n, double p, uint32_t k0, uint32_t k1, uint64_
 }
 
 static int32_t dropout_like(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PREAL(p, 1, "p");
-  PINT(seed, 2, 0, "seed");
-  PINT(offset, 3, 0, "offset");
-  if (p < 0.0 || p > 1.0) return kfail(c, "p (param 1) must be in [0, 1], got %.17g", p);
+  dropout_params q;
+  TRY(dropout_parse(c, &q));
+  const int64_t n = q.n, seed = q.seed, offset = q.offset;
+  const double p = q.p;
   if (n == 0) return LIBRA_OK;
   dropout_k<<<grid_for(n), TPB, 0, c->st>>>(n, p, (uint32_t)seed, (uint32_t)((uint64_t)seed >> 32),
                                             (uint64_t)offset, IN_F(0), OUT_F(0));
@@ -48,11 +48,10 @@ __global__ void rand_uniform_k(int64_t n, uint32_t k0, uint32_t k1, uint64_t off
 }
 
 int32_t k_rand_uniform(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PINT(seed, 1, 0, "seed");
-  PINT(offset, 2, 0, "offset");
-  PREAL(low, 3, "low");
-  PREAL(high, 4, "high");
+  rand_params q;
+  TRY(rand_parse(c, "low", "high", &q));
+  const int64_t n = q.n, seed = q.seed, offset = q.offset;
+  const double low = q.a, high = q.b;
   if (n == 0) return LIBRA_OK;
   rand_uniform_k<<<grid_for(n), TPB, 0, c->st>>>(n, (uint32_t)seed,
                                                  (uint32_t)((uint64_t)seed >> 32),
@@ -74,11 +73,10 @@ __global__ void rand_normal_k(int64_t n, uint32_t k0, uint32_t k1, uint64_t offs
 }
 
 int32_t k_rand_normal(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PINT(seed, 1, 0, "seed");
-  PINT(offset, 2, 0, "offset");
-  PREAL(mean, 3, "mean");
-  PREAL(std, 4, "std");
+  rand_params q;
+  TRY(rand_parse(c, "mean", "std", &q));
+  const int64_t n = q.n, seed = q.seed, offset = q.offset;
+  const double mean = q.a, std = q.b;
   if (n == 0) return LIBRA_OK;
   rand_normal_k<<<grid_for(n), TPB, 0, c->st>>>(n, (uint32_t)seed,
                                                 (uint32_t)((uint64_t)seed >> 32),
@@ -104,17 +102,10 @@ __global__ void sgd_k(int64_t n, double lr, double momentum, double dampening, d
 }
 
 int32_t k_sgd_update(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PREAL(lr, 1, "lr");
-  PREAL(momentum, 2, "momentum");
-  PREAL(dampening, 3, "dampening");
-  PREAL(wd, 4, "weightDecay");
-  PINT(nesterov, 5, 0, "nesterov");
-  PINT(first, 6, 0, "firstStep");
-  if (nesterov > 1 || first > 1) {
-    return kfail(c, "nesterov and firstStep must be 0 or 1, got %lld and %lld", (long long)nesterov,
-                 (long long)first);
-  }
+  sgd_params q;
+  TRY(sgd_parse(c, &q));
+  const int64_t n = q.n, nesterov = q.nesterov, first = q.first;
+  const double lr = q.lr, momentum = q.momentum, dampening = q.dampening, wd = q.wd;
   if (n == 0) return LIBRA_OK;
   sgd_k<<<grid_for(n), TPB, 0, c->st>>>(n, lr, momentum, dampening, wd, (int)nesterov, (int)first,
                                         (float*)c->in[0], IN_F(1), (float*)c->in[2]);
@@ -138,16 +129,12 @@ __global__ void adamw_k(int64_t n, double lr, double b1, double b2, double eps, 
 }
 
 int32_t k_adamw_update(const kcall* c) {
-  PINT(n, 0, 0, "n");
-  PREAL(lr, 1, "lr");
-  PREAL(b1, 2, "beta1");
-  PREAL(b2, 3, "beta2");
-  PREAL(eps, 4, "eps");
-  PREAL(wd, 5, "weightDecay");
-  PINT(step, 6, 1, "step");
+  adamw_params q;
+  TRY(adamw_parse(c, &q));
+  const int64_t n = q.n;
+  const double lr = q.lr, b1 = q.b1, b2 = q.b2, eps = q.eps, bc1 = q.bc1, bc2 = q.bc2,
+               decay = q.decay;
   if (n == 0) return LIBRA_OK;
-  const double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
-  const double decay = 1.0 - lr * wd;
   adamw_k<<<grid_for(n), TPB, 0, c->st>>>(n, lr, b1, b2, eps, bc1, bc2, decay, (float*)c->in[0],
                                           IN_F(1), (float*)c->in[2], (float*)c->in[3]);
   LAUNCHED(c);

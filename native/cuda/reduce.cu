@@ -8,6 +8,7 @@
  * order and a fixed tree (deterministic, no atomics).
  */
 #include "common.cuh"
+#include "libra_kernel_params.h"
 
 struct acc_t {
   double s;
@@ -171,15 +172,6 @@ int32_t libra_axis_reduce(const kcall* c, int mode, const float* x, void* y, int
   }
 }
 
-static int32_t read_odi(const kcall* c, int64_t* outer, int64_t* dim, int64_t* inner) {
-  if (pint(c, 0, 0, "outer", outer) || pint(c, 1, 0, "dim", dim) || pint(c, 2, 0, "inner", inner)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  int64_t d[3] = {*outer, *dim, *inner}, n;
-  if (pmul(c, d, 3, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  return LIBRA_OK;
-}
-
 static int32_t sum_like(const kcall* c, int mode) {
   int64_t outer, dim, inner;
   TRY(read_odi(c, &outer, &dim, &inner));
@@ -188,15 +180,6 @@ static int32_t sum_like(const kcall* c, int mode) {
 
 int32_t k_sum_axis(const kcall* c) { return sum_like(c, 0); }
 int32_t k_mean_axis(const kcall* c) { return sum_like(c, 1); }
-
-static int32_t need_dim(const kcall* c, int64_t outer, int64_t dim, int64_t inner) {
-  if (dim == 0 && outer * inner > 0) {
-    return kfail(c,
-                 "dim must be >= 1 (no maximum of an empty axis), got outer %lld, dim 0, inner %lld",
-                 (long long)outer, (long long)inner);
-  }
-  return LIBRA_OK;
-}
 
 int32_t k_max_axis(const kcall* c) {
   int64_t outer, dim, inner;
@@ -276,13 +259,6 @@ __global__ void softmax_k(int64_t rows, int64_t cols, const float* __restrict__ 
       for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) y[j] = expf(x[j] - m) * inv;
     }
   }
-}
-
-static int32_t read_rc(const kcall* c, int64_t* rows, int64_t* cols) {
-  if (pint(c, 0, 0, "rows", rows) || pint(c, 1, 0, "cols", cols)) return LIBRA_ERR_INVALID_ARGUMENT;
-  int64_t d[2] = {*rows, *cols}, n;
-  if (pmul(c, d, 2, &n)) return LIBRA_ERR_INVALID_ARGUMENT;
-  return LIBRA_OK;
 }
 
 template <int LOG>

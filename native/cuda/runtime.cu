@@ -20,25 +20,8 @@
 
 #include "common.cuh"
 
-static thread_local char last_error[1024];
-
-int32_t set_error(int32_t status, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-int32_t kfail(const kcall* c, const char* fmt, ...) {
-  int n = snprintf(last_error, sizeof last_error, "libra_run(%s): ", c->name);
-  if (n < 0 || n >= (int)sizeof last_error) return LIBRA_ERR_INVALID_ARGUMENT;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(last_error + n, sizeof last_error - (size_t)n, fmt, ap);
-  va_end(ap);
-  return LIBRA_ERR_INVALID_ARGUMENT;
-}
+#include "libra_common.inc"
+#include "libra_params.inc"
 
 int32_t cuda_fail(cudaError_t e, const char* fn, const char* what) {
   /* Clears the error if it is not sticky, so the next call starts clean. */
@@ -46,27 +29,6 @@ int32_t cuda_fail(cudaError_t e, const char* fn, const char* what) {
   int32_t status = e == cudaErrorMemoryAllocation ? LIBRA_ERR_OUT_OF_MEMORY : LIBRA_ERR_DEVICE;
   return set_error(status, "%s: %s failed: %s (%s)", fn, what, cudaGetErrorString(e),
                    cudaGetErrorName(e));
-}
-
-#include "libra_params.inc"
-
-int pmul(const kcall* c, const int64_t* xs, int n, int64_t* out) {
-  double d = 1;
-  int64_t r = 1;
-  for (int i = 0; i < n; i++) {
-    d *= (double)xs[i];
-    r *= xs[i];
-    if (xs[i] == 0) {
-      *out = 0;
-      return 0;
-    }
-  }
-  if (d > 4611686018427387904.0) {
-    kfail(c, "element count %.17g is too large", d);
-    return 1;
-  }
-  *out = r;
-  return 0;
 }
 
 int32_t tmp_alloc(const kcall* c, uint64_t bytes, tmpbuf* out) {
@@ -119,8 +81,6 @@ static char build_info[128] = "cuda (not initialized: libra_init picks cublas or
 static std::atomic<void*> current{nullptr};
 static int32_t thread_setting = 1;
 
-LIBRA_API int32_t libra_abi_version(void) { return LIBRA_ABI_VERSION; }
-LIBRA_API const char* libra_last_error(void) { return last_error; }
 LIBRA_API const char* libra_build_info(void) { return build_info; }
 
 LIBRA_API int32_t libra_init(void) {
@@ -416,58 +376,16 @@ LIBRA_API int32_t libra_event_elapsed(libra_event start, libra_event end, float*
   return LIBRA_OK;
 }
 
-LIBRA_API int32_t libra_now_ns(uint64_t* out) {
-  if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_now_ns: out is NULL");
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  *out = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  return LIBRA_OK;
-}
-
-/* ---- random ---- */
-
-LIBRA_API int32_t libra_philox4x32(const uint32_t* ctr, const uint32_t* key, uint32_t* out) {
-  if (!ctr || !key || !out) {
-    return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_philox4x32: NULL argument");
-  }
-  philox4x32_10(ctr, key, out);
-  return LIBRA_OK;
-}
-
 /* ---- registry ---- */
 
 #include "libra_registry.inc"
 
 LIBRA_API int32_t libra_run(int32_t kernel, void* const* inputs, int32_t n_in, void* const* outputs,
                             int32_t n_out, const double* params, int32_t n_params) {
-  if (kernel < 0 || kernel >= N_KERNELS) {
-    return set_error(LIBRA_ERR_UNKNOWN_KERNEL, "libra_run: kernel id %d out of range [0, %d)",
-                     kernel, N_KERNELS);
-  }
-  const kentry* e = &REGISTRY[kernel];
+  const kentry* e = nullptr;
+  TRY(run_entry(kernel, &e));
   NEED_DEVICE("libra_run");
-  kcall c = {e->name, inputs, n_in, outputs, n_out, params, n_params, cur_stream()};
-  if (n_in < 0 || n_out < 0 || n_params < 0) {
-    return kfail(&c, "negative count (n_in %d, n_out %d, n_params %d)", n_in, n_out, n_params);
-  }
-  if (e->n_in >= 0 && n_in != e->n_in) {
-    return kfail(&c, "expected %d input buffers, got %d", e->n_in, n_in);
-  }
-  if (n_out != e->n_out) return kfail(&c, "expected %d output buffers, got %d", e->n_out, n_out);
-  if (e->n_params >= 0 && n_params != e->n_params) {
-    return kfail(&c, "expected %d params, got %d", e->n_params, n_params);
-  }
-  if (n_params > 0 && !params) return kfail(&c, "params is NULL with n_params %d", n_params);
-  for (int32_t i = 0; i < n_params; i++) {
-    if (params[i] != params[i]) return kfail(&c, "param %d is NaN", i);
-  }
-  if (n_in > 0 && !inputs) return kfail(&c, "inputs is NULL with n_in %d", n_in);
-  if (n_out > 0 && !outputs) return kfail(&c, "outputs is NULL with n_out %d", n_out);
-  for (int32_t i = 0; i < n_in; i++) {
-    if (!inputs[i]) return kfail(&c, "input %d is NULL", i);
-  }
-  for (int32_t i = 0; i < n_out; i++) {
-    if (!outputs[i]) return kfail(&c, "output %d is NULL", i);
-  }
+  const kcall c = {e->name, inputs, n_in, outputs, n_out, params, n_params, cur_stream()};
+  TRY(run_check(e, &c));
   return e->fn(&c);
 }

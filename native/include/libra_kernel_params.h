@@ -1,0 +1,153 @@
+/* libra_kernel_params.h - the params of the reduction, normalization, matmul, random and
+ * optimizer kernels, read and checked for both builds (native/cpu/{reduce,norm,matmul,random,
+ * loss_optim}.c, native/cuda/{reduce,norm,matmul,random_optim}.cu; host code, valid C11 and
+ * C++17). Include after libra_kcall.h. Element counts go through pmul (pints). */
+#ifndef LIBRA_KERNEL_PARAMS_H
+#define LIBRA_KERNEL_PARAMS_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "libra_kcall.h"
+
+/* "outer, dim, inner": x viewed as [outer, dim, inner], reduced over dim. */
+static inline int32_t read_odi(const kcall* c, int64_t* outer, int64_t* dim, int64_t* inner) {
+  static const char* const names[] = {"outer", "dim", "inner"};
+  int64_t v[3];
+  if (pints(c, v, names, 3)) return LIBRA_ERR_INVALID_ARGUMENT;
+  *outer = v[0];
+  *dim = v[1];
+  *inner = v[2];
+  return LIBRA_OK;
+}
+
+/* max_axis, argmax_axis and max_axis_backward need dim >= 1 unless the output is empty. */
+static inline int32_t need_dim(const kcall* c, int64_t outer, int64_t dim, int64_t inner) {
+  if (dim == 0 && outer * inner > 0) {
+    return kfail(c,
+                 "dim must be >= 1 (no maximum of an empty axis), got outer %lld, dim 0, inner %lld",
+                 (long long)outer, (long long)inner);
+  }
+  return LIBRA_OK;
+}
+
+/* "rows, cols" of the row-wise kernels (softmax family, layer norm, RMS norm). */
+static inline int32_t read_rc(const kcall* c, int64_t* rows, int64_t* cols) {
+  static const char* const names[] = {"rows", "cols"};
+  int64_t v[2];
+  if (pints(c, v, names, 2)) return LIBRA_ERR_INVALID_ARGUMENT;
+  *rows = v[0];
+  *cols = v[1];
+  return LIBRA_OK;
+}
+
+/* "N, C, HW" of the batch norm kernels. */
+static inline int32_t read_nchw(const kcall* c, int64_t* N, int64_t* C, int64_t* HW) {
+  static const char* const names[] = {"N", "C", "HW"};
+  int64_t v[3];
+  if (pints(c, v, names, 3)) return LIBRA_ERR_INVALID_ARGUMENT;
+  *N = v[0];
+  *C = v[1];
+  *HW = v[2];
+  return LIBRA_OK;
+}
+
+/* Param i as eps: finite and >= 0. */
+static inline int32_t read_eps(const kcall* c, int i, double* eps) {
+  if (preal(c, i, "eps", eps)) return LIBRA_ERR_INVALID_ARGUMENT;
+  if (*eps < 0) return kfail(c, "eps (param %d) must be >= 0, got %.17g", i, *eps);
+  return LIBRA_OK;
+}
+
+/* matmul's "batch, m, n, k, transA, transB, strideA, strideB": C_i [m, n] = op(A_i) op(B_i)
+ * with A_i = a + i*strideA ([m, k], or stored [k, m] when transA) and likewise B_i. */
+typedef struct matmul_params {
+  int64_t batch, m, n, k, ta, tb, sa, sb;
+} matmul_params;
+
+static inline int32_t matmul_parse(const kcall* c, matmul_params* q) {
+  if (pint(c, 0, 0, "batch", &q->batch) || pint(c, 1, 0, "m", &q->m) ||
+      pint(c, 2, 0, "n", &q->n) || pint(c, 3, 0, "k", &q->k) || pint(c, 4, 0, "transA", &q->ta) ||
+      pint(c, 5, 0, "transB", &q->tb) || pint(c, 6, 0, "strideA", &q->sa) ||
+      pint(c, 7, 0, "strideB", &q->sb)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  if (q->ta > 1 || q->tb > 1) {
+    return kfail(c, "transA/transB must be 0 or 1, got %lld/%lld", (long long)q->ta,
+                 (long long)q->tb);
+  }
+  int64_t dims[4] = {q->batch, q->m, q->n, q->k}, total;
+  if (pmul(c, dims, 4, &total)) return LIBRA_ERR_INVALID_ARGUMENT;
+  return LIBRA_OK;
+}
+
+/* dropout's and dropout_backward's "n, p, seed, offset" (p in [0, 1]). */
+typedef struct dropout_params {
+  int64_t n, seed, offset;
+  double p;
+} dropout_params;
+
+static inline int32_t dropout_parse(const kcall* c, dropout_params* q) {
+  if (pint(c, 0, 0, "n", &q->n) || preal(c, 1, "p", &q->p) || pint(c, 2, 0, "seed", &q->seed) ||
+      pint(c, 3, 0, "offset", &q->offset)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  if (q->p < 0.0 || q->p > 1.0) return kfail(c, "p (param 1) must be in [0, 1], got %.17g", q->p);
+  return LIBRA_OK;
+}
+
+/* rand_uniform's "n, seed, offset, low, high" and rand_normal's "n, seed, offset, mean, std"
+ * (a, b). */
+typedef struct rand_params {
+  int64_t n, seed, offset;
+  double a, b;
+} rand_params;
+
+static inline int32_t rand_parse(const kcall* c, const char* a, const char* b, rand_params* q) {
+  if (pint(c, 0, 0, "n", &q->n) || pint(c, 1, 0, "seed", &q->seed) ||
+      pint(c, 2, 0, "offset", &q->offset) || preal(c, 3, a, &q->a) || preal(c, 4, b, &q->b)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  return LIBRA_OK;
+}
+
+/* sgd_update's "n, lr, momentum, dampening, weightDecay, nesterov, firstStep". */
+typedef struct sgd_params {
+  int64_t n, nesterov, first;
+  double lr, momentum, dampening, wd;
+} sgd_params;
+
+static inline int32_t sgd_parse(const kcall* c, sgd_params* q) {
+  if (pint(c, 0, 0, "n", &q->n) || preal(c, 1, "lr", &q->lr) ||
+      preal(c, 2, "momentum", &q->momentum) || preal(c, 3, "dampening", &q->dampening) ||
+      preal(c, 4, "weightDecay", &q->wd) || pint(c, 5, 0, "nesterov", &q->nesterov) ||
+      pint(c, 6, 0, "firstStep", &q->first)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  if (q->nesterov > 1 || q->first > 1) {
+    return kfail(c, "nesterov and firstStep must be 0 or 1, got %lld and %lld",
+                 (long long)q->nesterov, (long long)q->first);
+  }
+  return LIBRA_OK;
+}
+
+/* adamw_update's "n, lr, beta1, beta2, eps, weightDecay, step" and the derived bias
+ * corrections bc1 = 1 - beta1^step, bc2 = 1 - beta2^step and decay = 1 - lr * weightDecay. */
+typedef struct adamw_params {
+  int64_t n, step;
+  double lr, b1, b2, eps, wd, bc1, bc2, decay;
+} adamw_params;
+
+static inline int32_t adamw_parse(const kcall* c, adamw_params* q) {
+  if (pint(c, 0, 0, "n", &q->n) || preal(c, 1, "lr", &q->lr) || preal(c, 2, "beta1", &q->b1) ||
+      preal(c, 3, "beta2", &q->b2) || preal(c, 4, "eps", &q->eps) ||
+      preal(c, 5, "weightDecay", &q->wd) || pint(c, 6, 1, "step", &q->step)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  q->bc1 = 1.0 - pow(q->b1, (double)q->step);
+  q->bc2 = 1.0 - pow(q->b2, (double)q->step);
+  q->decay = 1.0 - q->lr * q->wd;
+  return LIBRA_OK;
+}
+
+#endif /* LIBRA_KERNEL_PARAMS_H */
