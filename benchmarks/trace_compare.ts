@@ -275,7 +275,13 @@ export function renderCompare(t: CompareTable): string {
   const body: string[][] = t.rows.map((r) => [
     r.name,
     ...r.cells.map((c) =>
-      c.feasible ? c.overhead!.toFixed(3) : c.reason === "thrashing" ? "thrash" : "OOM"
+      c.feasible
+        ? c.overhead!.toFixed(3)
+        : c.reason === "thrashing"
+        ? "thrash"
+        : c.reason === "too large"
+        ? "skip"
+        : "OOM"
     ),
   ]);
   if (t.bound !== null) {

@@ -53,6 +53,11 @@ export interface CheckmateOptions {
   roundings?: number;
   /** Seed of the random roundings. Default 1. */
   seed?: number;
+  /**
+   * Largest model (`R` and `S` decisions) to solve at all; larger ones are a
+   * RangeError with `reason: "too large"`. Default 1,000,000.
+   */
+  maxVars?: number;
   /** Time for the greedy improvement of the rounded plan, ms. Default 30000. */
   improveMs?: number;
 }
@@ -260,6 +265,7 @@ export class CheckmatePlanner implements Planner {
   readonly #roundings: number;
   readonly #seed: number;
   readonly #improveMs: number;
+  readonly #maxVars: number;
 
   /** A Checkmate planner with `options`. */
   constructor(options: CheckmateOptions = {}) {
@@ -275,6 +281,7 @@ export class CheckmatePlanner implements Planner {
     this.#roundings = options.roundings ?? 64;
     this.#seed = options.seed ?? 1;
     this.#improveMs = options.improveMs ?? 30_000;
+    this.#maxVars = options.maxVars ?? 1_000_000;
   }
 
   /**
@@ -292,6 +299,16 @@ export class CheckmatePlanner implements Planner {
           "make it with plannerContext() of @libra/runtime",
       );
     }
+    const calls = ctx.baselineBytes.length - 1;
+    const tooLarge = (what: string) =>
+      Object.assign(
+        new RangeError(
+          `checkmate: the model is too large for the solver (${what}; the limit is ${this.#maxVars} decisions)`,
+        ),
+        { reason: "too large" },
+      );
+    // R alone has up to calls^2 / 2 candidates: skip what cannot fit before building it
+    if ((calls * (calls + 1)) / 2 > 8 * this.#maxVars) throw tooLarge(`${calls} calls`);
     const p = buildProblem(trace, ctx.baselineBytes);
     const floor = floorOf(p);
     const stageName = floor.stage === p.n ? "the end of the step" : `call ${floor.stage}`;
@@ -308,6 +325,7 @@ export class CheckmatePlanner implements Planner {
       for (const v of p.values) if (p.sVar(t, v.k)) s++;
     }
     const size = { r, s, stages: p.n + 1 };
+    if (r + s > this.#maxVars) throw tooLarge(`${r + s} decisions over ${p.n + 1} stages`);
     const solver = this.#solver === "auto"
       ? (r + s <= this.#maxExact ? "milp" : "lp")
       : this.#solver;

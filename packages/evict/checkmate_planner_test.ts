@@ -160,6 +160,11 @@ Deno.test("checkmate: a budget below what a stage needs is reported infeasible, 
   assert.throws(() => new CheckmatePlanner().plan(t, 0, ctx), /budget must be > 0/);
   assert.throws(() => new CheckmatePlanner({ timeLimitS: 0 }), /timeLimitS must be > 0/);
   assert.throws(
+    () => new CheckmatePlanner({ maxVars: 10 }).plan(t, 8 * K, ctx),
+    (e: Error & { reason?: string }) =>
+      e.reason === "too large" && /decisions over 10 stages; the limit is 10/.test(e.message),
+  );
+  assert.throws(
     () => new CheckmatePlanner().plan(t, 8 * K, { ...ctx, baselineBytes: undefined } as never),
     /baselineBytes/,
   );
