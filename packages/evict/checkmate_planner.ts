@@ -15,7 +15,9 @@
  *   by thresholds and at random, `R` then follows from `S` by the dependency
  *   closure, and the cheapest rounding whose memory fits is kept. The LP
  *   optimum is a lower bound of the optimum (`boundOverhead`). Where no
- *   rounding fits, the relaxation is solved again at a lower budget.
+ *   rounding fits, the relaxation is solved again at a lower budget (while the
+ *   time limit lasts); where none fits then, the plan is empty (the fallback
+ *   policy alone) and the statistics keep the bound.
  *
  * `auto` (default) solves the MILP when the model has at most `maxExactVars`
  * decisions, else the relaxation. The plan restores the recomputed values
@@ -72,7 +74,7 @@ export interface CheckmateStats {
   readonly optimal: boolean;
   /** True when a solve stopped at the time limit. */
   readonly timeLimitReached: boolean;
-  /** Recomputation of the plan in the model, ns. */
+  /** Recomputation of the plan in the model, ns (NaN where no rounding fits and the plan is empty). */
   readonly recomputeNs: number;
   /** (compute + that recomputation) / compute. */
   readonly overhead: number;
@@ -80,7 +82,10 @@ export interface CheckmateStats {
   readonly boundNs: number;
   /** (compute + bound) / compute: the optimum is at least this. */
   readonly boundOverhead: number;
-  /** Which rounding gave the plan (`exact` for the MILP's own solution). */
+  /**
+   * Which rounding gave the plan (`exact` for the MILP's own solution;
+   * `none fits: fallback alone` where no rounding fits and the plan is empty).
+   */
   readonly rounding: string;
   /** Decisions in the model (`R` and `S` variables) and memory rows. */
   readonly size: { readonly r: number; readonly s: number; readonly stages: number };
@@ -359,6 +364,8 @@ export class CheckmatePlanner implements Planner {
       // the relaxation, then rounding; a tighter budget where nothing fits
       const rand = mulberry32(this.#seed);
       for (const f of [1, 0.97, 0.92, 0.85, 0.75]) {
+        // tighter budgets only while the time limit lasts
+        if (f < 1 && performance.now() - t0 > this.#timeLimitS * 1e3) break;
         // (after a MILP stopped by its limit, the relaxation still gets 10 s)
         const sol = solveModel(checkmateModel(p, f * budgetBytes), {
           relax: true,
@@ -401,17 +408,23 @@ export class CheckmatePlanner implements Planner {
       }
     }
     const solveMs = performance.now() - t0;
-    if (best === undefined) {
-      throw new RangeError(
-        `checkmate: no rounding of the LP relaxation fits the budget of ${budgetBytes} bytes (${status})`,
-      );
-    }
-    const b = best as { keep: Retention; ev: Evaluation; rounding: string };
-    const plan: Plan = { planner: this.name, budgetBytes, steps: planSteps(p, b.keep, b.ev) };
+    // No rounding fits: the fallback policy alone (an empty plan), with the bound.
+    const b = (best ?? { keep: [], ev: undefined, rounding: "none fits: fallback alone" }) as {
+      keep: Retention;
+      ev: Evaluation | undefined;
+      rounding: string;
+    };
+    const plan: Plan = {
+      planner: this.name,
+      budgetBytes,
+      steps: b.ev === undefined ? [] : planSteps(p, b.keep, b.ev),
+    };
     const rep = ctx.replay(plan, budgetBytes);
     const c = p.computeNs > 0 ? p.computeNs : 1;
+    const recomputeNs = b.ev?.recomputeNs ?? NaN;
     if (!Number.isFinite(boundNs)) boundNs = 0;
-    if (optimal) boundNs = Math.max(boundNs, b.ev.recomputeNs);
+    if (optimal) boundNs = Math.max(boundNs, recomputeNs);
+    if (recomputeNs < boundNs) boundNs = recomputeNs;
     return {
       ...plan,
       stats: {
@@ -419,10 +432,10 @@ export class CheckmatePlanner implements Planner {
         status,
         optimal,
         timeLimitReached,
-        recomputeNs: b.ev.recomputeNs,
-        overhead: (p.computeNs + b.ev.recomputeNs) / c,
-        boundNs: Math.min(boundNs, b.ev.recomputeNs),
-        boundOverhead: (p.computeNs + Math.min(boundNs, b.ev.recomputeNs)) / c,
+        recomputeNs,
+        overhead: (p.computeNs + recomputeNs) / c,
+        boundNs,
+        boundOverhead: (p.computeNs + boundNs) / c,
         rounding: b.rounding,
         size,
         solveMs,

@@ -180,6 +180,15 @@ Deno.test("checkmate: a MILP stopped by its time limit says so, with a plan and 
   assert.ok(!plan.stats.optimal);
   assert.ok(Number.isFinite(plan.stats.boundNs) && plan.stats.boundNs <= plan.stats.recomputeNs);
   assert.ok(plan.stats.replayFeasible);
+  // Tighter, the MILP finds nothing in time and no rounding of the relaxation fits:
+  // the fallback alone, and the LP bound.
+  const tight = Math.floor(0.3 * ctx.baselinePeakBytes);
+  const none = new CheckmatePlanner({ solver: "milp", timeLimitS: 1e-3 }).plan(t, tight, ctx);
+  assert.equal(none.stats.rounding, "none fits: fallback alone");
+  assert.deepEqual(none.steps, []);
+  assert.ok(Number.isNaN(none.stats.recomputeNs));
+  // the MILP's dual bound there after 30 s was 3000 ns: the LP bound is positive and below it
+  assert.ok(none.stats.boundNs > 0 && none.stats.boundNs <= 3000 + 1e-6, `${none.stats.boundNs}`);
 });
 
 Deno.test("checkmate is a registered planner", () => {
