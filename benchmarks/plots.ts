@@ -152,6 +152,8 @@ export function overheadPlot(workload: string, summaries: readonly PolicySummary
           y: "overhead",
           stroke: color(p),
           strokeWidth: 2,
+          // the optimum (or a bound of it) is dashed
+          ...(p.startsWith("optimal") ? { strokeDasharray: "6,3" } : {}),
           ariaDescription: `policy ${p}`,
         })
       ),

@@ -2,13 +2,25 @@
  * Planners against the published heuristics on imported traces: one table per
  * trace and memory mode (device memory only; host memory as a second tier),
  * policy and planner rows, budget-ratio columns, and a goal row comparing the
- * best planner's extra compute (overhead - 1) with the best heuristic's.
+ * best planner's extra compute (overhead - 1) with the best heuristic's. In
+ * device mode, `checkmate` also gives the optimum of its problem per ratio
+ * (exact where its MILP proves it, else a lower bound: MIP dual bound or LP
+ * optimum) and the gap of the best planner to it; the per-call lower bound of
+ * any schedule (`recomputeLowerBound`) stays as a row, since dynamic policies
+ * may free values mid-stage, which checkmate's plans do not.
  * `deno task bench --traces ...` prints these tables and plots them.
  *
  * @module
  */
 
-import { createPlanner, createPolicy, planPolicy, recomputeLowerBound } from "@libra/evict";
+import {
+  type CheckmatePlan,
+  createPlanner,
+  createPolicy,
+  type Plan,
+  planPolicy,
+  recomputeLowerBound,
+} from "@libra/evict";
 import type { Trace } from "@libra/lineage/trace";
 import { DEFAULT_LINK, linkBandwidth, plannerContext, replayTrace } from "@libra/runtime";
 import type { PolicySummaryJson } from "./schema.ts";
@@ -22,8 +34,26 @@ export const COMPARE_RATIOS: readonly number[] = [0.5, 0.4, 0.3, 0.2, 0.15, 0.1]
 /** The published heuristics (rows the goal compares against). */
 export const HEURISTICS: readonly string[] = ["dtr-eq", "dtr-local", "msps", "lru"];
 
-/** The planners compared. */
-export const COMPARED_PLANNERS: readonly string[] = ["lookahead", "libra", "chen-sqrt"];
+/** The planners compared (`checkmate` in device mode only: its plans and bound are device-only). */
+export const COMPARED_PLANNERS: readonly string[] = [
+  "lookahead",
+  "libra",
+  "chen-sqrt",
+  "checkmate",
+];
+
+/** The optimum at one ratio, from `checkmate` (device memory only). */
+export interface OptimalCell {
+  readonly ratio: number;
+  /** Overhead the optimum is at least: the MIP dual bound or the LP optimum; null when unsolved. */
+  readonly bound: number | null;
+  /** True when the MILP proved `bound` optimal (the optimum is `bound`). */
+  readonly exact: boolean;
+  /** HiGHS's status, or the error where no plan fits (`no plan fits ...`). */
+  readonly status: string;
+  /** Solver time, ms. */
+  readonly solveMs: number;
+}
 
 /** One cell: a replay at one ratio. */
 export interface CompareCell {
@@ -57,6 +87,12 @@ export interface CompareTable {
    * (`recomputeLowerBound`, one call at a time), null in host mode.
    */
   readonly bound: readonly number[] | null;
+  /**
+   * Device memory only, where `checkmate` ran: the optimum of its problem
+   * (plans that recompute whole calls before a call and evict after it) per
+   * ratio, or a lower bound of it; null in host mode.
+   */
+  readonly optimal?: readonly OptimalCell[] | null;
 }
 
 /** Options of {@link compareTrace}. */
@@ -68,6 +104,8 @@ export interface CompareOptions {
   readonly link?: string | number;
   /** Called after each row. */
   readonly onRow?: (row: CompareRow) => void;
+  /** HiGHS time limit of `checkmate` per ratio, seconds. Default 120. */
+  readonly optimalTimeLimitS?: number;
 }
 
 function reasonOf(e: unknown): string {
@@ -131,17 +169,33 @@ export function compareTrace(
   }
   const fallback = `dtr-eq${swap}`;
   const ctx = plannerContext(trace, { hostLimitBytes: host, fallback, ...link });
-  for (const p of options.planners ?? COMPARED_PLANNERS) {
+  const planners = (options.planners ?? COMPARED_PLANNERS).filter((p) =>
+    mode === "device" || p !== "checkmate"
+  );
+  let optimal: OptimalCell[] | null = null;
+  for (const p of planners) {
     const planner = createPlanner(
       p,
       mode === "host"
         ? { swap: true, swapGbps: linkBandwidth(options.link ?? DEFAULT_LINK) }
-        : { swap: false },
+        : { swap: false, timeLimitS: options.optimalTimeLimitS ?? 120 },
     );
+    if (p === "checkmate") optimal = [];
     const cells = ratios.map((ratio) => {
       const budgetBytes = Math.floor(ratio * peak);
+      const t0 = performance.now();
       try {
-        const plan = planner.plan(trace, budgetBytes, ctx);
+        const plan: Plan = planner.plan(trace, budgetBytes, ctx);
+        if (p === "checkmate") {
+          const st = (plan as CheckmatePlan).stats;
+          optimal!.push({
+            ratio,
+            bound: st.boundOverhead,
+            exact: st.optimal,
+            status: st.status,
+            solveMs: st.solveMs,
+          });
+        }
         return cell(
           ratio,
           replayTrace(trace, {
@@ -153,6 +207,15 @@ export function compareTrace(
           }),
         );
       } catch (e) {
+        if (p === "checkmate") {
+          optimal!.push({
+            ratio,
+            bound: null,
+            exact: false,
+            status: e instanceof Error ? e.message : String(e),
+            solveMs: performance.now() - t0,
+          });
+        }
         return { ratio, feasible: false, overhead: null, reason: reasonOf(e) };
       }
     });
@@ -160,7 +223,17 @@ export function compareTrace(
     rows.push(row);
     options.onRow?.(row);
   }
-  return { trace: label, mode, ratios, peakBytes: peak, rows, bound };
+  return { trace: label, mode, ratios, peakBytes: peak, rows, bound, optimal };
+}
+
+/**
+ * The best planner's overhead less the optimum at column `i` (an upper bound
+ * of the gap where the optimum is only bounded); null where either is missing.
+ */
+export function gapAt(t: CompareTable, i: number): number | null {
+  const o = t.optimal?.[i]?.bound ?? null;
+  const p = bestAt(t, "planner", i);
+  return o === null || p === null ? null : p - o;
 }
 
 /** Best feasible overhead among rows of `kind` at column `i` (null: none feasible). */
@@ -202,10 +275,33 @@ export function renderCompare(t: CompareTable): string {
   const body: string[][] = t.rows.map((r) => [
     r.name,
     ...r.cells.map((c) =>
-      c.feasible ? c.overhead!.toFixed(3) : c.reason === "thrashing" ? "thrash" : "OOM"
+      c.feasible
+        ? c.overhead!.toFixed(3)
+        : c.reason === "thrashing"
+        ? "thrash"
+        : c.reason === "too large"
+        ? "skip"
+        : "OOM"
     ),
   ]);
-  if (t.bound !== null) body.push(["optimal >= (bound)", ...t.bound.map((b) => b.toFixed(3))]);
+  if (t.bound !== null) {
+    body.push(["any schedule >= (per call)", ...t.bound.map((b) => b.toFixed(3))]);
+  }
+  if (t.optimal) {
+    body.push([
+      "optimal (checkmate)",
+      ...t.optimal.map((o) =>
+        o.bound === null ? "-" : `${o.exact ? "=" : ">="}${o.bound.toFixed(3)}`
+      ),
+    ]);
+    body.push([
+      "gap: best planner - optimal",
+      ...t.ratios.map((_, i) => {
+        const g = gapAt(t, i);
+        return g === null ? "-" : `${t.optimal![i]!.exact ? "" : "<="}${g.toFixed(3)}`;
+      }),
+    ]);
+  }
   for (const r of t.rows) {
     if (r.kind !== "planner" || !r.cells.some((c) => (c.copy ?? 0) > 0)) continue;
     body.push([
@@ -235,11 +331,25 @@ export function renderCompare(t: CompareTable): string {
   ].join("\n");
 }
 
-/** The table as policy summaries (for `overheadPlot`); the bound, where there is one, as `optimal >=`. */
+/**
+ * The table as policy summaries (for `overheadPlot`); the optimum, where
+ * `checkmate` ran, as `optimal` (its bound where not proven), else the per-call
+ * bound, where there is one, as `optimal >=`.
+ */
 export function compareSummaries(t: CompareTable): PolicySummaryJson[] {
   const workload = `${t.trace} (${t.mode})`;
   const rows: CompareRow[] = [...t.rows];
-  if (t.bound !== null) {
+  if (t.optimal) {
+    rows.push({
+      name: "optimal",
+      kind: "heuristic",
+      cells: t.optimal.map((o) =>
+        o.bound === null
+          ? { ratio: o.ratio, feasible: false, overhead: null }
+          : { ratio: o.ratio, feasible: true, overhead: o.bound }
+      ),
+    });
+  } else if (t.bound !== null) {
     rows.push({
       name: "optimal >=",
       kind: "heuristic",

@@ -5,6 +5,7 @@ import {
   compareSummaries,
   type CompareTable,
   compareTrace,
+  gapAt,
   goalAt,
   renderCompare,
   smallestFeasible,
@@ -52,8 +53,24 @@ Deno.test("renderCompare() prints a row per policy, ratio columns, OOM cells and
   assert.match(text, /lookahead\s+1\.100\s+1\.500/);
   assert.match(text, /goal: planner\/heuristic extra\s+0\.50\s+planner/);
   assert.match(text, /smallest feasible ratio: planners 0\.2, heuristics 0\.5/);
-  assert.match(text, /optimal >= \(bound\)\s+1\.050\s+1\.300/);
+  assert.match(text, /any schedule >= \(per call\)\s+1\.050\s+1\.300/);
   assert.equal(compareSummaries(table).at(-1)!.policy, "optimal >=");
+  // with checkmate's optimum: exact at 0.5, a bound at 0.2; the gap of the best planner
+  const withOpt: CompareTable = {
+    ...table,
+    optimal: [
+      { ratio: 0.5, bound: 1.08, exact: true, status: "Optimal", solveMs: 1 },
+      { ratio: 0.2, bound: 1.4, exact: false, status: "Time limit reached", solveMs: 1 },
+    ],
+  };
+  assert.ok(Math.abs(gapAt(withOpt, 0)! - 0.02) < 1e-12);
+  assert.ok(Math.abs(gapAt(withOpt, 1)! - 0.1) < 1e-12);
+  const t2 = renderCompare(withOpt);
+  assert.match(t2, /optimal \(checkmate\)\s+=1\.080\s+>=1\.400/);
+  assert.match(t2, /gap: best planner - optimal\s+0\.020\s+<=0\.100/);
+  const opt = compareSummaries(withOpt).at(-1)!;
+  assert.equal(opt.policy, "optimal");
+  assert.deepEqual(opt.curve.map((c) => c.overhead), [1.08, 1.4]);
   assert.equal(compareSummaries(table)[1]!.smallestFeasibleRatio, 0.2);
 });
 
@@ -63,10 +80,15 @@ Deno.test("compareTrace() replays each heuristic as replayTrace does and plans e
   const c = compareTrace("chain", t, "device", {
     ratios: [0.75],
     heuristics: ["dtr-eq"],
-    planners: ["lookahead"],
+    planners: ["lookahead", "checkmate"],
   });
   assert.equal(c.peakBytes, peak);
-  assert.deepEqual(c.rows.map((r) => r.name), ["dtr-eq", "lookahead"]);
+  assert.deepEqual(c.rows.map((r) => r.name), ["dtr-eq", "lookahead", "checkmate"]);
+  // checkmate's MILP solves the chain: its plan replays at the optimum it proves
+  const o = c.optimal![0]!;
+  assert.ok(o.exact && o.status === "Optimal");
+  assert.equal(c.rows[2]!.cells[0]!.overhead, o.bound);
+  assert.ok(gapAt(c, 0)! <= 1e-12, "no planner beats the optimum of its problem here");
   const direct = replayTrace(t, { budgetBytes: Math.floor(0.75 * peak) });
   assert.equal(c.rows[0]!.cells[0]!.overhead, direct.overhead);
   assert.ok(c.rows[1]!.cells[0]!.feasible);
@@ -77,7 +99,8 @@ Deno.test("compareTrace() replays each heuristic as replayTrace does and plans e
   const host = compareTrace("chain", t, "host", {
     ratios: [0.75],
     heuristics: ["dtr-eq"],
-    planners: [],
+    planners: ["checkmate"],
   });
-  assert.deepEqual(host.rows.map((r) => r.name), ["dtr-eq+swap"]);
+  assert.deepEqual(host.rows.map((r) => r.name), ["dtr-eq+swap"], "checkmate is device-only");
+  assert.equal(host.optimal, null);
 });

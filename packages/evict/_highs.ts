@@ -6,17 +6,17 @@
  */
 
 import loadHighsModule from "highs";
-import type { LegacyHighs } from "highs";
+import type { Highs } from "highs";
 
 // The package is CommonJS with an ES-module build; its default export is the loader.
-const load = loadHighsModule as unknown as () => Promise<LegacyHighs>;
+const load = loadHighsModule as unknown as () => Promise<Highs>;
 
 // Loaded where a planner can run (Deno). A browser bundle that imports the planner names
 // through this package never plans, and must not fetch the WebAssembly file.
-const loaded: LegacyHighs | undefined = "Deno" in globalThis ? await load() : undefined;
+const loaded: Highs | undefined = "Deno" in globalThis ? await load() : undefined;
 
 /** The loaded solver (`solve(lpText, options)` is synchronous). */
-export function highs(): LegacyHighs {
+export function highs(): Highs {
   if (loaded === undefined) {
     throw new Error(
       "the HiGHS solver is not loaded in this environment (it loads under Deno only)",
@@ -74,5 +74,97 @@ export class LpModel {
     }
     out.push("End");
     return out.join("\n");
+  }
+}
+
+/** What {@link solveModel} found. */
+export interface ModelSolution {
+  /** HiGHS's model status in words: `Optimal`, `Infeasible`, `Time limit reached`, ... */
+  readonly status: string;
+  /** True when a feasible solution is available (`value` reads it). */
+  readonly hasSolution: boolean;
+  /** Objective of that solution (NaN without one). */
+  readonly objective: number;
+  /**
+   * Proven lower bound of the objective: the MIP dual bound, or the LP optimum
+   * when relaxed and optimal (NaN when nothing was proven).
+   */
+  readonly bound: number;
+  /** Value of a variable in the solution (0 for a name the model does not use). */
+  value(name: string): number;
+}
+
+const STATUS: Record<number, string> = {
+  0: "Not set",
+  1: "Load error",
+  2: "Model error",
+  3: "Presolve error",
+  4: "Solve error",
+  5: "Postsolve error",
+  6: "Empty",
+  7: "Optimal",
+  8: "Infeasible",
+  9: "Primal infeasible or unbounded",
+  10: "Unbounded",
+  11: "Bound on objective reached",
+  12: "Target for objective reached",
+  13: "Time limit reached",
+  14: "Iteration limit reached",
+  15: "Interrupted",
+  16: "Solution limit reached",
+  17: "Memory limit reached",
+  18: "Unknown",
+};
+
+/**
+ * Solves `m` (as a MIP, or its LP relaxation with `relax`) with HiGHS's
+ * persistent API, which reports the MIP dual bound where a time limit stops
+ * the search.
+ */
+export function solveModel(
+  m: LpModel,
+  options: { relax?: boolean; timeLimitS?: number; mipRelGap?: number } = {},
+): ModelSolution {
+  const relax = options.relax ?? false;
+  const model = highs().createModel({ format: "lp", data: m.text(relax) });
+  try {
+    model.options.set({
+      output_flag: false,
+      time_limit: options.timeLimitS ?? Infinity,
+      ...(relax ? {} : { mip_rel_gap: options.mipRelGap ?? 1e-6 }),
+    });
+    model.run();
+    const code = model.getModelStatus();
+    const status = STATUS[code] ?? `status ${code}`;
+    const info = (name: string): number => {
+      try {
+        return Number(model.info.get(name));
+      } catch {
+        return NaN;
+      }
+    };
+    // primal_solution_status 2: a feasible solution is stored
+    const hasSolution = info("primal_solution_status") === 2;
+    const objective = hasSolution ? info("objective_function_value") : NaN;
+    let bound = NaN;
+    if (!relax) bound = info("mip_dual_bound");
+    else if (code === 7) bound = objective;
+    if (code === 7 && !Number.isFinite(bound)) bound = objective;
+    const values = new Map<string, number>();
+    if (hasSolution) {
+      const col = model.getSolution().colValue;
+      for (let i = 0; i < col.length; i++) {
+        if (col[i] !== 0) values.set(model.getColName(i), col[i]!);
+      }
+    }
+    return {
+      status,
+      hasSolution,
+      objective,
+      bound,
+      value: (name) => values.get(name) ?? 0,
+    };
+  } finally {
+    model.dispose();
   }
 }

@@ -21,4 +21,5 @@ export * from "./libra_planner.ts";
 export * from "./chen_sqrt_planner.ts";
 export * from "./lookahead.ts";
 export * from "./lookahead_planner.ts";
+export * from "./checkmate_planner.ts";
 export * from "./lower_bound.ts";

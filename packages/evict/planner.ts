@@ -63,6 +63,13 @@ export interface PlannerContext {
   replay(plan: Plan, budgetBytes: number): PlanReplayResult;
   /** Peak of a budget-free replay. */
   readonly baselinePeakBytes: number;
+  /**
+   * Memory in use after each model call of a budget-free replay (index = call),
+   * then at the end of the step (outputs pinned): `calls + 1` entries. Planners
+   * that account memory exactly (`checkmate`) need it; absent in contexts that
+   * do not record it.
+   */
+  readonly baselineBytes?: readonly number[];
 }
 
 /** The `Planner` contract (ARCHITECTURE.md). */

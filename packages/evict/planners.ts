@@ -1,16 +1,17 @@
 /**
- * The static planners by name: `libra`, `chen-sqrt` and `lookahead`.
+ * The static planners by name: `libra`, `chen-sqrt`, `lookahead` and `checkmate`.
  *
  * @module
  */
 
 import { ChenSqrtPlanner } from "./chen_sqrt_planner.ts";
+import { type CheckmateOptions, CheckmatePlanner } from "./checkmate_planner.ts";
 import { type LibraOptions, LibraPlanner } from "./libra_planner.ts";
 import { type LookaheadOptions, LookaheadPlanner } from "./lookahead_planner.ts";
 import type { Planner } from "./planner.ts";
 
 /** Names accepted by {@link createPlanner}. */
-export const PLANNER_NAMES: readonly string[] = ["libra", "chen-sqrt", "lookahead"];
+export const PLANNER_NAMES: readonly string[] = ["libra", "chen-sqrt", "lookahead", "checkmate"];
 
 /** True when `name` is a planner (not a dynamic policy). */
 export function isPlannerName(name: string): boolean {
@@ -19,7 +20,8 @@ export function isPlannerName(name: string): boolean {
 
 /**
  * Builds a planner by name. `options` configure `libra` (swap cost model,
- * swapping on or off, replay limits) and `lookahead` (variants, interval MILPs).
+ * swapping on or off, replay limits), `lookahead` (variants, interval MILPs)
+ * and `checkmate` (solver, time limit).
  *
  * @example
  * ```ts
@@ -29,7 +31,7 @@ export function isPlannerName(name: string): boolean {
  */
 export function createPlanner(
   name: string,
-  options: LibraOptions & LookaheadOptions = {},
+  options: LibraOptions & LookaheadOptions & CheckmateOptions = {},
 ): Planner {
   switch (name) {
     case "libra":
@@ -38,6 +40,8 @@ export function createPlanner(
       return new ChenSqrtPlanner();
     case "lookahead":
       return new LookaheadPlanner(options);
+    case "checkmate":
+      return new CheckmatePlanner(options);
     default:
       throw new RangeError(`unknown planner "${name}" (planners: ${PLANNER_NAMES.join(", ")})`);
   }

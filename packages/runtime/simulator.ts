@@ -497,9 +497,10 @@ export function plannerContext(
   const { fallback, ...opts } = options;
   // A planner's search sees the true overhead of a plan that thrashes.
   const rest = { ...opts, overheadLimit: opts.overheadLimit ?? Infinity };
-  const baseline = replayTrace(trace, rest);
+  const baseline = replayTrace(trace, { ...rest, timeline: true });
   return {
     baselinePeakBytes: baseline.stats.peakBytes,
+    baselineBytes: [...baseline.timeline.bytes, baseline.endBytes],
     replay(plan: Plan, budgetBytes: number) {
       const r = replayTrace(trace, {
         ...rest,

@@ -1,0 +1,205 @@
+import assert from "node:assert/strict";
+import type { Trace } from "@libra/lineage/trace";
+import { plannerContext, replayTrace } from "@libra/runtime";
+import { buildProblem, type CheckmateProblem } from "./_checkmate_model.ts";
+import { plannerConformance } from "./_conformance.ts";
+import { chainTrace, TraceBuilder } from "./_planner_testing.ts";
+import { CheckmatePlanner } from "./checkmate_planner.ts";
+import { type Plan, planPolicy } from "./planner.ts";
+import { createPlanner, PLANNER_NAMES } from "./planners.ts";
+
+const K = 1024;
+
+/** x -> a; b = f(a), c = g(a); d = h(b, c); a backward pass reading them in reverse. */
+function diamondTrace(): Trace {
+  const b = new TraceBuilder().constant("x", K);
+  b.call("f", ["x"], "a", K, 100).call("f", ["a"], "b", 2 * K, 300);
+  b.call("f", ["a"], "c", K, 200).call("f", ["b", "c"], "d", K, 100);
+  b.call("f_backward", ["d"], "gd", K, 100, true).release("d");
+  b.call("f_backward", ["gd", "c"], "gc", K, 100, true).release("c");
+  b.call("f_backward", ["gd", "b"], "gb", K, 100, true).release("gd").release("b");
+  b.call("f_backward", ["gb", "gc", "a"], "ga", K, 100, true);
+  return b.release("gb").release("gc").release("a").build();
+}
+
+/** An encoder e1 -> e2 -> e3, a decoder reading skip connections e2 and e1, and its backward pass. */
+function unetTrace(): Trace {
+  const b = new TraceBuilder().constant("x", K);
+  b.call("enc", ["x"], "e1", 2 * K, 100).call("enc", ["e1"], "e2", K, 200);
+  b.call("enc", ["e2"], "e3", K, 300).call("dec", ["e3", "e2"], "d2", K, 200);
+  b.call("dec", ["d2", "e1"], "d1", 2 * K, 100);
+  b.call("dec_backward", ["d1", "d2", "e1"], "g2", K, 100, true).release("d1");
+  b.call("dec_backward", ["g2", "e3", "e2"], "g3", K, 100, true).release("g2").release("d2");
+  b.call("enc_backward", ["g3", "e2"], "g4", K, 100, true).release("g3").release("e3");
+  b.call("enc_backward", ["g4", "e1"], "g5", K, 100, true);
+  return b.release("g4").release("e2").release("e1").build();
+}
+
+/**
+ * The least recomputation by exhaustive search, independent of the MILP: a
+ * dynamic program over stages whose state is the set of values retained into
+ * the stage (every subset of the values that may be retained there); a
+ * stage's recomputation is the closure of what its call reads and what it
+ * newly retains, and its memory the budget-free memory less the values not
+ * held plus every recomputed call's outputs. Infinity when nothing fits.
+ */
+function bruteForce(p: CheckmateProblem, budget: number): number {
+  const subsets = (t: number): number[][] => {
+    const d = p.values.filter((v) => p.sVar(t, v.k)).map((v) => v.k);
+    const out: number[][] = [];
+    for (let m = 0; m < 1 << d.length; m++) out.push(d.filter((_, j) => (m >> j) & 1));
+    return out;
+  };
+  const holds = (t: number, set: readonly number[], v: number) => p.forced(t, v) || set.includes(v);
+  // cost of stage t holding `cur`, retaining `next` into t + 1 (Infinity: impossible)
+  const stage = (t: number, cur: number[], next: number[] | null): number => {
+    const need: number[] = [];
+    if (t < p.n) {
+      need.push(...p.calls[t]!.inputs);
+      for (const v of p.values) {
+        if (holds(t + 1, next!, v.k) && !holds(t, cur, v.k) && v.producer !== t) need.push(v.k);
+      }
+    } else for (const v of p.values) if (v.output && !holds(t, cur, v.k)) need.push(v.k);
+    const rec = new Set<number>();
+    while (need.length > 0) {
+      const v = need.pop()!;
+      if (holds(t, cur, v)) continue;
+      const i = p.values[v]!.producer;
+      if (rec.has(i)) continue;
+      if (!p.rCand[t]!.includes(i)) return Infinity;
+      rec.add(i);
+      need.push(...p.calls[i]!.inputs);
+    }
+    let mem = p.base[t]!, cost = 0;
+    for (const v of p.values) {
+      if (v.producer < t && t < v.end && !holds(t, cur, v.k)) mem -= v.bytes;
+    }
+    for (const i of rec) {
+      mem += p.calls[i]!.outBytes;
+      cost += p.calls[i]!.costNs;
+    }
+    return mem <= budget ? cost : Infinity;
+  };
+  let best = new Map<string, { set: number[]; cost: number }>([["", { set: [], cost: 0 }]]);
+  for (let t = 0; t < p.n; t++) {
+    const next = new Map<string, { set: number[]; cost: number }>();
+    for (const nx of subsets(t + 1)) {
+      let c = Infinity;
+      for (const { set, cost } of best.values()) c = Math.min(c, cost + stage(t, set, nx));
+      if (c < Infinity) next.set(nx.join(","), { set: nx, cost: c });
+    }
+    best = next;
+  }
+  let end = Infinity;
+  for (const { set, cost } of best.values()) end = Math.min(end, cost + stage(p.n, set, null));
+  return end;
+}
+
+/** Replays `plan` with no fallback policy: memory must fit by the plan alone. */
+function replayAlone(trace: Trace, plan: Plan) {
+  return replayTrace(trace, {
+    budgetBytes: plan.budgetBytes,
+    policy: planPolicy(plan, { name: "none", choose: () => [] }),
+  });
+}
+
+const graphs: [string, Trace][] = [
+  ["chain of 4", chainTrace(4)],
+  ["diamond", diamondTrace()],
+  ["U-Net-like", unetTrace()],
+];
+
+for (const [name, trace] of graphs) {
+  Deno.test(`checkmate on a ${name}: the MILP finds the brute-force optimum, the replay costs it, the LP bounds it and its rounding fits`, () => {
+    const ctx = plannerContext(trace);
+    const p = buildProblem(trace, ctx.baselineBytes!);
+    const peak = ctx.baselinePeakBytes;
+    let solved = 0, recomputing = 0;
+    for (let budget = peak; budget >= peak / 3; budget -= 256) {
+      const opt = bruteForce(p, budget);
+      if (opt === Infinity) {
+        assert.throws(
+          () => new CheckmatePlanner({ solver: "milp" }).plan(trace, budget, ctx),
+          /no plan fits the budget/,
+        );
+        continue;
+      }
+      solved++;
+      if (opt > 0) recomputing++;
+      const exact = new CheckmatePlanner({ solver: "milp" }).plan(trace, budget, ctx);
+      assert.equal(exact.stats.status, "Optimal");
+      assert.ok(exact.stats.optimal);
+      assert.equal(exact.stats.recomputeNs, opt, `budget ${budget}`);
+      const alone = replayAlone(trace, exact);
+      assert.ok(alone.feasible, `budget ${budget}: the plan alone fits`);
+      assert.equal(alone.stats.recomputeNs, opt, "the replay recomputes what the model says");
+      assert.equal(exact.stats.replayOverhead, alone.overhead);
+      const lp = new CheckmatePlanner({ solver: "lp" }).plan(trace, budget, ctx);
+      assert.ok(lp.stats.boundNs <= opt + 1e-6, `LP bound ${lp.stats.boundNs} > optimum ${opt}`);
+      assert.ok(lp.stats.recomputeNs >= opt);
+      const r = replayAlone(trace, lp);
+      assert.ok(r.feasible, `budget ${budget}: the rounded plan fits`);
+      assert.equal(r.stats.recomputeNs, lp.stats.recomputeNs);
+    }
+    assert.ok(
+      solved >= 3 && recomputing >= 2,
+      `${solved} feasible budgets, ${recomputing} recompute`,
+    );
+  });
+}
+
+Deno.test("checkmate: a budget below what a stage needs is reported infeasible, naming the stage", () => {
+  const t = unetTrace();
+  const ctx = plannerContext(t);
+  assert.throws(
+    () => new CheckmatePlanner().plan(t, 3 * K, ctx),
+    (e: Error) =>
+      e instanceof RangeError && /no plan fits the budget of 3072 bytes/.test(e.message) &&
+      /stage call \d+ needs at least \d+ bytes with every other value dropped/.test(e.message),
+  );
+  assert.throws(() => new CheckmatePlanner().plan(t, 0, ctx), /budget must be > 0/);
+  assert.throws(() => new CheckmatePlanner({ timeLimitS: 0 }), /timeLimitS must be > 0/);
+  assert.throws(
+    () => new CheckmatePlanner({ maxVars: 10 }).plan(t, 8 * K, ctx),
+    (e: Error & { reason?: string }) =>
+      e.reason === "too large" && /decisions over 10 stages; the limit is 10/.test(e.message),
+  );
+  assert.throws(
+    () => new CheckmatePlanner().plan(t, 8 * K, { ...ctx, baselineBytes: undefined } as never),
+    /baselineBytes/,
+  );
+});
+
+Deno.test("checkmate: a MILP stopped by its time limit says so, with a plan and a bound below it", () => {
+  const t = chainTrace(40);
+  const ctx = plannerContext(t);
+  const budget = Math.floor(0.6 * ctx.baselinePeakBytes);
+  const plan = new CheckmatePlanner({ solver: "milp", timeLimitS: 1e-3 }).plan(t, budget, ctx);
+  assert.equal(plan.stats.status, "Time limit reached");
+  assert.ok(plan.stats.timeLimitReached);
+  assert.ok(!plan.stats.optimal);
+  assert.ok(Number.isFinite(plan.stats.boundNs) && plan.stats.boundNs <= plan.stats.recomputeNs);
+  assert.ok(plan.stats.replayFeasible);
+  // Tighter, the MILP finds nothing in time and no rounding of the relaxation fits:
+  // the fallback alone, and the LP bound.
+  const tight = Math.floor(0.3 * ctx.baselinePeakBytes);
+  const none = new CheckmatePlanner({ solver: "milp", timeLimitS: 1e-3 }).plan(t, tight, ctx);
+  assert.equal(none.stats.rounding, "none fits: fallback alone");
+  assert.deepEqual(none.steps, []);
+  assert.ok(Number.isNaN(none.stats.recomputeNs));
+  // the MILP's dual bound there after 30 s was 3000 ns: the LP bound is positive and below it
+  assert.ok(none.stats.boundNs > 0 && none.stats.boundNs <= 3000 + 1e-6, `${none.stats.boundNs}`);
+});
+
+Deno.test("checkmate is a registered planner", () => {
+  assert.ok(PLANNER_NAMES.includes("checkmate"));
+  assert.equal(createPlanner("checkmate").name, "checkmate");
+});
+
+plannerConformance(
+  "checkmate (chain of 6)",
+  () => new CheckmatePlanner(),
+  chainTrace(6),
+  plannerContext(chainTrace(6)),
+  [0.9, 0.75],
+);
