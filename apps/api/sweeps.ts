@@ -8,11 +8,12 @@
  */
 
 import { medianInterval } from "@libra/train/overhead-stats";
-import type { Context, Hono } from "hono";
+import { Hono } from "hono";
 import { z } from "zod";
 import type { TrainSpec } from "./run_executor.ts";
 import { COST_MODELS, MODELS, presetsOf, TRAIN_POLICIES, unknownName } from "./catalog.ts";
-import { fieldErrors, Name, PolicyName, type RunStatus, text } from "./schemas.ts";
+import { Name, PolicyName, type RunStatus, text } from "./schemas.ts";
+import { badRequest, validate } from "./validate.ts";
 import { newId, RunRefusedError, type Store } from "./store.ts";
 
 /** What a sweep runs. */
@@ -338,39 +339,26 @@ export class Sweeps {
   }
 }
 
-/** Routes `POST|GET /sweeps`, `GET /sweeps/:id` (with its run ids) on the API app. */
-export function sweepRoutes(app: Hono, store: Store, onQueued?: () => void): void {
+/** The sweeps sub-app (mount at `/sweeps`): `POST|GET /`, `GET /:id` (with its run ids). */
+export function sweepsApp(store: Store, onQueued?: () => void): Hono {
   const sweeps = new Sweeps(store);
-  const notFound = (c: Context, id: string) =>
-    c.json({ error: `sweep ${JSON.stringify(id)} not found` }, 404);
-  app.get("/sweeps", async (c) => c.json({ items: await sweeps.list() }));
-  app.post("/sweeps", async (c) => {
-    let raw: unknown;
-    try {
-      raw = await c.req.json();
-    } catch (e) {
-      return c.json({
-        error: "invalid request",
-        issues: [{ field: "body", reason: `not valid JSON (${(e as Error).message})` }],
-      }, 400);
-    }
-    const r = SweepInput.safeParse(raw);
-    if (!r.success) return c.json({ error: "invalid request", issues: fieldErrors(r.error) }, 400);
+  const app = new Hono();
+  app.get("/", async (c) => c.json({ items: await sweeps.list() }));
+  app.post("/", validate("json", SweepInput), async (c) => {
     let sweep;
     try {
-      sweep = await sweeps.create(r.data);
+      sweep = await sweeps.create(c.req.valid("json"));
     } catch (e) {
       if (!(e instanceof RunRefusedError)) throw e;
-      return c.json(
-        { error: "invalid request", issues: [{ field: "models", reason: e.message }] },
-        400,
-      );
+      return badRequest(c, [{ field: "models", reason: e.message }]);
     }
     onQueued?.();
     return c.json(sweep, 201, { Location: `/api/sweeps/${sweep.id}` });
   });
-  app.get("/sweeps/:id", async (c) => {
+  app.get("/:id", async (c) => {
     const s = await sweeps.get(c.req.param("id"));
-    return s ? c.json({ ...s, runIds: await sweeps.runIds(s.id) }) : notFound(c, c.req.param("id"));
+    if (!s) return c.json({ error: `sweep ${JSON.stringify(c.req.param("id"))} not found` }, 404);
+    return c.json({ ...s, runIds: await sweeps.runIds(s.id) });
   });
+  return app;
 }

@@ -335,3 +335,27 @@ Deno.test("the simulations table of /traces exports as JSON", async () => {
     await lab.close();
   }
 });
+
+Deno.test("static files come through serveStatic: types, no-cache, nothing outside static/", async () => {
+  const { lab, app } = await setup();
+  try {
+    const css = await app.request("/static/style.css");
+    assert.equal(css.status, 200);
+    assert.equal(css.headers.get("content-type"), "text/css; charset=utf-8");
+    assert.equal(css.headers.get("cache-control"), "no-cache");
+    assert.equal(
+      await css.text(),
+      await Deno.readTextFile(new URL("./static/style.css", import.meta.url)),
+    );
+    const svg = await app.request("/static/favicon.svg");
+    assert.equal(svg.headers.get("content-type"), "image/svg+xml");
+    await svg.body?.cancel();
+    for (const p of ["/static/nope.css", "/static/..%2Fmain.ts", "/static/%2e%2e/main.ts"]) {
+      const r = await app.request(p);
+      assert.equal(r.status, 404, p);
+      assert.doesNotMatch(await r.text(), /startServer/, p);
+    }
+  } finally {
+    await lab.close();
+  }
+});
