@@ -155,7 +155,7 @@ Deno.test("the trace-upload service: options from the query or the form, bounded
     // the API's form: options in the query, the body is the trace
     const q = await acceptTraceUpload(
       l.store,
-      req("http://x/traces?name=net&policies=lru&ratios=1,0.5", TRACE),
+      req("http://x/traces?name=net&policies=lru&ratios=1,0.5&overheadLimit=1.5", TRACE),
       { limit: 8192, optionsFrom: "query" },
     );
     assert.ok(q.ok);
@@ -164,12 +164,14 @@ Deno.test("the trace-upload service: options from the query or the form, bounded
       name: "net",
       policies: ["lru"],
       ratios: [1, 0.5],
+      overheadLimit: 1.5,
     });
     // the dashboard's: the same options as form fields beside the file
     const form = new FormData();
     form.append("trace", new File([TRACE], "Other Net.log"));
     form.append("policies", " lru ");
     form.append("ratios", "1,0.5");
+    form.append("overheadLimit", "3");
     const f = await acceptTraceUpload(l.store, req("http://x/traces", form), {
       limit: 8192,
       optionsFrom: "form",
@@ -180,15 +182,20 @@ Deno.test("the trace-upload service: options from the query or the form, bounded
       name: "other-net",
       policies: ["lru"],
       ratios: [1, 0.5],
+      overheadLimit: 3,
     });
     assert.equal(await l.store.getTrace(f.run.id), TRACE);
     // refusals name the field the way each caller names it
-    const badQ = await acceptTraceUpload(l.store, req("http://x/t?ratios=2", TRACE), {
-      limit: 8192,
-      optionsFrom: "query",
-    });
+    const badQ = await acceptTraceUpload(
+      l.store,
+      req("http://x/t?ratios=2&overheadLimit=1", TRACE),
+      {
+        limit: 8192,
+        optionsFrom: "query",
+      },
+    );
     assert.ok(!badQ.ok);
-    assert.deepEqual(badQ.issues.map((i) => i.field), ["query.ratios.0"]);
+    assert.deepEqual(badQ.issues.map((i) => i.field), ["query.ratios.0", "query.overheadLimit"]);
     const badForm = new FormData();
     badForm.append("trace", new File([TRACE], "t.log"));
     badForm.append("policies", "bogus");

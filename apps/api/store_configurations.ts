@@ -42,8 +42,8 @@ export class ConfigurationStore {
     return this.db.transaction(async (tx) => {
       await tx.run(
         `INSERT INTO configurations (id, name, model, preset, config, device, budget_ratio,
-          budget_bytes, policy, cost_model, steps, seed, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          budget_bytes, policy, cost_model, steps, seed, overhead_limit, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         [
           c.id,
           c.name,
@@ -57,6 +57,7 @@ export class ConfigurationStore {
           c.costModel,
           c.steps,
           c.seed,
+          c.overheadLimit,
           c.createdAt,
           c.updatedAt,
         ],
@@ -79,7 +80,7 @@ export class ConfigurationStore {
       const n = await tx.run(
         `UPDATE configurations SET name = ?, model = ?, preset = ?, config = ?, device = ?,
         budget_ratio = ?, budget_bytes = ?, policy = ?, cost_model = ?, steps = ?, seed = ?,
-        updated_at = ? WHERE id = ?`,
+        overhead_limit = ?, updated_at = ? WHERE id = ?`,
         [
           input.name,
           input.model,
@@ -92,6 +93,7 @@ export class ConfigurationStore {
           input.costModel,
           input.steps,
           input.seed,
+          input.overheadLimit,
           now,
           id,
         ],

@@ -8,9 +8,9 @@
 
 import type { SqlValue } from "./db.ts";
 import { median } from "@libra/util/stats";
-import type { BenchUpload } from "./schemas.ts";
+import type { BenchUpload, InfeasibleReason } from "./schemas.ts";
 import type { CurvePoint, MemoryTimeline, RunResult } from "./run_executor.ts";
-import { newId, RowReader, RUN_COLUMNS } from "./store_rows.ts";
+import { commonReason, newId, RowReader, RUN_COLUMNS } from "./store_rows.ts";
 import { RunStore } from "./store_runs.ts";
 
 /** Stored results of a finished run. */
@@ -39,7 +39,14 @@ export interface Comparison {
   policies: {
     policy: string;
     /** Points sorted by decreasing ratio; overhead is the median of feasible measurements. */
-    points: { ratio: number; feasible: boolean; overhead: number | null; n: number }[];
+    points: {
+      ratio: number;
+      feasible: boolean;
+      overhead: number | null;
+      /** Why the cell was infeasible (the most frequent reason of its runs); null when feasible. */
+      reason: InfeasibleReason | null;
+      n: number;
+    }[];
     /** Smallest ratio at which a measurement completed, or null if none did. */
     smallestFeasibleRatio: number | null;
   }[];
@@ -73,7 +80,7 @@ export class ResultStore extends RunStore {
         await tx.run(
           `INSERT INTO runs (${RUN_COLUMNS}) VALUES
            (?, 'bench', NULL, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?,
-            ?, ?, ?)`,
+            ?, ?, ?, ?)`,
           [
             id,
             uploadId,
@@ -90,6 +97,7 @@ export class ResultStore extends RunStore {
             r.baselinePeakBytes ?? null,
             r.peakBytes ?? null,
             r.overhead,
+            r.feasible ? null : r.reason ?? null,
           ],
         );
         const stats: Record<string, number> = {};
@@ -117,9 +125,19 @@ export class ResultStore extends RunStore {
           [id, JSON.stringify(stats), mem && JSON.stringify(mem), JSON.stringify(loss)],
         );
         await tx.run(
-          `INSERT INTO run_points (run_id, model, preset, policy, source, ratio, feasible, overhead)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          [id, r.model, r.preset, r.policy, r.kind, r.ratio, r.feasible ? 1 : 0, r.overhead],
+          `INSERT INTO run_points (run_id, model, preset, policy, source, ratio, feasible, overhead,
+            reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [
+            id,
+            r.model,
+            r.preset,
+            r.policy,
+            r.kind,
+            r.ratio,
+            r.feasible ? 1 : 0,
+            r.overhead,
+            r.feasible ? null : r.reason ?? null,
+          ],
         );
       }
       return { uploadId, runIds };
@@ -135,7 +153,7 @@ export class ResultStore extends RunStore {
     const r = rows[0];
     if (!r) return null;
     const points = await this.db.all(
-      "SELECT policy, ratio, feasible, overhead FROM run_points WHERE run_id = ? ORDER BY policy, ratio DESC",
+      "SELECT policy, ratio, feasible, overhead, reason FROM run_points WHERE run_id = ? ORDER BY policy, ratio DESC",
       [id],
     );
     const x = new RowReader(r);
@@ -152,6 +170,7 @@ export class ResultStore extends RunStore {
           ratio: y.real("ratio") ?? NaN,
           feasible: Number(p.feasible) === 1,
           overhead: y.real("overhead"),
+          reason: y.reason("reason"),
         };
       }),
     };
@@ -194,21 +213,24 @@ export class ResultStore extends RunStore {
       params.push(q.source);
     }
     const rows = await this.db.all(
-      `SELECT policy, ratio, feasible, overhead FROM run_points WHERE ${where.join(" AND ")}`,
+      `SELECT policy, ratio, feasible, overhead, reason FROM run_points WHERE ${
+        where.join(" AND ")
+      }`,
       params,
     );
-    const byPolicy = new Map<string, Map<number, { feasible: boolean; overheads: number[] }>>();
+    type Cell = { feasible: boolean; overheads: number[]; reasons: (InfeasibleReason | null)[] };
+    const byPolicy = new Map<string, Map<number, Cell>>();
     for (const r of rows) {
       const policy = String(r.policy);
       const ratio = Math.round(Number(r.ratio) * 1e6) / 1e6;
       const cells = byPolicy.get(policy) ?? new Map();
       byPolicy.set(policy, cells);
-      const cell = cells.get(ratio) ?? { feasible: false, overheads: [] };
+      const cell = cells.get(ratio) ?? { feasible: false, overheads: [], reasons: [] };
       cells.set(ratio, cell);
       if (Number(r.feasible) === 1) {
         cell.feasible = true;
         if (r.overhead !== null) cell.overheads.push(Number(r.overhead));
-      }
+      } else cell.reasons.push(new RowReader(r).reason("reason"));
     }
     const policies = [...byPolicy.keys()].sort().map((policy) => {
       const points = [...byPolicy.get(policy)!.entries()]
@@ -217,6 +239,7 @@ export class ResultStore extends RunStore {
           ratio,
           feasible: c.feasible,
           overhead: c.overheads.length ? median(c.overheads) : null,
+          reason: c.feasible ? null : commonReason(c.reasons),
           n: c.overheads.length,
         }));
       const feasible = points.filter((p) => p.feasible).map((p) => p.ratio);

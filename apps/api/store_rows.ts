@@ -8,7 +8,13 @@
  */
 
 import type { Row } from "./db.ts";
-import type { Configuration, RunStatus } from "./schemas.ts";
+import {
+  type Configuration,
+  DEFAULT_OVERHEAD_LIMIT,
+  INFEASIBLE_REASONS,
+  type InfeasibleReason,
+  type RunStatus,
+} from "./schemas.ts";
 import type { ProgressEvent, RunResult, RunSpec, TrainSpec } from "./run_executor.ts";
 
 /** Kinds of run. */
@@ -60,6 +66,8 @@ export interface Run {
   peakBytes: number | null;
   /** Overhead. */
   overhead: number | null;
+  /** Why it was infeasible (`out of memory`, `thrashing`); null when feasible or not recorded. */
+  reason: InfeasibleReason | null;
   /** Set when stored values of this row could not be read (they are null above): why. */
   corrupt?: string;
 }
@@ -126,6 +134,16 @@ export class RowReader {
       return null;
     }
   }
+  /** An infeasibility reason column: one of the reasons, or null (and a problem). */
+  reason(col: string): InfeasibleReason | null {
+    const v = this.text(col);
+    if (v === null) return null;
+    if ((INFEASIBLE_REASONS as readonly string[]).includes(v)) return v as InfeasibleReason;
+    this.problems.push(
+      `${col} = ${JSON.stringify(v)} is not a reason (${INFEASIBLE_REASONS.join(", ")})`,
+    );
+    return null;
+  }
   /** A text column, or null. */
   text(col: string): string | null {
     const v = this.row[col];
@@ -155,6 +173,7 @@ export function toConfiguration(r: Row): Configuration {
     costModel: String(r.cost_model),
     steps: x.int("steps") ?? 0,
     seed: x.int("seed") ?? 0,
+    overheadLimit: x.real("overhead_limit") ?? DEFAULT_OVERHEAD_LIMIT,
     createdAt: x.int("created_at") ?? 0,
     updatedAt: x.int("updated_at") ?? 0,
   };
@@ -187,6 +206,7 @@ export function toRun(r: Row): Run {
     baselinePeakBytes: x.int("baseline_peak_bytes"),
     peakBytes: x.int("peak_bytes"),
     overhead: x.real("overhead"),
+    reason: x.reason("infeasible_reason"),
   };
   return x.problem ? { ...run, corrupt: x.problem } : run;
 }
@@ -205,7 +225,23 @@ export function trainSpecOf(c: Configuration): TrainSpec {
     costModel: c.costModel,
     steps: c.steps,
     seed: c.seed,
+    overheadLimit: c.overheadLimit,
   };
+}
+
+/**
+ * The reason of a cell of measurements that were all infeasible: the most frequent
+ * reported reason (`thrashing` on a tie), or null when none was reported.
+ */
+export function commonReason(
+  reasons: readonly (InfeasibleReason | null)[],
+): InfeasibleReason | null {
+  let oom = 0, thrash = 0;
+  for (const r of reasons) {
+    if (r === "out of memory") oom++;
+    else if (r === "thrashing") thrash++;
+  }
+  return oom + thrash === 0 ? null : thrash >= oom ? "thrashing" : "out of memory";
 }
 
 /** Checks the numbers of a run's result against what the columns hold. */
@@ -244,7 +280,7 @@ export function readBack<T extends { id: string; corrupt?: string }>(v: T): T {
 export const RUN_COLUMNS: string =
   "id, kind, configuration_id, source_id, spec, model, preset, policy, status, created_at, " +
   "started_at, finished_at, worker_id, heartbeat_at, progress, error, feasible, budget_ratio, " +
-  "budget_bytes, baseline_peak_bytes, peak_bytes, overhead";
+  "budget_bytes, baseline_peak_bytes, peak_bytes, overhead, infeasible_reason";
 
 /** A page of `items` out of `total`. */
 export function paged<T>(

@@ -192,7 +192,8 @@ export class RunStore extends ConfigurationStore {
     return this.db.transaction(async (tx) => {
       const n = await tx.run(
         `UPDATE runs SET status = 'succeeded', finished_at = ?, feasible = ?, budget_ratio = ?,
-          budget_bytes = ?, baseline_peak_bytes = ?, peak_bytes = ?, overhead = ?
+          budget_bytes = ?, baseline_peak_bytes = ?, peak_bytes = ?, overhead = ?,
+          infeasible_reason = ?
          WHERE id = ? AND worker_id = ? AND status = 'running'`,
         [
           Date.now(),
@@ -202,6 +203,7 @@ export class RunStore extends ConfigurationStore {
           result.baselinePeakBytes,
           result.peakBytes,
           result.overhead,
+          result.feasible ? null : result.reason ?? null,
           id,
           workerId,
         ],
@@ -222,8 +224,8 @@ export class RunStore extends ConfigurationStore {
       const source = run.kind === "simulate" ? "simulated" : "live";
       for (const p of result.points) {
         await tx.run(
-          `INSERT INTO run_points (run_id, model, preset, policy, source, ratio, feasible, overhead)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO run_points (run_id, model, preset, policy, source, ratio, feasible, overhead,
+            reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           [
             id,
             String(run.model),
@@ -233,6 +235,7 @@ export class RunStore extends ConfigurationStore {
             p.ratio,
             p.feasible ? 1 : 0,
             p.overhead,
+            p.feasible ? null : p.reason ?? null,
           ],
         );
       }

@@ -12,9 +12,18 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { TrainSpec } from "./run_executor.ts";
 import { COST_MODELS, MODELS, presetsOf, TRAIN_POLICIES, unknownName } from "./catalog.ts";
-import { Name, PolicyName, type RunStatus, text } from "./schemas.ts";
+import {
+  DEFAULT_OVERHEAD_LIMIT,
+  type InfeasibleReason,
+  Name,
+  OverheadLimit,
+  PolicyName,
+  type RunStatus,
+  text,
+} from "./schemas.ts";
 import { badRequest, validate } from "./validate.ts";
 import { newId, RunRefusedError, type Store } from "./store.ts";
+import { commonReason, RowReader } from "./store_rows.ts";
 
 /** What a sweep runs. */
 export interface SweepInput {
@@ -38,6 +47,8 @@ export interface SweepInput {
   costModel: string;
   /** Seed of every run (repeats measure timing noise on the same computation). */
   seed: number;
+  /** Thrash limit X of every run (> 1, default 2.0). */
+  overheadLimit: number;
 }
 
 /** Most runs one sweep may queue. */
@@ -60,6 +71,7 @@ export const SweepInput: z.ZodType<SweepInput> = z.object({
   device: z.enum(["cpu", "cuda"]).default("cpu"),
   costModel: Name.default("analytic"),
   seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),
+  overheadLimit: OverheadLimit.default(DEFAULT_OVERHEAD_LIMIT),
 }).strict().superRefine((v, ctx) => {
   // the names the packages implement, as for a configuration (catalog.ts)
   const bad = (path: (string | number)[], message: string) =>
@@ -124,6 +136,8 @@ export interface ComparePoint {
   feasible: boolean;
   /** Median overhead of the feasible runs. */
   overhead: number | null;
+  /** Why the cell was infeasible (the most frequent reason of its runs); null when feasible. */
+  reason: InfeasibleReason | null;
   /** The interval of the median (at least 95 % coverage when there are enough runs). */
   low: number | null;
   high: number | null;
@@ -177,6 +191,7 @@ export class Sweeps {
           costModel: input.costModel,
           steps: input.steps,
           seed: input.seed,
+          overheadLimit: input.overheadLimit,
         }).catch((e) => {
           if (!(e instanceof RunRefusedError)) throw e;
           throw new RunRefusedError(`${model} ${preset}: ${e.message}`, { cause: e });
@@ -210,6 +225,7 @@ export class Sweeps {
                   costModel: input.costModel,
                   steps: input.steps,
                   seed: input.seed,
+                  overheadLimit: input.overheadLimit,
                   sweep: id,
                   repeat: r + 1,
                 };
@@ -301,11 +317,12 @@ export class Sweeps {
     }
     const rows = await this.store.db.all(
       `SELECT p.policy AS policy, p.ratio AS ratio, p.feasible AS feasible, p.overhead AS overhead,
-        r.spec AS spec FROM run_points p JOIN runs r ON r.id = p.run_id
+        p.reason AS reason, r.spec AS spec FROM run_points p JOIN runs r ON r.id = p.run_id
        WHERE ${where.join(" AND ")}`,
       params,
     );
-    const cells = new Map<string, Map<number, { ok: number[]; runs: number }>>();
+    type Cell = { ok: number[]; runs: number; reasons: (InfeasibleReason | null)[] };
+    const cells = new Map<string, Map<number, Cell>>();
     for (const row of rows) {
       const spec = JSON.parse(String(row.spec)) as Record<string, unknown>;
       if (f.steps !== undefined && spec.steps !== f.steps) continue;
@@ -315,10 +332,11 @@ export class Sweeps {
       const ratio = Math.round(Number(row.ratio) * 1e6) / 1e6;
       const byRatio = cells.get(policy) ?? new Map();
       cells.set(policy, byRatio);
-      const c = byRatio.get(ratio) ?? { ok: [], runs: 0 };
+      const c = byRatio.get(ratio) ?? { ok: [], runs: 0, reasons: [] };
       byRatio.set(ratio, c);
       c.runs++;
       if (Number(row.feasible) === 1 && row.overhead !== null) c.ok.push(Number(row.overhead));
+      else if (Number(row.feasible) !== 1) c.reasons.push(new RowReader(row).reason("reason"));
     }
     return [...cells.keys()].sort().map((policy) => ({
       policy,
@@ -328,6 +346,7 @@ export class Sweeps {
           ratio,
           feasible: c.ok.length > 0,
           overhead: m ? m.median : null,
+          reason: c.ok.length > 0 ? null : commonReason(c.reasons),
           low: m ? m.low : null,
           high: m ? m.high : null,
           confidence: m && c.ok.length > 1 ? m.confidence : null,

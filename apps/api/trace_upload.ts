@@ -10,6 +10,7 @@
 import { readBounded } from "./body.ts";
 import { unknownTracePolicies } from "./catalog.ts";
 import {
+  DEFAULT_OVERHEAD_LIMIT,
   DEFAULT_RATIOS,
   DEFAULT_SIM_POLICIES,
   type FieldError,
@@ -54,8 +55,13 @@ export function traceNameOf(fileName: string | undefined): string {
     .replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 60) || "trace";
 }
 
-/** The option fields of an upload (`name`, `policies`, `ratios`), as text. */
-export const TRACE_OPTION_FIELDS: readonly string[] = ["name", "policies", "ratios"];
+/** The option fields of an upload (`name`, `policies`, `ratios`, `overheadLimit`), as text. */
+export const TRACE_OPTION_FIELDS: readonly string[] = [
+  "name",
+  "policies",
+  "ratios",
+  "overheadLimit",
+];
 
 /** How {@linkcode acceptTraceUpload} reads an upload. */
 export interface TraceUploadOptions {
@@ -131,6 +137,7 @@ export async function acceptTraceUpload(
     name: q.data.name ?? traceNameOf(fileName ?? undefined),
     policies: q.data.policies ?? [...DEFAULT_SIM_POLICIES],
     ratios: q.data.ratios ?? [...DEFAULT_RATIOS],
+    overheadLimit: q.data.overheadLimit ?? DEFAULT_OVERHEAD_LIMIT,
   }, text);
   return { ok: true, run };
 }

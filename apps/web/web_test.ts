@@ -116,6 +116,7 @@ Deno.test("run pages render results on the server, with island props for the cha
       costModel: "measured",
       steps: 2,
       seed: 0,
+      overheadLimit: 2,
     });
     const a = (await lab.store.createRunFromConfiguration(cfg.id))!;
     const b = (await lab.store.createRunFromConfiguration(cfg.id))!;
@@ -176,6 +177,7 @@ Deno.test("traces upload through the form queues a simulation; a bad file is exp
       name: "my-trace",
       policies: ["lru", "dtr"],
       ratios: [1, 0.5],
+      overheadLimit: 2,
     });
   } finally {
     await lab.close();

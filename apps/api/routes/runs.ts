@@ -85,6 +85,7 @@ export function runsApp(deps: ApiDeps): Hono {
       id: run.id,
       status: run.status,
       feasible: run.feasible,
+      reason: run.reason,
       overhead: run.overhead,
       budgetRatio: run.budgetRatio,
       budgetBytes: run.budgetBytes,

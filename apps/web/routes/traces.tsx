@@ -51,6 +51,11 @@ export function register(app: Hono, ctx: WebContext): void {
                 <span class="label">Ratios</span>
                 <input name="ratios" value={DEFAULT_RATIOS.join(",")} />
               </label>
+              <label class="field">
+                <span class="label">Thrash limit</span>
+                <input name="overheadLimit" value="2" inputMode="decimal" />
+                <span class="hint">X &gt; 1: a replay past overhead X stops as thrashing</span>
+              </label>
               {error && <p class="error" role="alert">{error}</p>}
               <div class="actions">
                 <button type="submit" class="primary">Upload and simulate</button>
