@@ -3,6 +3,11 @@
  * small, deterministic result computed from the spec (so tests can check that the
  * right numbers travel through the store), and can be told to wait or fail.
  *
+ * Its overhead at ratio r is 1 + (1 - r) for training (1 + (1 - r) / 2 simulated); as
+ * the runtime does, a run whose overhead would pass its thrash limit (`overheadLimit`,
+ * default 2) is infeasible for `thrashing`, and one below its memory floor (simulated:
+ * ratio 0.2; training: `oomBelow`) for `out of memory`.
+ *
  * @module
  */
 
@@ -16,6 +21,8 @@ export interface FakeExecutorOptions {
   failPolicy?: string;
   /** Resolves only when this promise does (to hold a run in `running`). */
   gate?: Promise<void>;
+  /** A training run below this ratio runs out of memory (default 0: never). */
+  oomBelow?: number;
 }
 
 /** Peak memory the fake pretends a budget-free step takes. */
@@ -34,18 +41,26 @@ export function fakeExecutor(opts: FakeExecutorOptions = {}): RunExecutor & { ca
         const points: CurvePoint[] = [];
         for (const policy of spec.policies) {
           for (const ratio of spec.ratios) {
-            const feasible = ratio >= 0.2;
+            const overhead = 1 + (1 - ratio) / 2;
+            const reason = ratio < 0.2
+              ? "out of memory"
+              : overhead > (spec.overheadLimit ?? 2)
+              ? "thrashing"
+              : null;
             points.push({
               policy,
               ratio,
-              feasible,
-              overhead: feasible ? 1 + (1 - ratio) / 2 : null,
+              feasible: reason === null,
+              overhead: reason === null ? overhead : null,
+              reason,
             });
           }
         }
         ctx.progress({ phase: "simulate", done: 1, total: 1, message: "simulated" });
+        const any = points.some((p) => p.feasible);
+        const largest = points.reduce((a, p) => (a.ratio >= p.ratio ? a : p), points[0]!);
         return {
-          feasible: true,
+          feasible: any,
           budgetBytes: null,
           budgetRatio: null,
           baselinePeakBytes: FAKE_PEAK,
@@ -57,6 +72,7 @@ export function fakeExecutor(opts: FakeExecutorOptions = {}): RunExecutor & { ca
           points,
           trace: null,
           note: null,
+          reason: any ? null : largest.reason ?? null,
         };
       }
       if (spec.policy === opts.failPolicy) {
@@ -80,6 +96,30 @@ export function fakeExecutor(opts: FakeExecutorOptions = {}): RunExecutor & { ca
           memoryBytes: budget,
         });
       }
+      const reason = ratio < (opts.oomBelow ?? 0)
+        ? "out of memory"
+        : 1 + (1 - ratio) > (spec.overheadLimit ?? 2)
+        ? "thrashing"
+        : null;
+      if (reason !== null) {
+        return {
+          feasible: false,
+          budgetBytes: budget,
+          budgetRatio: ratio,
+          baselinePeakBytes: FAKE_PEAK,
+          peakBytes: null,
+          overhead: null,
+          stats: { evictions: spec.steps },
+          memory: null,
+          loss,
+          points: [{ policy: spec.policy, ratio, feasible: false, overhead: null, reason }],
+          trace: null,
+          note: reason === "thrashing"
+            ? `thrashing: overhead past the limit ${spec.overheadLimit ?? 2}`
+            : `out of memory: ${budget} bytes are not enough`,
+          reason,
+        };
+      }
       const overhead = 1 + (1 - ratio);
       return {
         feasible: true,
@@ -99,6 +139,7 @@ export function fakeExecutor(opts: FakeExecutorOptions = {}): RunExecutor & { ca
         points: [{ policy: spec.policy, ratio, feasible: true, overhead }],
         trace: '{"INSTRUCTION":"ANNOTATE","ANNOTATION":"START"}\n',
         note: null,
+        reason: null,
       };
     },
   };

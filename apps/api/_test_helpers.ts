@@ -16,6 +16,7 @@ export function tinyMlpConfiguration(name: string): ConfigurationInput {
     costModel: "measured",
     steps: 1,
     seed: 0,
+    overheadLimit: 2,
   };
 }
 

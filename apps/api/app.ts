@@ -1,53 +1,31 @@
 /**
  * The lab API as a Hono app, testable without a server through `app.request(...)`.
- * See README.md in this folder for the routes.
+ * One sub-app per resource (`routes/`: configurations, runs, traces, compare, bench,
+ * health; sweeps in sweeps.ts) mounted with `app.route`, behind the authentication
+ * and body-limit middleware; requests are validated by the zod validator middleware of
+ * validate.ts. `GET /` lists the routes from the app's own route table. See README.md
+ * in this folder for the routes.
  *
  * @module
  */
 
 import { Hono } from "hono";
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import { streamSSE } from "hono/streaming";
-import { z } from "zod";
 import { access, type AuthConfig, bearer } from "./auth.ts";
-import { boundBody, jsonDepth, MAX_JSON_DEPTH } from "./body.ts";
-import { KnownConfigurationInput, unknownTracePolicies } from "./catalog.ts";
-import {
-  BenchUpload,
-  CompareQuery,
-  ConfigurationPatch,
-  DEFAULT_RATIOS,
-  DEFAULT_SIM_POLICIES,
-  type FieldError,
-  fieldErrors,
-  Page,
-  RunCreate,
-  RunFilter,
-  TraceUploadQuery,
-} from "./schemas.ts";
-import { type Run, RunRefusedError, type Store } from "./store.ts";
-import { sweepRoutes } from "./sweeps.ts";
+import { type BodyLimits, boundBody, DEFAULT_LIMITS } from "./body.ts";
+import { configurationsApp } from "./routes/configurations.ts";
+import { benchApp, compareApp, healthApp } from "./routes/misc.ts";
+import { runsApp } from "./routes/runs.ts";
+import type { ApiDeps } from "./routes/shared.ts";
+import { tracesApp } from "./routes/traces.ts";
+import type { Store } from "./store.ts";
+import { sweepsApp } from "./sweeps.ts";
 
-/** Body size limits in bytes. */
-export interface BodyLimits {
-  /** JSON bodies (default 1 MiB). */
-  json: number;
-  /** Trace uploads (default 64 MiB). */
-  trace: number;
-  /** Bench uploads (default 16 MiB). */
-  bench: number;
-  /** The dashboard's forms (default 64 KiB). */
-  form: number;
-}
-
-/** The default body limits. */
-export const DEFAULT_LIMITS: Readonly<BodyLimits> = {
-  json: 1 << 20,
-  trace: 64 << 20,
-  bench: 16 << 20,
-  form: 64 << 10,
-};
+export { type BodyLimits, DEFAULT_LIMITS } from "./body.ts";
+export { runView } from "./routes/shared.ts";
+export { badRequest } from "./validate.ts";
+export { checkTraceText } from "./trace_upload.ts";
 
 /** What the API needs. */
 export interface ApiOptions {
@@ -68,102 +46,40 @@ export interface ApiOptions {
 /** Cookie that carries a token for browsers (set by the dashboard's login page). */
 export const TOKEN_COOKIE = "libra_token";
 
-/** A 400 answer listing the field errors. */
-export function badRequest(c: Context, errors: FieldError[]): Response {
-  return c.json({ error: "invalid request", issues: errors }, 400);
-}
-
-type Parsed<T> = { ok: true; value: T } | { ok: false; response: Response };
-
-async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<Parsed<z.output<S>>> {
-  let raw: unknown;
-  try {
-    const text = await c.req.text();
-    if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-      return {
-        ok: false,
-        response: badRequest(c, [{
-          field: "body",
-          reason: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
-        }]),
-      };
-    }
-    raw = JSON.parse(text);
-  } catch (e) {
-    return {
-      ok: false,
-      response: badRequest(c, [{
-        field: "body",
-        reason: `not valid JSON (${e instanceof Error ? e.message : e}); send application/json`,
-      }]),
-    };
-  }
-  const r = schema.safeParse(raw);
-  return r.success
-    ? { ok: true, value: r.data }
-    : { ok: false, response: badRequest(c, fieldErrors(r.error)) };
-}
-
-function query<S extends z.ZodType>(c: Context, schema: S): Parsed<z.output<S>> {
-  const r = schema.safeParse(c.req.query());
-  return r.success
-    ? { ok: true, value: r.data }
-    : { ok: false, response: badRequest(c, fieldErrors(r.error, "query.")) };
-}
-
-const notFound = (c: Context, what: string, id: string) =>
-  c.json({ error: `${what} ${JSON.stringify(id)} not found` }, 404);
+/** What the route index adds to a route's line (query parameters, the kind of answer). */
+const ROUTE_NOTES: Readonly<Record<string, string>> = {
+  "/runs/:id/events": " (server-sent events)",
+  "/compare": "?model=M[&preset=P][&source=live|simulated]",
+};
 
 /**
- * Checks that `text` looks like a DTR-format trace: one JSON object with an
- * `INSTRUCTION` string per non-empty line. The runtime's importer checks the rest.
+ * The route index of `app` from its route table (`app.routes`, middleware left out):
+ * one line `METHODS /api<path>` per path, in the order the routes were added.
  */
-export function checkTraceText(text: string): FieldError | null {
-  const lines = text.split("\n");
-  let seen = 0;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (!line) continue;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch {
-      return {
-        field: "trace",
-        reason: `line ${i + 1}: not JSON (${JSON.stringify(line.slice(0, 60))})`,
-      };
-    }
-    if (
-      typeof v !== "object" || v === null ||
-      typeof (v as Record<string, unknown>).INSTRUCTION !== "string"
-    ) {
-      return { field: "trace", reason: `line ${i + 1}: no "INSTRUCTION" field` };
-    }
-    seen++;
+export function routeIndex(app: Hono, prefix = "/api"): string[] {
+  const byPath = new Map<string, string[]>();
+  for (const r of app.routes) {
+    if (r.method === "ALL") continue; // middleware
+    const methods = byPath.get(r.path) ?? [];
+    if (!methods.includes(r.method)) methods.push(r.method);
+    byPath.set(r.path, methods);
   }
-  return seen === 0 ? { field: "trace", reason: "the trace is empty" } : null;
-}
-
-/** The public view of a run: the stored fields plus links to its sub-resources. */
-export function runView(r: Run): Run & { links: Record<string, string> } {
-  const base = `/api/runs/${r.id}`;
-  return {
-    ...r,
-    links: {
-      self: base,
-      results: `${base}/results`,
-      memory: `${base}/memory`,
-      loss: `${base}/loss`,
-      trace: `${base}/trace`,
-      events: `${base}/events`,
-    },
-  };
+  return [...byPath].map(([path, methods]) =>
+    `${methods.join("|")} ${path === "/" ? prefix : prefix + path}${ROUTE_NOTES[path] ?? ""}`
+  );
 }
 
 /** Creates the API app; mount it at `/api`. */
 export function createApi(opts: ApiOptions): Hono {
   const { store, auth } = opts;
   const limits: BodyLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const deps: ApiDeps = {
+    store,
+    limits,
+    onQueued: opts.onQueued,
+    eventPollMs: opts.eventPollMs ?? 250,
+    signal: opts.signal,
+  };
   const app = new Hono();
 
   app.onError((e, c) => {
@@ -210,286 +126,13 @@ export function createApi(opts: ApiOptions): Hono {
     }),
   );
 
-  app.get("/", (c) =>
-    c.json({
-      name: "libra lab API",
-      routes: [
-        "GET /api/health",
-        "GET|POST /api/configurations",
-        "GET|PUT|PATCH|DELETE /api/configurations/:id",
-        "POST /api/configurations/:id/runs",
-        "GET|POST /api/runs",
-        "GET|DELETE /api/runs/:id",
-        "POST /api/runs/:id/cancel",
-        "GET /api/runs/:id/results",
-        "GET /api/runs/:id/memory",
-        "GET /api/runs/:id/loss",
-        "GET /api/runs/:id/trace",
-        "GET /api/runs/:id/events (server-sent events)",
-        "GET|POST /api/traces",
-        "DELETE /api/traces/:id",
-        "GET /api/compare?model=M[&preset=P][&source=live|simulated]",
-        "GET /api/compare/models",
-        "GET|POST /api/sweeps",
-        "GET /api/sweeps/:id",
-        "POST /api/bench",
-        "GET /api/bench/schema",
-      ],
-    }));
-
-  app.get("/health", async (c) => {
-    try {
-      await store.db.all("SELECT 1");
-      return c.json({ status: "ok", database: store.db.dialect, time: new Date().toISOString() });
-    } catch (e) {
-      return c.json({ status: "error", error: e instanceof Error ? e.message : String(e) }, 503);
-    }
-  });
-
-  // --- configurations ---------------------------------------------------------
-  app.get("/configurations", async (c) => {
-    const q = query(c, Page);
-    if (!q.ok) return q.response;
-    return c.json(await store.listConfigurations(q.value));
-  });
-  app.post("/configurations", async (c) => {
-    const b = await jsonBody(c, KnownConfigurationInput);
-    if (!b.ok) return b.response;
-    const created = await store.createConfiguration(b.value);
-    return c.json(created, 201, { Location: `/api/configurations/${created.id}` });
-  });
-  app.get("/configurations/:id", async (c) => {
-    const cfg = await store.getConfiguration(c.req.param("id"));
-    return cfg ? c.json(cfg) : notFound(c, "configuration", c.req.param("id"));
-  });
-  app.put("/configurations/:id", async (c) => {
-    const b = await jsonBody(c, KnownConfigurationInput);
-    if (!b.ok) return b.response;
-    const cfg = await store.updateConfiguration(c.req.param("id"), b.value);
-    return cfg ? c.json(cfg) : notFound(c, "configuration", c.req.param("id"));
-  });
-  app.patch("/configurations/:id", async (c) => {
-    const b = await jsonBody(c, ConfigurationPatch);
-    if (!b.ok) return b.response;
-    const id = c.req.param("id");
-    const old = await store.getConfiguration(id);
-    if (!old) return notFound(c, "configuration", id);
-    const { id: _i, createdAt: _c, updatedAt: _u, corrupt: _x, ...fields } = old;
-    const merged = KnownConfigurationInput.safeParse({ ...fields, ...b.value });
-    if (!merged.success) return badRequest(c, fieldErrors(merged.error));
-    const cfg = await store.updateConfiguration(id, merged.data);
-    return cfg ? c.json(cfg) : notFound(c, "configuration", id);
-  });
-  app.delete("/configurations/:id", async (c) => {
-    const ok = await store.deleteConfiguration(c.req.param("id"));
-    return ok ? c.body(null, 204) : notFound(c, "configuration", c.req.param("id"));
-  });
-  const launch = async (c: Context, configurationId: string) => {
-    let run;
-    try {
-      run = await store.createRunFromConfiguration(configurationId);
-    } catch (e) {
-      if (!(e instanceof RunRefusedError)) throw e;
-      return badRequest(c, [{ field: "configuration", reason: e.message }]);
-    }
-    if (!run) return notFound(c, "configuration", configurationId);
-    opts.onQueued?.();
-    return c.json(runView(run), 201, { Location: `/api/runs/${run.id}` });
-  };
-  app.post("/configurations/:id/runs", (c) => launch(c, c.req.param("id")));
-
-  // --- runs -------------------------------------------------------------------
-  app.get("/runs", async (c) => {
-    const q = query(c, RunFilter);
-    if (!q.ok) return q.response;
-    const page = await store.listRuns(q.value);
-    return c.json({ ...page, items: page.items.map(runView) });
-  });
-  app.post("/runs", async (c) => {
-    const b = await jsonBody(c, RunCreate);
-    if (!b.ok) return b.response;
-    return launch(c, b.value.configurationId);
-  });
-  app.get("/runs/:id", async (c) => {
-    const run = await store.getRun(c.req.param("id"));
-    return run ? c.json(runView(run)) : notFound(c, "run", c.req.param("id"));
-  });
-  const deleteRun = (what: string, kind?: "simulate") => async (c: Context) => {
-    const id = c.req.param("id")!;
-    const r = await store.deleteRun(id, kind);
-    if (r === "not-found") return notFound(c, what, id);
-    if (r === "active") {
-      return c.json({
-        error:
-          `${what} ${id} is still queued or running; cancel it first (POST /api/runs/${id}/cancel)`,
-      }, 409);
-    }
-    return c.body(null, 204);
-  };
-  app.delete("/runs/:id", deleteRun("run"));
-  app.post("/runs/:id/cancel", async (c) => {
-    const id = c.req.param("id");
-    const run = await store.getRun(id);
-    if (!run) return notFound(c, "run", id);
-    if (!(await store.cancelRun(id))) {
-      return c.json({ error: `run ${id} already ended (${run.status}); nothing to cancel` }, 409);
-    }
-    return c.json(runView((await store.getRun(id))!));
-  });
-  const withResults = async (c: Context) => {
-    const id = c.req.param("id")!;
-    const run = await store.getRun(id);
-    if (!run) return { response: notFound(c, "run", id) } as const;
-    const results = await store.getResults(id);
-    if (!results) {
-      return {
-        response: c.json({
-          error: `run ${id} has no results yet (status ${run.status}${
-            run.error ? `: ${run.error}` : ""
-          })`,
-          status: run.status,
-        }, 409),
-      } as const;
-    }
-    return { run, results } as const;
-  };
-  app.get("/runs/:id/results", async (c) => {
-    const r = await withResults(c);
-    if ("response" in r) return r.response;
-    const { run, results } = r;
-    return c.json({
-      id: run.id,
-      status: run.status,
-      feasible: run.feasible,
-      overhead: run.overhead,
-      budgetRatio: run.budgetRatio,
-      budgetBytes: run.budgetBytes,
-      baselinePeakBytes: run.baselinePeakBytes,
-      peakBytes: run.peakBytes,
-      stats: results.stats,
-      points: results.points,
-      note: results.note,
-      hasTrace: results.hasTrace,
-    });
-  });
-  app.get("/runs/:id/memory", async (c) => {
-    const r = await withResults(c);
-    if ("response" in r) return r.response;
-    if (!r.results.memory) {
-      return c.json({ error: `run ${r.run.id} recorded no memory timeline` }, 404);
-    }
-    return c.json(r.results.memory);
-  });
-  app.get("/runs/:id/loss", async (c) => {
-    const r = await withResults(c);
-    if ("response" in r) return r.response;
-    return c.json({ id: r.run.id, loss: r.results.loss });
-  });
-  app.get("/runs/:id/trace", async (c) => {
-    const id = c.req.param("id");
-    if (!(await store.getRun(id))) return notFound(c, "run", id);
-    const trace = await store.getTrace(id);
-    if (trace === null) return c.json({ error: `run ${id} has no trace` }, 404);
-    return c.body(trace, 200, {
-      "Content-Type": "application/x-ndjson; charset=utf-8",
-      "Content-Disposition": `attachment; filename="${id}.trace.log"`,
-    });
-  });
-  app.get("/runs/:id/events", async (c) => {
-    const id = c.req.param("id");
-    const first = await store.getRun(id);
-    if (!first) return notFound(c, "run", id);
-    const pollMs = opts.eventPollMs ?? 250;
-    return streamSSE(c, async (stream) => {
-      let last = "";
-      let n = 0;
-      let closed = false;
-      stream.onAbort(() => {
-        closed = true;
-      });
-      while (!closed && !opts.signal?.aborted) {
-        const run = await store.getRun(id);
-        if (!run) break;
-        const state = JSON.stringify([run.status, run.progress]);
-        if (state !== last) {
-          last = state;
-          await stream.writeSSE({
-            event: "progress",
-            id: String(n++),
-            data: JSON.stringify({ status: run.status, progress: run.progress, error: run.error }),
-          });
-        }
-        if (!["queued", "running"].includes(run.status)) {
-          await stream.writeSSE({ event: "end", data: JSON.stringify(runView(run)) });
-          break;
-        }
-        await stream.sleep(pollMs);
-      }
-    });
-  });
-
-  // --- traces -----------------------------------------------------------------
-  app.get("/traces", async (c) => {
-    const q = query(c, Page);
-    if (!q.ok) return q.response;
-    const page = await store.listRuns({ ...q.value, kind: "simulate" });
-    return c.json({ ...page, items: page.items.map(runView) });
-  });
-  app.delete("/traces/:id", deleteRun("trace simulation", "simulate"));
-  app.post("/traces", async (c) => {
-    const q = query(c, TraceUploadQuery);
-    if (!q.ok) return q.response;
-    const unknown = unknownTracePolicies(q.value.policies ?? []);
-    if (unknown.length) return badRequest(c, unknown);
-    let text: string;
-    let fileName: string | undefined;
-    const type = c.req.header("content-type") ?? "";
-    if (type.startsWith("multipart/form-data")) {
-      const form = await c.req.parseBody();
-      const f = form.trace;
-      if (!(f instanceof File)) {
-        return badRequest(c, [{
-          field: "trace",
-          reason: "attach the trace as a file field 'trace'",
-        }]);
-      }
-      text = await f.text();
-      fileName = f.name;
-    } else {
-      text = await c.req.text();
-    }
-    const bad = checkTraceText(text);
-    if (bad) return badRequest(c, [bad]);
-    const base = (fileName ?? "trace").replace(/\.[a-z]+$/i, "").toLowerCase()
-      .replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 60) || "trace";
-    const run = await store.createSimulation({
-      kind: "simulate",
-      name: q.value.name ?? base,
-      policies: q.value.policies ?? [...DEFAULT_SIM_POLICIES],
-      ratios: q.value.ratios ?? [...DEFAULT_RATIOS],
-    }, text);
-    opts.onQueued?.();
-    return c.json(runView(run), 201, { Location: `/api/runs/${run.id}` });
-  });
-
-  sweepRoutes(app, store, opts.onQueued); // named sweeps (sweeps.ts)
-
-  // --- comparison ---------------------------------------------------------------
-  app.get("/compare/models", async (c) => c.json({ models: await store.comparableModels() }));
-  app.get("/compare", async (c) => {
-    const q = query(c, CompareQuery);
-    if (!q.ok) return q.response;
-    return c.json(await store.compare(q.value));
-  });
-
-  // --- bench ingestion --------------------------------------------------------------
-  app.get("/bench/schema", (c) => c.json(z.toJSONSchema(BenchUpload, { io: "input" })));
-  app.post("/bench", async (c) => {
-    const b = await jsonBody(c, BenchUpload);
-    if (!b.ok) return b.response;
-    const { uploadId, runIds } = await store.ingestBench(b.value);
-    return c.json({ uploadId, runs: runIds.length, runIds }, 201);
-  });
-
+  app.get("/", (c) => c.json({ name: "libra lab API", routes: routeIndex(app) }));
+  app.route("/health", healthApp(deps));
+  app.route("/configurations", configurationsApp(deps));
+  app.route("/runs", runsApp(deps));
+  app.route("/traces", tracesApp(deps));
+  app.route("/compare", compareApp(deps));
+  app.route("/sweeps", sweepsApp(store, opts.onQueued));
+  app.route("/bench", benchApp(deps));
   return app;
 }

@@ -272,6 +272,7 @@ Deno.test("run lifecycle: queued, claimed by the in-process worker, results stor
       costModel: "analytic",
       steps: 3,
       seed: 1,
+      overheadLimit: 2,
     });
     const results = await (await l.api.request(`/runs/${run.id}/results`)).json();
     assert.deepEqual(results.stats, { evictions: 6, remats: 3 });
@@ -287,7 +288,7 @@ Deno.test("run lifecycle: queued, claimed by the in-process worker, results stor
     const cmp = await (await l.api.request("/compare?model=gpt")).json();
     assert.deepEqual(cmp.policies, [{
       policy: "dtr-eq",
-      points: [{ ratio: 0.6, feasible: true, overhead: 1.4, n: 1 }],
+      points: [{ ratio: 0.6, feasible: true, overhead: 1.4, reason: null, n: 1 }],
       smallestFeasibleRatio: 0.6,
     }]);
   } finally {
@@ -470,16 +471,16 @@ Deno.test("bench uploads are validated and appear as runs and comparison points"
       {
         policy: "dtr",
         points: [
-          { ratio: 0.5, feasible: true, overhead: 1.3, n: 3 }, // median of 1.2, 1.4, 1.3
-          { ratio: 0.2, feasible: false, overhead: null, n: 0 },
+          { ratio: 0.5, feasible: true, overhead: 1.3, reason: null, n: 3 }, // median of 1.2, 1.4, 1.3
+          { ratio: 0.2, feasible: false, overhead: null, reason: null, n: 0 }, // no reason uploaded
         ],
         smallestFeasibleRatio: 0.5,
       },
       {
         policy: "lru",
         points: [
-          { ratio: 0.5, feasible: true, overhead: 1.9, n: 1 },
-          { ratio: 0.3, feasible: true, overhead: 2.5, n: 1 },
+          { ratio: 0.5, feasible: true, overhead: 1.9, reason: null, n: 1 },
+          { ratio: 0.3, feasible: true, overhead: 2.5, reason: null, n: 1 },
         ],
         smallestFeasibleRatio: 0.3,
       },

@@ -135,3 +135,22 @@ export function jsonDepth(text: string, stopAbove = Infinity): number {
   }
   return deepest;
 }
+/** Body size limits in bytes. */
+export interface BodyLimits {
+  /** JSON bodies (default 1 MiB). */
+  json: number;
+  /** Trace uploads (default 64 MiB). */
+  trace: number;
+  /** Bench uploads (default 16 MiB). */
+  bench: number;
+  /** The dashboard's forms (default 64 KiB). */
+  form: number;
+}
+
+/** The default body limits. */
+export const DEFAULT_LIMITS: Readonly<BodyLimits> = {
+  json: 1 << 20,
+  trace: 64 << 20,
+  bench: 16 << 20,
+  form: 64 << 10,
+};

@@ -17,6 +17,7 @@
  */
 
 import { median } from "@libra/util/stats";
+import { DEFAULT_OVERHEAD_LIMIT, type InfeasibleReason } from "./schemas.ts";
 import type {
   CurvePoint,
   ExecuteContext,
@@ -165,6 +166,7 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
     timeline: true,
     recordLastStep: true,
     allowInfeasible: true,
+    overheadLimit: spec.overheadLimit ?? DEFAULT_OVERHEAD_LIMIT,
     signal: ctx.signal,
     onPhase: (phase, message) =>
       ctx.progress({ phase, done: budgetPhase(phase) ? spec.steps : 0, total, message }),
@@ -184,6 +186,8 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
     },
   });
   const feasible = r.outOfBudget === undefined;
+  // out of memory, or thrashing (recomputation past the thrash limit): the runtime says which
+  const reason: InfeasibleReason | null = r.outOfBudget ? r.outOfBudget.reason : null;
   const budgetRatio = spec.budgetRatio ?? r.budgetBytes / r.baselinePeakBytes;
   // The median of the interleaved pairs' ratios (`@libra/train`'s measuring method).
   const m = r.measurement;
@@ -228,9 +232,10 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
     },
     memory: r.timeline ? toTimeline(r.timeline, r.budgetBytes) : null,
     loss: r.losses.map((l, i) => ({ step: i, loss: l, baseline: r.baselineLosses[i] ?? null })),
-    points: [{ policy: spec.policy, ratio: budgetRatio, feasible, overhead }],
+    points: [{ policy: spec.policy, ratio: budgetRatio, feasible, overhead, reason }],
     trace: feasible ? r.trace ?? null : null,
     note: r.outOfBudget ? r.outOfBudget.message : null,
+    reason,
   };
 }
 
@@ -256,6 +261,7 @@ export async function executeSimulation(
     const report = simulate(policy)(trace, {
       policy,
       ratios: spec.ratios,
+      overheadLimit: spec.overheadLimit ?? DEFAULT_OVERHEAD_LIMIT,
       onProgress: (done, _n, row) =>
         ctx.progress({
           phase: "simulate",
@@ -271,9 +277,14 @@ export async function executeSimulation(
     baselinePeak = report.baseline.peakBytes;
     stats.baselineComputeMs = ms(report.baseline.computeNs);
     for (const r of report.results) {
-      points.push({ policy, ratio: r.ratio, feasible: r.feasible, overhead: r.overhead });
+      points.push({
+        policy,
+        ratio: r.ratio,
+        feasible: r.feasible,
+        overhead: r.overhead,
+        reason: r.feasible ? null : r.reason ?? null,
+      });
       stats[`evictions[${policy}@${r.ratio}]`] = r.evictions;
-      if (r.reason === "thrashing") stats[`thrashing[${policy}@${r.ratio}]`] = 1;
     }
   }
   stats.calls = trace.events.filter((e) => e.kind === "call").length;
@@ -294,8 +305,12 @@ export async function executeSimulation(
     });
     memory = toTimeline(replay.timeline, budgetBytes);
   }
+  // with no feasible ratio at all, the reason at the largest (the most generous) ratio
+  const anyFeasible = points.some((p) => p.feasible);
+  const largest = points.reduce<CurvePoint | null>((a, p) => a && a.ratio >= p.ratio ? a : p, null);
   return {
-    feasible: points.some((p) => p.feasible),
+    reason: anyFeasible ? null : largest?.reason ?? null,
+    feasible: anyFeasible,
     budgetBytes,
     budgetRatio: null,
     baselinePeakBytes: baselinePeak,

@@ -27,6 +27,7 @@ Deno.test("a trace simulation runs libra and chen-sqrt by planning, beside dtr-e
         ratio: x.ratio,
         feasible: x.feasible,
         overhead: x.overhead,
+        reason: x.feasible ? null : x.reason ?? null,
       })),
     );
   }

@@ -48,7 +48,9 @@ Deno.test({
       ctx([], chainTrace()),
     );
     ex.close();
-    assert.deepEqual(sim.points, [{ policy: "lru", ratio: 1, feasible: true, overhead: 1 }]);
+    assert.deepEqual(sim.points, [
+      { policy: "lru", ratio: 1, feasible: true, overhead: 1, reason: null },
+    ]);
     assert.equal(r.feasible, true, r.note ?? "");
     assert.equal(r.budgetBytes, Math.floor(0.9 * r.baselinePeakBytes!));
     assert.ok(r.peakBytes! <= r.budgetBytes!, `peak ${r.peakBytes} within ${r.budgetBytes}`);
@@ -128,7 +130,10 @@ Deno.test({
     assert.equal(r.feasible, false);
     assert.equal(r.overhead, null);
     assert.match(r.note!, /out of budget/);
-    assert.deepEqual(r.points, [{ policy: "dtr-eq", ratio: 0.2, feasible: false, overhead: null }]);
+    assert.deepEqual(r.points, [
+      { policy: "dtr-eq", ratio: 0.2, feasible: false, overhead: null, reason: "out of memory" },
+    ]);
+    assert.equal(r.reason, "out of memory");
   },
 });
 
@@ -268,5 +273,98 @@ Deno.test({
     const p = ex.execute(TRAIN, { signal: stop.signal, progress: () => stop.abort() });
     await assert.rejects(p, /canceled: the run's process was stopped/);
     ex.close();
+  },
+});
+
+Deno.test({
+  name:
+    `real executor: a run past its thrash limit is infeasible for thrashing, one that cannot fit for out of memory${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const { runTraining } = await import("@libra/train/run-training");
+    const spec = { ...TRAIN, costModel: "analytic", steps: 2, seed: 0 } as const;
+    // at 90 % the tiny MLP recomputes: under the default limit (2.0) it fits, under a
+    // limit of 1.0001 the first recomputation passes it
+    const fits = await executeInThisThread(spec, ctx());
+    assert.equal(fits.feasible, true, fits.note ?? "");
+    assert.equal(fits.reason, null);
+    assert.equal(fits.points[0]!.reason, null);
+    const thrash = await executeInThisThread({ ...spec, overheadLimit: 1.0001 }, ctx());
+    // the oracle: runTraining itself, with the same limit, stops for the same reason
+    const direct = runTraining({
+      model: "mlp",
+      preset: "tiny",
+      policy: spec.policy,
+      budgetRatio: 0.9,
+      steps: 2,
+      seed: 0,
+      costModel: "analytic",
+      allowInfeasible: true,
+      overheadLimit: 1.0001,
+    });
+    assert.equal(direct.outOfBudget?.reason, "thrashing");
+    assert.equal(thrash.feasible, false);
+    assert.equal(thrash.reason, "thrashing");
+    assert.deepEqual(thrash.points, [
+      { policy: spec.policy, ratio: 0.9, feasible: false, overhead: null, reason: "thrashing" },
+    ]);
+    assert.match(thrash.note!, /overhead limit 1\.0001/);
+    const oom = await executeInThisThread({ ...spec, budgetRatio: 0.05 }, ctx());
+    assert.equal(oom.reason, "out of memory");
+    assert.match(oom.note!, /out of budget/);
+  },
+});
+
+Deno.test({
+  name: `real executor: a simulation replays under its thrash limit and reports each reason${skip}`,
+  ignore: !probe.ok,
+  async fn() {
+    const { parseTrace, simulateTrace } = await import("@libra/runtime");
+    const ratios = [1, 0.8, 0.6, 0.4, 0.2];
+    const reasons = async (overheadLimit?: number) => {
+      const spec = {
+        kind: "simulate" as const,
+        name: "chain",
+        policies: ["dtr-eq", "lru"],
+        ratios,
+        ...(overheadLimit === undefined ? {} : { overheadLimit }),
+      };
+      const r = await executeInThisThread(spec, ctx([], chainTrace()));
+      // the oracle: the runtime's simulator with the same limit (2.0 when none is given)
+      for (const policy of spec.policies) {
+        const o = simulateTrace(parseTrace(chainTrace(), "chain"), {
+          policy,
+          ratios,
+          overheadLimit: overheadLimit ?? 2,
+        });
+        assert.deepEqual(
+          r.points.filter((p) => p.policy === policy),
+          o.results.map((x) => ({
+            policy,
+            ratio: x.ratio,
+            feasible: x.feasible,
+            overhead: x.overhead,
+            reason: x.reason ?? null,
+          })),
+        );
+      }
+      return r.points.filter((p) => p.policy === "dtr-eq").map((p) => p.reason);
+    };
+    // a tight limit turns the recomputing ratios into thrashing; the default lets them run
+    // until they do not fit
+    assert.deepEqual(await reasons(1.1), [
+      null,
+      "thrashing",
+      "thrashing",
+      "out of memory",
+      "out of memory",
+    ]);
+    assert.deepEqual(await reasons(), [
+      null,
+      "out of memory",
+      "out of memory",
+      "out of memory",
+      "out of memory",
+    ]);
   },
 });

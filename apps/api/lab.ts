@@ -6,7 +6,8 @@
  */
 
 import type { Hono } from "hono";
-import { type BodyLimits, createApi, DEFAULT_LIMITS } from "./app.ts";
+import { createApi } from "./app.ts";
+import { type BodyLimits, DEFAULT_LIMITS } from "./body.ts";
 import {
   admitByEstimate,
   DEFAULT_MAX_RUN_BYTES,

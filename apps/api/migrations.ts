@@ -67,6 +67,16 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX sweep_runs_run ON sweep_runs (run_id)`,
     ],
   },
+  {
+    version: 21,
+    name: "thrash limit of configurations; why runs and points were infeasible",
+    statements: [
+      // null on older rows: the default limit (2.0), and no reason recorded
+      `ALTER TABLE configurations ADD COLUMN overhead_limit DOUBLE PRECISION`,
+      `ALTER TABLE runs ADD COLUMN infeasible_reason TEXT`,
+      `ALTER TABLE run_points ADD COLUMN reason TEXT`,
+    ],
+  },
 ];
 
 /** Applies every migration newer than the database's version; returns the versions applied. */

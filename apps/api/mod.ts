@@ -28,4 +28,6 @@ export * from "./run_executor.ts";
 export * from "./schemas.ts";
 export * from "./store.ts";
 export * from "./sweeps.ts";
+export * from "./trace_upload.ts";
+export * from "./validate.ts";
 export * from "./worker.ts";

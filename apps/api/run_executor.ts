@@ -6,12 +6,14 @@
  * @module
  */
 
-import type { ConfigurationInput } from "./schemas.ts";
+import type { ConfigurationInput, InfeasibleReason } from "./schemas.ts";
 
 /** Train a model for a few steps under a memory budget with a policy: a configuration without its name. */
-export interface TrainSpec extends Omit<ConfigurationInput, "name"> {
+export interface TrainSpec extends Omit<ConfigurationInput, "name" | "overheadLimit"> {
   /** Discriminant. */
   kind: "train";
+  /** Thrash limit X of the budgeted run (absent in older runs: 2.0). */
+  overheadLimit?: number;
 }
 
 /** Replay an uploaded DTR-format trace under several policies and ratios. */
@@ -24,6 +26,8 @@ export interface SimulateSpec {
   policies: string[];
   /** Budget ratios to sweep. */
   ratios: number[];
+  /** Thrash limit X of the replays (absent in older runs: 2.0). */
+  overheadLimit?: number;
 }
 
 /** What a run executes. */
@@ -75,6 +79,8 @@ export interface CurvePoint {
   feasible: boolean;
   /** Overhead (>= 1 in the simulator), null when infeasible. */
   overhead: number | null;
+  /** Why it was infeasible, when it was (absent or null: not reported). */
+  reason?: InfeasibleReason | null;
 }
 
 /** What an executed run produced. */
@@ -103,6 +109,11 @@ export interface RunResult {
   trace: string | null;
   /** Why an infeasible run stopped, when it did. */
   note: string | null;
+  /**
+   * Why it was infeasible: `out of memory` or `thrashing` (null when feasible). For a
+   * simulation with no feasible ratio, the reason at its largest ratio.
+   */
+  reason: InfeasibleReason | null;
 }
 
 /** Context given to an execution. */

@@ -29,6 +29,26 @@ export function text(max: number): z.ZodString {
   ) as unknown as z.ZodString;
 }
 
+/**
+ * Why a budget was infeasible, as the runtime reports it: `out of memory` (the step did
+ * not fit) or `thrashing` (recomputation and stalls passed the run's thrash limit).
+ */
+export type InfeasibleReason = "out of memory" | "thrashing";
+/** The infeasibility reasons. */
+export const INFEASIBLE_REASONS: readonly InfeasibleReason[] = ["out of memory", "thrashing"];
+
+/** The thrash limit X of a run unless told otherwise (the published DTR evaluation's 2.0). */
+export const DEFAULT_OVERHEAD_LIMIT = 2;
+
+/**
+ * The thrash limit X: a number > 1. A run stops, infeasible for the reason
+ * `thrashing`, once recomputation plus stalls pass (X - 1) x its budget-free compute.
+ */
+export const OverheadLimit: z.ZodNumber = z.number().gt(1, "must be > 1").lte(
+  1e6,
+  "must be <= 1000000",
+);
+
 /** A configuration: what to train, on what, under which budget and policy. */
 export interface ConfigurationInput {
   /** Display name. */
@@ -53,6 +73,12 @@ export interface ConfigurationInput {
   steps: number;
   /** Seed, 0..2^31-1 (default 0). */
   seed: number;
+  /**
+   * Thrash limit X, > 1 (default 2.0, as `libra run --overhead-limit`): the budgeted
+   * run stops, infeasible for the reason `thrashing`, once recomputation plus stalls
+   * pass (X - 1) x its compute.
+   */
+  overheadLimit: number;
 }
 
 /** Partial update of a configuration. */
@@ -80,6 +106,7 @@ const configurationFields = {
     2 ** 31 - 1,
     "must be < 2^31",
   ).default(0),
+  overheadLimit: OverheadLimit.default(DEFAULT_OVERHEAD_LIMIT),
 };
 
 function exactlyOneBudget(
@@ -119,6 +146,7 @@ export const ConfigurationPatch: z.ZodType<ConfigurationPatch> = z.object({
   costModel: Name,
   steps: z.number().int().min(1).max(10_000),
   seed: z.number().int().min(0).max(2 ** 31 - 1),
+  overheadLimit: OverheadLimit,
 }).partial().strict();
 
 /** A stored configuration. */
@@ -198,6 +226,7 @@ export const TraceUploadQuery: z.ZodType<
     name?: string | undefined;
     policies?: string[] | undefined;
     ratios?: number[] | undefined;
+    overheadLimit?: number | undefined;
   },
   Record<string, string | undefined>
 > = z.object({
@@ -212,6 +241,9 @@ export const TraceUploadQuery: z.ZodType<
         50,
       ),
     ).optional(),
+  overheadLimit: z.string().transform((s) => s.trim() === "" ? NaN : Number(s)).pipe(
+    z.number("must be a number").gt(1, "must be > 1").lte(1e6, "must be <= 1000000"),
+  ).optional(),
 });
 
 /** Query of `GET /api/compare`. */
@@ -244,6 +276,8 @@ export interface BenchResult {
   feasible: boolean;
   /** Median overhead; null when infeasible. */
   overhead: number | null;
+  /** Why it was infeasible (`out of memory` or `thrashing`), when it was and the bench says. */
+  reason?: InfeasibleReason | null | undefined;
   /** Smallest overhead over repeats. */
   overheadMin?: number | null | undefined;
   /** Largest overhead over repeats. */
@@ -287,6 +321,8 @@ export const BenchResult: z.ZodType<BenchResult> = z.object({
   ratio: z.number().gt(0, "must be > 0").lte(1, "must be <= 1"),
   feasible: z.boolean(),
   overhead: z.number().positive("must be > 0").nullable(),
+  reason: z.enum(INFEASIBLE_REASONS as [InfeasibleReason, ...InfeasibleReason[]]).nullable()
+    .optional(),
   overheadMin: z.number().positive().nullable().optional(),
   overheadMax: z.number().positive().nullable().optional(),
   budgetBytes: z.number().int().nonnegative().optional(),
@@ -306,6 +342,13 @@ export const BenchResult: z.ZodType<BenchResult> = z.object({
 }).strict().superRefine((v, ctx) => {
   if (v.feasible && v.overhead === null) {
     ctx.addIssue({ code: "custom", path: ["overhead"], message: "a feasible result needs one" });
+  }
+  if (v.feasible && v.reason) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["reason"],
+      message: "only an infeasible result has a reason",
+    });
   }
 });
 /** Body of `POST /api/bench`: the results of one `deno task bench` invocation. */

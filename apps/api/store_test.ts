@@ -24,6 +24,7 @@ const CONFIG: ConfigurationInput = {
   costModel: "measured",
   steps: 2,
   seed: 7,
+  overheadLimit: 2.5,
 };
 
 const RESULT: RunResult = {
@@ -39,6 +40,7 @@ const RESULT: RunResult = {
   points: [{ policy: "dtr", ratio: 0.5, feasible: true, overhead: 1.25 }],
   trace: "{}\n",
   note: null,
+  reason: null,
 };
 
 type Open = () => Promise<Store>;

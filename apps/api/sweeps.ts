@@ -8,12 +8,22 @@
  */
 
 import { medianInterval } from "@libra/train/overhead-stats";
-import type { Context, Hono } from "hono";
+import { Hono } from "hono";
 import { z } from "zod";
 import type { TrainSpec } from "./run_executor.ts";
 import { COST_MODELS, MODELS, presetsOf, TRAIN_POLICIES, unknownName } from "./catalog.ts";
-import { fieldErrors, Name, PolicyName, type RunStatus, text } from "./schemas.ts";
+import {
+  DEFAULT_OVERHEAD_LIMIT,
+  type InfeasibleReason,
+  Name,
+  OverheadLimit,
+  PolicyName,
+  type RunStatus,
+  text,
+} from "./schemas.ts";
+import { badRequest, validate } from "./validate.ts";
 import { newId, RunRefusedError, type Store } from "./store.ts";
+import { commonReason, RowReader } from "./store_rows.ts";
 
 /** What a sweep runs. */
 export interface SweepInput {
@@ -37,6 +47,8 @@ export interface SweepInput {
   costModel: string;
   /** Seed of every run (repeats measure timing noise on the same computation). */
   seed: number;
+  /** Thrash limit X of every run (> 1, default 2.0). */
+  overheadLimit: number;
 }
 
 /** Most runs one sweep may queue. */
@@ -59,6 +71,7 @@ export const SweepInput: z.ZodType<SweepInput> = z.object({
   device: z.enum(["cpu", "cuda"]).default("cpu"),
   costModel: Name.default("analytic"),
   seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),
+  overheadLimit: OverheadLimit.default(DEFAULT_OVERHEAD_LIMIT),
 }).strict().superRefine((v, ctx) => {
   // the names the packages implement, as for a configuration (catalog.ts)
   const bad = (path: (string | number)[], message: string) =>
@@ -123,6 +136,8 @@ export interface ComparePoint {
   feasible: boolean;
   /** Median overhead of the feasible runs. */
   overhead: number | null;
+  /** Why the cell was infeasible (the most frequent reason of its runs); null when feasible. */
+  reason: InfeasibleReason | null;
   /** The interval of the median (at least 95 % coverage when there are enough runs). */
   low: number | null;
   high: number | null;
@@ -176,6 +191,7 @@ export class Sweeps {
           costModel: input.costModel,
           steps: input.steps,
           seed: input.seed,
+          overheadLimit: input.overheadLimit,
         }).catch((e) => {
           if (!(e instanceof RunRefusedError)) throw e;
           throw new RunRefusedError(`${model} ${preset}: ${e.message}`, { cause: e });
@@ -209,6 +225,7 @@ export class Sweeps {
                   costModel: input.costModel,
                   steps: input.steps,
                   seed: input.seed,
+                  overheadLimit: input.overheadLimit,
                   sweep: id,
                   repeat: r + 1,
                 };
@@ -300,11 +317,12 @@ export class Sweeps {
     }
     const rows = await this.store.db.all(
       `SELECT p.policy AS policy, p.ratio AS ratio, p.feasible AS feasible, p.overhead AS overhead,
-        r.spec AS spec FROM run_points p JOIN runs r ON r.id = p.run_id
+        p.reason AS reason, r.spec AS spec FROM run_points p JOIN runs r ON r.id = p.run_id
        WHERE ${where.join(" AND ")}`,
       params,
     );
-    const cells = new Map<string, Map<number, { ok: number[]; runs: number }>>();
+    type Cell = { ok: number[]; runs: number; reasons: (InfeasibleReason | null)[] };
+    const cells = new Map<string, Map<number, Cell>>();
     for (const row of rows) {
       const spec = JSON.parse(String(row.spec)) as Record<string, unknown>;
       if (f.steps !== undefined && spec.steps !== f.steps) continue;
@@ -314,10 +332,11 @@ export class Sweeps {
       const ratio = Math.round(Number(row.ratio) * 1e6) / 1e6;
       const byRatio = cells.get(policy) ?? new Map();
       cells.set(policy, byRatio);
-      const c = byRatio.get(ratio) ?? { ok: [], runs: 0 };
+      const c = byRatio.get(ratio) ?? { ok: [], runs: 0, reasons: [] };
       byRatio.set(ratio, c);
       c.runs++;
       if (Number(row.feasible) === 1 && row.overhead !== null) c.ok.push(Number(row.overhead));
+      else if (Number(row.feasible) !== 1) c.reasons.push(new RowReader(row).reason("reason"));
     }
     return [...cells.keys()].sort().map((policy) => ({
       policy,
@@ -327,6 +346,7 @@ export class Sweeps {
           ratio,
           feasible: c.ok.length > 0,
           overhead: m ? m.median : null,
+          reason: c.ok.length > 0 ? null : commonReason(c.reasons),
           low: m ? m.low : null,
           high: m ? m.high : null,
           confidence: m && c.ok.length > 1 ? m.confidence : null,
@@ -338,39 +358,26 @@ export class Sweeps {
   }
 }
 
-/** Routes `POST|GET /sweeps`, `GET /sweeps/:id` (with its run ids) on the API app. */
-export function sweepRoutes(app: Hono, store: Store, onQueued?: () => void): void {
+/** The sweeps sub-app (mount at `/sweeps`): `POST|GET /`, `GET /:id` (with its run ids). */
+export function sweepsApp(store: Store, onQueued?: () => void): Hono {
   const sweeps = new Sweeps(store);
-  const notFound = (c: Context, id: string) =>
-    c.json({ error: `sweep ${JSON.stringify(id)} not found` }, 404);
-  app.get("/sweeps", async (c) => c.json({ items: await sweeps.list() }));
-  app.post("/sweeps", async (c) => {
-    let raw: unknown;
-    try {
-      raw = await c.req.json();
-    } catch (e) {
-      return c.json({
-        error: "invalid request",
-        issues: [{ field: "body", reason: `not valid JSON (${(e as Error).message})` }],
-      }, 400);
-    }
-    const r = SweepInput.safeParse(raw);
-    if (!r.success) return c.json({ error: "invalid request", issues: fieldErrors(r.error) }, 400);
+  const app = new Hono();
+  app.get("/", async (c) => c.json({ items: await sweeps.list() }));
+  app.post("/", validate("json", SweepInput), async (c) => {
     let sweep;
     try {
-      sweep = await sweeps.create(r.data);
+      sweep = await sweeps.create(c.req.valid("json"));
     } catch (e) {
       if (!(e instanceof RunRefusedError)) throw e;
-      return c.json(
-        { error: "invalid request", issues: [{ field: "models", reason: e.message }] },
-        400,
-      );
+      return badRequest(c, [{ field: "models", reason: e.message }]);
     }
     onQueued?.();
     return c.json(sweep, 201, { Location: `/api/sweeps/${sweep.id}` });
   });
-  app.get("/sweeps/:id", async (c) => {
+  app.get("/:id", async (c) => {
     const s = await sweeps.get(c.req.param("id"));
-    return s ? c.json({ ...s, runIds: await sweeps.runIds(s.id) }) : notFound(c, c.req.param("id"));
+    if (!s) return c.json({ error: `sweep ${JSON.stringify(c.req.param("id"))} not found` }, 404);
+    return c.json({ ...s, runIds: await sweeps.runIds(s.id) });
   });
+  return app;
 }

@@ -123,6 +123,7 @@ Deno.test("the comparison of a sweep leaves out other runs and gives each cell's
       device: "cpu",
       costModel: "measured",
       seed: 0,
+      overheadLimit: 2,
     });
     const overheads = [1.5, 1.2, 1.9];
     for (const o of overheads) {
@@ -140,6 +141,7 @@ Deno.test("the comparison of a sweep leaves out other runs and gives each cell's
         points: [{ policy: "lru", ratio: 0.5, feasible: true, overhead: o }],
         trace: null,
         note: null,
+        reason: null,
       });
     }
     await lab.store.ingestBench({
@@ -166,6 +168,7 @@ Deno.test("the comparison of a sweep leaves out other runs and gives each cell's
         low: 1.2,
         high: 1.9,
         confidence: 0.75, // [min, max] of 3 holds the median with probability 1 - 2/8
+        reason: null,
         n: 3,
         runs: 3,
       }],

@@ -106,6 +106,7 @@ export function configuration(over: Partial<ConfigurationInput> = {}): Configura
     costModel: "measured",
     steps: 3,
     seed: 0,
+    overheadLimit: 2,
     ...over,
   };
 }
@@ -141,6 +142,7 @@ export function result(over: Partial<RunResult> = {}): RunResult {
     points: [{ policy: "dtr-eq", ratio: 0.5, feasible: true, overhead: 1.2 }],
     trace: null,
     note: null,
+    reason: null,
     ...over,
   };
 }

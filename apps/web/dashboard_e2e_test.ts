@@ -122,16 +122,19 @@ e2e(
   async () => {
     const h = await startE2E();
     try {
-      const curve = (policy: string, f: (r: number) => number | null) =>
+      // a number is a feasible overhead; a string, the reason the run was infeasible
+      const curve = (policy: string, f: (r: number) => number | string) =>
         [1, 0.8, 0.6, 0.5, 0.4, 0.3].map((ratio) => ({
           kind: "live" as const,
           model: "mlp",
           preset: "tiny",
           policy,
           ratio,
-          feasible: f(ratio) !== null,
-          overhead: f(ratio),
+          feasible: typeof f(ratio) === "number",
+          overhead: typeof f(ratio) === "number" ? f(ratio) : null,
+          ...(typeof f(ratio) === "string" ? { reason: f(ratio) } : {}),
         }));
+      const OOM = "out of memory";
       const up = await fetch(`${h.server.url}/api/bench`, {
         method: "POST",
         headers: { Authorization: `Bearer ${h.server.token}`, "Content-Type": "application/json" },
@@ -139,15 +142,17 @@ e2e(
           suite: "e2e",
           results: [
             ...curve("dtr", (r) => 1 + (1 - r) / 3),
-            ...curve("lru", (r) => (r >= 0.6 ? 1 + (1 - r) : r === 0.5 ? 14 : null)),
-            ...curve("random", (r) => (r >= 0.6 ? 1.5 : r === 0.5 ? 14 : null)),
-            ...curve("msps", (r) => (r === 1 ? 0.5 : r >= 0.5 ? 1 + (1 - r) / 2 : null)),
+            ...curve("lru", (r) => (r >= 0.6 ? 1 + (1 - r) : r === 0.5 ? "thrashing" : OOM)),
+            ...curve("random", (r) => (r >= 0.6 ? 1.5 : r === 0.5 ? "thrashing" : OOM)),
+            ...curve("msps", (r) => (r === 1 ? 0.5 : r >= 0.5 ? 1 + (1 - r) / 2 : OOM)),
+            // a slow but feasible point is a point, not a thrashing mark (the reason decides)
+            ...curve("dtr-eq", (r) => (r === 0.3 ? 14 : 1 + (1 - r) / 4)),
           ],
         }),
       });
       assert.equal(up.status, 201);
       const { runIds } = await up.json();
-      const dtrAt03 = runIds[5]; // dtr's sixth point: ratio 0.3, where no other policy fits
+      const dtrAt03 = runIds[5]; // dtr's sixth point: ratio 0.3
       const losses = (k: number) =>
         [0, 1, 2].map((s) => ({ step: s, loss: 2 / (s + k), baseline: null }));
       const memory = (peak: number) => ({
@@ -192,14 +197,51 @@ e2e(
       assert.ok(yTicks.length > 2);
       for (const t of yTicks) assert.match(t, /^[0-9.,]*$/, `plain tick labels: ${yTicks}`);
       assert.ok(yTicks.includes("0.5"), `0.5, not 500m: ${yTicks}`);
-      // lru and random both thrash at 0.5 with the same overhead: two triangles, side by side
+      // lru and random both thrash at 0.5 (their reported reason): two triangles under the
+      // axis, same x, each in its policy's row; nothing else is drawn as thrashing
       const tri = await page.$$eval(
-        `${chart} g.thrashing path`,
-        (ps: Element[]) => ps.map((e) => e.getBoundingClientRect()).map((r) => [r.x, r.y]),
+        `${chart} g.thrashing a`,
+        (as: Element[]) =>
+          as.map((a) => {
+            const r = a.getBoundingClientRect();
+            return [r.x, r.y, a.querySelector("title")!.textContent];
+          }),
       );
-      assert.equal(tri.length, 2);
-      assert.ok(Math.abs(tri[0]![0] - tri[1]![0]) >= 5, `apart: ${JSON.stringify(tri)}`);
-      assert.ok(Math.abs(tri[0]![1] - tri[1]![1]) < 1);
+      assert.equal(tri.length, 2, JSON.stringify(tri));
+      assert.ok(Math.abs(tri[0]![0] - tri[1]![0]) < 1, `same ratio: ${JSON.stringify(tri)}`);
+      assert.ok(Math.abs(tri[0]![1] - tri[1]![1]) >= 10, `rows apart: ${JSON.stringify(tri)}`);
+      assert.deepEqual(tri.map((t: string[]) => t[2]).sort(), [
+        "lru at ratio 0.5: infeasible, thrashing (recomputation passed the thrash limit)",
+        "random at ratio 0.5: infeasible, thrashing (recomputation passed the thrash limit)",
+      ]);
+      // out of memory is a cross, and says so
+      assert.ok(
+        (await titles(page, `${chart} g.infeasible`)).includes(
+          "lru at ratio 0.4: infeasible, out of memory (the step did not fit)",
+        ),
+      );
+      // dtr-eq's overhead of 14 at 0.3 is a feasible point (log scale), not a thrashing mark
+      assert.ok(
+        (await titles(page, `${chart} g.point`)).some((t) =>
+          t.startsWith("dtr-eq at ratio 0.3: overhead 14.000")
+        ),
+      );
+      // the table and its exports name the reasons
+      const cell = (policy: string, ratio: string) =>
+        page.$eval(
+          `table.matrix tr:has(td:text-is("${policy}")) td:nth-child(${
+            [1, 0.8, 0.6, 0.5, 0.4, 0.3].reverse().map(String).indexOf(ratio) + 2
+          })`,
+          (td: Element) => [td.textContent, td.getAttribute("data-value")],
+        );
+      assert.deepEqual(await cell("lru", "0.5"), ["▲ thrashing", "thrashing"]);
+      assert.deepEqual(await cell("lru", "0.4"), ["✗ out of memory", OOM]);
+      const exported = await (await fetch(
+        `${h.server.url}/compare?model=mlp/tiny&export=overhead-by-ratio&format=json`,
+        { headers: { Cookie: `libra_token=${h.server.token}` } },
+      )).json();
+      const lruRow = exported.find((r: Record<string, unknown>) => r.Policy === "lru");
+      assert.deepEqual([lruRow["0.5"], lruRow["0.4"], lruRow["0.6"]], ["thrashing", OOM, 1.4]);
       // infeasible crosses of lru and msps at 0.4 and 0.3: same x, different rows
       const cross = (p: string) =>
         page.$$eval(
@@ -582,6 +624,7 @@ e2e(
         costModel: "analytic",
         steps: 7,
         seed: 3,
+        overheadLimit: 3,
       });
       await page.goto(`${h.server.url}/configurations`);
       await page.click(`tr#${src.id} a:text('Clone')`);

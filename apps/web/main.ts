@@ -18,6 +18,8 @@
 import { boundBody, type Lab, type LabOptions, openLab, realCatalog } from "@libra/api";
 import { MODELS, TRAIN_POLICIES } from "@libra/api/catalog";
 import { Hono } from "hono";
+import { serveStatic } from "hono/deno";
+import { fileURLToPath } from "node:url";
 import { parseHTML } from "linkedom";
 import { ensureBundle } from "./build.ts";
 import { type Catalog, level, type WebContext } from "./components/context.ts";
@@ -79,22 +81,19 @@ export function createWebApp(
   );
   app.use("*", (c, next) => /^\/api(\/|$)/.test(c.req.path) ? next() : pageBodies(c, next));
   app.route("/api", lab.api);
-  app.get("/static/*", async (c) => {
-    const rel = c.req.path.slice("/static/".length);
-    if (!/^[a-z0-9_-]+(\/[a-z0-9_-]+)*\.[a-z0-9.]+$/i.test(rel) || rel.includes("..")) {
-      return c.text("not found", 404);
-    }
-    try {
-      const body = await Deno.readFile(new URL(rel, STATIC));
-      const ext = rel.slice(rel.lastIndexOf(".") + 1);
-      return c.body(body, 200, {
-        "Content-Type": TYPES[ext] ?? "application/octet-stream",
-        "Cache-Control": "no-cache",
-      });
-    } catch {
-      return c.text("not found", 404);
-    }
-  });
+  // files under static/ (Hono's serveStatic for Deno: streamed, no path outside the folder)
+  app.get(
+    "/static/*",
+    serveStatic({
+      root: fileURLToPath(STATIC),
+      rewriteRequestPath: (p) => p.slice("/static".length),
+      mimes: TYPES,
+      onFound: (_path, c) => {
+        c.header("Cache-Control", "no-cache");
+      },
+    }),
+    (c) => c.text("not found", 404),
+  );
   app.use("*", async (c, next) => {
     const p = c.req.path;
     if (p.startsWith("/api") || p.startsWith("/static/") || p === "/login") return next();

@@ -116,6 +116,7 @@ Deno.test("run pages render results on the server, with island props for the cha
       costModel: "measured",
       steps: 2,
       seed: 0,
+      overheadLimit: 2,
     });
     const a = (await lab.store.createRunFromConfiguration(cfg.id))!;
     const b = (await lab.store.createRunFromConfiguration(cfg.id))!;
@@ -176,6 +177,7 @@ Deno.test("traces upload through the form queues a simulation; a bad file is exp
       name: "my-trace",
       policies: ["lru", "dtr"],
       ratios: [1, 0.5],
+      overheadLimit: 2,
     });
   } finally {
     await lab.close();
@@ -331,6 +333,30 @@ Deno.test("the simulations table of /traces exports as JSON", async () => {
     assert.equal(rows.length, 1);
     assert.equal(rows[0].Run, run.id);
     assert.equal(rows[0].Policies, "lru, dtr");
+  } finally {
+    await lab.close();
+  }
+});
+
+Deno.test("static files come through serveStatic: types, no-cache, nothing outside static/", async () => {
+  const { lab, app } = await setup();
+  try {
+    const css = await app.request("/static/style.css");
+    assert.equal(css.status, 200);
+    assert.equal(css.headers.get("content-type"), "text/css; charset=utf-8");
+    assert.equal(css.headers.get("cache-control"), "no-cache");
+    assert.equal(
+      await css.text(),
+      await Deno.readTextFile(new URL("./static/style.css", import.meta.url)),
+    );
+    const svg = await app.request("/static/favicon.svg");
+    assert.equal(svg.headers.get("content-type"), "image/svg+xml");
+    await svg.body?.cancel();
+    for (const p of ["/static/nope.css", "/static/..%2Fmain.ts", "/static/%2e%2e/main.ts"]) {
+      const r = await app.request(p);
+      assert.equal(r.status, 404, p);
+      assert.doesNotMatch(await r.text(), /startServer/, p);
+    }
   } finally {
     await lab.close();
   }

@@ -67,6 +67,7 @@ export function simulatePlanner(
       ratio,
       budgetBytes,
       feasible: r.feasible,
+      reason: r.reason ?? null,
       overhead: r.feasible ? r.overhead : null,
       evictions: r.stats.evictions,
       remats: r.stats.remats,

@@ -66,6 +66,7 @@ function checkRun(run: Run, res: RunResults, steps: number): void {
     ratio,
     feasible: true,
     overhead: run.overhead,
+    reason: null,
   }]);
 }
 

@@ -32,6 +32,9 @@ Options:
   --device D         cpu (default) or cuda
   --cost-model M     measured (default) or analytic
   --seed N           seed of every run (default 0)
+  --overhead-limit X thrash limit of every run (> 1, default 2.0): a run stops,
+                     infeasible for the reason "thrashing", once recomputation passes
+                     (X-1) x its compute
   --wait             follow the progress until every run has ended
   --json             print the sweep as JSON
 The write token is LIBRA_API_TOKEN, or else the server's .libra/api-token.`;
@@ -96,6 +99,7 @@ export async function sweepMain(args: string[], deps: SweepDeps = {}): Promise<n
         ratios: { type: "string" },
         repeats: { type: "string" },
         steps: { type: "string" },
+        "overhead-limit": { type: "string" },
         device: { type: "string" },
         "cost-model": { type: "string" },
         seed: { type: "string" },
@@ -183,6 +187,7 @@ export async function sweepMain(args: string[], deps: SweepDeps = {}): Promise<n
           device: v.device,
           costModel: v["cost-model"],
           seed: num(v.seed),
+          overheadLimit: num(v["overhead-limit"]),
         }).filter(([, x]) => x !== undefined),
       );
       const r = await call("POST", "/api/sweeps", body);
@@ -191,7 +196,12 @@ export async function sweepMain(args: string[], deps: SweepDeps = {}): Promise<n
         err(
           `libra sweep: the server refused the sweep:\n${
             issues.map((i) =>
-              `  --${i.field.replace(/\..*/, "").replace("costModel", "cost-model")}: ${i.reason}`
+              `  --${
+                i.field.replace(/\..*/, "").replace("costModel", "cost-model").replace(
+                  "overheadLimit",
+                  "overhead-limit",
+                )
+              }: ${i.reason}`
             )
               .join("\n")
           }`,

@@ -24,6 +24,7 @@ async function queue(store: Store, model: string, steps: number): Promise<string
     costModel: "measured",
     steps,
     seed: 0,
+    overheadLimit: 2,
   });
   return (await store.createRunFromConfiguration(cfg.id))!.id;
 }

@@ -25,6 +25,7 @@ export interface ConfigurationInput {
   costModel: string;
   steps: number;
   seed: number;
+  overheadLimit: number;
 }
 
 /** `unknown <what> "x"; choose one of a, b, c` (the API's wording, `unknownName` of its catalog). */
@@ -82,6 +83,7 @@ export const FIELD_RULES: z.ZodType<ConfigurationInput> = z.object({
     2 ** 31 - 1,
     "must be < 2^31",
   ),
+  overheadLimit: z.number().gt(1, "must be > 1").lte(1e6, "must be <= 1000000"),
 }).superRefine((v, ctx) => {
   if ((v.budgetRatio === null) === (v.budgetBytes === null)) {
     ctx.addIssue({
@@ -110,6 +112,7 @@ export function formValuesOf(c: ConfigurationInput, name = c.name): ConfigFormVa
     costModel: c.costModel,
     steps: String(c.steps),
     seed: String(c.seed),
+    overheadLimit: String(c.overheadLimit),
   };
 }
 
@@ -125,6 +128,7 @@ export const EMPTY_FORM: ConfigFormValues = {
   costModel: "analytic",
   steps: "3",
   seed: "0",
+  overheadLimit: "2",
 };
 
 function toNumber(v: string | undefined): number | null | string {
@@ -177,6 +181,7 @@ export function formToRaw(v: ConfigFormValues): Record<string, unknown> {
     costModel: v.costModel || "analytic",
     steps: toNumber(v.steps) ?? 3,
     seed: toNumber(v.seed) ?? 0,
+    overheadLimit: toNumber(v.overheadLimit) ?? 2,
   };
 }
 

@@ -27,6 +27,7 @@ Deno.test("the form's browser rules and the API's schema accept the same forms a
     costModel: ["measured", "analytic", "profiled"],
     steps: ["3", "0", "10001", "2.5", ""],
     seed: ["0", "-1", "x", ""],
+    overheadLimit: ["2", "1.5", "1", "0.5", "", "lots", "1e7"],
   };
   let x = 7;
   const pick = (xs: string[]) => xs[(x = (x * 1103515245 + 12345) % 2 ** 31) % xs.length]!;

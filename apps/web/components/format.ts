@@ -44,3 +44,11 @@ export function stepTicks(max: number): number[] {
   for (let s = 1; s <= max; s += stride) out.push(s);
   return out;
 }
+
+/**
+ * How an infeasible result is named in tables and exports: the reason the runtime
+ * reported (`out of memory`, `thrashing`), or `infeasible` when none was recorded.
+ */
+export function infeasibleLabel(reason: string | null | undefined): string {
+  return reason ?? "infeasible";
+}

@@ -31,6 +31,18 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
     unit: "count",
     help: "Whether every training step completed without exceeding the memory budget.",
   },
+  "infeasible because": {
+    label: "infeasible because",
+    unit: "count",
+    help:
+      "Why the budget was infeasible: out of memory (a step did not fit) or thrashing (recomputation and stalls passed the thrash limit).",
+  },
+  "thrash limit": {
+    label: "thrash limit",
+    unit: "times",
+    help:
+      "The overhead X at which the budgeted run stops, infeasible for thrashing: once recomputation plus stalls pass (X - 1) times its budget-free compute.",
+  },
   overhead: {
     label: "overhead",
     unit: "times",

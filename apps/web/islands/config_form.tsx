@@ -146,6 +146,12 @@ function ConfigFormView(p: ConfigFormProps): VNode {
           {field("costModel", "Cost model", choose("costModel", p.choices.costModels))}
           {field("steps", "Steps", text("steps", { inputMode: "numeric" }))}
           {field("seed", "Seed", text("seed", { inputMode: "numeric" }))}
+          {field(
+            "overheadLimit",
+            "Thrash limit",
+            text("overheadLimit", { inputMode: "decimal" }),
+            "X > 1: the run stops as thrashing past overhead X (default 2)",
+          )}
         </div>
         {errors.value.body && <p class="error" role="alert">{errors.value.body}</p>}
         <div class="actions">

@@ -1,8 +1,9 @@
 /**
  * Island: overhead against budget ratio, one line per policy. The ratio axis grows to
  * the right, as in the bench's SVG plots. Each point is a link to its run and shows
- * its values on hover; infeasible ratios are crosses in a row per policy under the
- * plot, and thrashing points (overhead of 10x and more) triangles, so that marks of
+ * its values on hover. Infeasible ratios are marks in a row per policy under the
+ * plot, by the reason the run reported: crosses for out of memory (or no reason
+ * recorded), triangles for thrashing (stopped at its thrash limit), so that marks of
  * different policies stay apart where they overlap.
  *
  * @module
@@ -14,9 +15,6 @@ import { plainTick } from "../components/format.ts";
 import { island } from "../components/island.tsx";
 import { PlotFigure } from "../components/plot_figure.tsx";
 
-/** Overhead from which a point counts as thrashing. */
-export const THRASHING = 10;
-
 /** One point of a curve. */
 export interface OverheadPoint {
   /** Budget ratio. */
@@ -25,6 +23,8 @@ export interface OverheadPoint {
   feasible: boolean;
   /** Median overhead, null when infeasible. */
   overhead: number | null;
+  /** Why it was infeasible (`out of memory`, `thrashing`), when it was and it is known. */
+  reason?: string | null;
   /** Measurements behind the median. */
   n?: number;
   /** The confidence interval of the median over the repeats, and its coverage. */
@@ -65,7 +65,27 @@ interface Row {
   max: number;
   confidence: number | null;
   href: string | null;
-  thrashing: boolean;
+}
+
+/** An infeasible point: drawn under the plot, by its reason. */
+interface Bad {
+  policy: string;
+  ratio: number;
+  href: string | null;
+  reason: string | null;
+}
+
+/** The hover text of an infeasible point. */
+export function infeasibleTitle(
+  d: { policy: string; ratio: number; reason: string | null },
+): string {
+  return `${d.policy} at ratio ${d.ratio}: infeasible, ${
+    d.reason === "thrashing"
+      ? "thrashing (recomputation passed the thrash limit)"
+      : d.reason === "out of memory"
+      ? "out of memory (the step did not fit)"
+      : "the step did not fit"
+  }`;
 }
 
 function OverheadChartView(p: OverheadChartProps): VNode {
@@ -86,16 +106,16 @@ function OverheadChartView(p: OverheadChartProps): VNode {
             max: x.high ?? x.overhead!,
             confidence: x.confidence ?? null,
             href: x.href ?? null,
-            thrashing: x.overhead! >= THRASHING,
           }))
         );
-        // a policy that thrashes (overhead 10x and more) would flatten the others: use a log scale
+        // a policy far slower than the others would flatten them: use a log scale
         const log = ok.length > 0 && Math.max(...ok.map((d) => d.overhead)) > 3;
-        const bad = p.policies.flatMap((c) =>
+        const bad: Bad[] = p.policies.flatMap((c) =>
           c.points.filter((x) => !x.feasible).map((x) => ({
             policy: c.policy,
             ratio: x.ratio,
             href: x.href ?? null,
+            reason: x.reason ?? null,
           }))
         );
         const ratios = p.policies.flatMap((c) => c.points.map((x) => x.ratio));
@@ -103,10 +123,8 @@ function OverheadChartView(p: OverheadChartProps): VNode {
         const marginBottom = 40 + rowGap * (bad.length ? names.length : 0);
         const label = (d: Row) =>
           `${d.policy} at ratio ${d.ratio}: overhead ${d.overhead.toFixed(3)}${
-            d.thrashing ? " (thrashing)" : ""
-          }${d.n > 1 ? `, median of ${d.n} runs (${d.min.toFixed(3)}–${d.max.toFixed(3)})` : ""}${
-            d.href ? " · click to open" : ""
-          }`;
+            d.n > 1 ? `, median of ${d.n} runs (${d.min.toFixed(3)}–${d.max.toFixed(3)})` : ""
+          }${d.href ? " · click to open" : ""}`;
         return Plot.plot({
           ...(document ? { document } : {}),
           width,
@@ -129,7 +147,7 @@ function OverheadChartView(p: OverheadChartProps): VNode {
             }
             : { label: "overhead (time / time without budget)", grid: true, tickFormat: plainTick },
           color: { legend: true, domain: names },
-          // triangles mean thrashing and crosses infeasible: policies get the other shapes
+          // triangles mean thrashing and crosses out of memory: policies get the other shapes
           symbol: {
             domain: names,
             range: ["circle", "square", "diamond", "star", "wye", "plus"],
@@ -153,7 +171,7 @@ function OverheadChartView(p: OverheadChartProps): VNode {
               sort: "ratio",
               z: "policy",
             }),
-            Plot.dot(ok.filter((d) => !d.thrashing), {
+            Plot.dot(ok, {
               x: "ratio",
               y: "overhead",
               stroke: "policy",
@@ -165,36 +183,30 @@ function OverheadChartView(p: OverheadChartProps): VNode {
               title: label,
               className: "point",
             }),
-            // thrashing triangles, nudged sideways per policy so that two at one point both show
-            ...names.map((name, i) =>
-              Plot.dot(ok.filter((d) => d.thrashing && d.policy === name), {
-                x: "ratio",
-                y: "overhead",
-                dx: 7 * (i - (names.length - 1) / 2),
-                fill: "policy",
-                symbol: () => "triangle",
-                r: 6,
-                href: (d: Row) => d.href,
-                title: label,
-                className: "thrashing",
-              })
-            ),
-            // one row of crosses per policy under the frame: they never cover each other
-            ...names.map((name, i) =>
-              Plot.dot(bad.filter((b) => b.policy === name), {
-                x: "ratio",
-                frameAnchor: "bottom",
-                dy: 30 + rowGap * i,
-                stroke: "policy",
-                symbol: () => "times",
-                r: 5,
-                strokeWidth: 2,
-                href: (d: { href: string | null }) => d.href,
-                title: (d: { policy: string; ratio: number }) =>
-                  `${d.policy} at ratio ${d.ratio}: infeasible (the step did not fit)`,
-                className: "infeasible",
-                clip: false,
-              })
+            // one row of marks per policy under the frame: they never cover each other;
+            // crosses for out of memory, triangles for thrashing (the reason the run reported)
+            ...names.flatMap((name, i) =>
+              (["infeasible", "thrashing"] as const).map((kind) =>
+                Plot.dot(
+                  bad.filter((b) =>
+                    b.policy === name && (b.reason === "thrashing") === (kind === "thrashing")
+                  ),
+                  {
+                    x: "ratio",
+                    frameAnchor: "bottom",
+                    dy: 30 + rowGap * i,
+                    stroke: "policy",
+                    ...(kind === "thrashing" ? { fill: "policy" } : {}),
+                    symbol: () => kind === "thrashing" ? "triangle" : "times",
+                    r: 5,
+                    strokeWidth: 2,
+                    href: (d: Bad) => d.href,
+                    title: infeasibleTitle,
+                    className: kind,
+                    clip: false,
+                  },
+                )
+              )
             ),
             Plot.tip(ok, Plot.pointer({ x: "ratio", y: "overhead", title: label })),
           ],

@@ -13,11 +13,11 @@ import type { VNode } from "preact";
 import { level, page, type WebContext } from "../components/context.ts";
 import { LIVE_COST_MODELS } from "../components/catalog.ts";
 import { ExportLinks } from "../components/export.tsx";
-import { formatNumber, formatTime } from "../components/format.ts";
+import { formatNumber, formatTime, infeasibleLabel } from "../components/format.ts";
 import { Layout } from "../components/layout.tsx";
 import { OverheadChart } from "../islands/overhead_chart.tsx";
 import { type OverlayRun, RunOverlay } from "../islands/run_overlay.tsx";
-import { SmallestTable } from "./runs.tsx";
+import { OverheadCell, SmallestTable } from "./runs.tsx";
 
 /** Runs overlaid at most. */
 export const MAX_OVERLAY = 8;
@@ -90,9 +90,7 @@ function PickTable(p: { runs: Run[]; picked: Set<string> }): VNode {
                 <td>{r.policy}</td>
                 <td class="num">{formatNumber(r.budgetRatio, 2)}</td>
                 <td class="num">{typeof steps === "number" ? steps : "—"}</td>
-                <td class="num">
-                  {r.feasible === false ? "infeasible" : formatNumber(r.overhead)}
-                </td>
+                <OverheadCell run={r} />
                 <td>{formatTime(r.createdAt)}</td>
               </tr>
             );
@@ -271,7 +269,7 @@ export function register(app: Hono, ctx: WebContext): void {
                 policies={policies}
                 caption={`${key}${
                   f.value.sweep ? ` in sweep ${f.value.sweep}` : ""
-                }: median overhead per policy and budget ratio (log scale when a policy thrashes); vertical bars: the confidence interval of the median over the repeats (order statistics, as for the live measurements; [lowest, highest] when there are few). Hover a point for its values, click it to open its newest run; ▲ thrashing (overhead ≥ 10×); × under the axis: the step did not fit at that ratio, one row per policy.`}
+                }: median overhead per policy and budget ratio (log scale when a policy thrashes); vertical bars: the confidence interval of the median over the repeats (order statistics, as for the live measurements; [lowest, highest] when there are few). Hover a point for its values, click it to open its newest run; under the axis, one row per policy, the infeasible ratios: × out of memory (the step did not fit), ▲ thrashing (stopped at its thrash limit).`}
               />
               <h2>Smallest feasible ratio</h2>
               <SmallestTable policies={policies} />
@@ -296,7 +294,12 @@ export function register(app: Hono, ctx: WebContext): void {
                           return (
                             <td
                               class={x && !x.feasible ? "num infeasible" : "num"}
-                              data-value={!x ? "" : x.feasible ? x.overhead ?? "" : "infeasible"}
+                              data-value={!x
+                                ? ""
+                                : x.feasible
+                                ? x.overhead ?? ""
+                                : infeasibleLabel(x.reason)}
+                              title={x && !x.feasible ? infeasibleLabel(x.reason) : undefined}
                             >
                               {!x
                                 ? ""
@@ -306,6 +309,10 @@ export function register(app: Hono, ctx: WebContext): void {
                                     ? ` (${formatNumber(x.low, 2)}–${formatNumber(x.high, 2)})`
                                     : ""
                                 }`
+                                : x.reason === "thrashing"
+                                ? "▲ thrashing"
+                                : x.reason === "out of memory"
+                                ? "✗ out of memory"
                                 : "✗"}
                             </td>
                           );

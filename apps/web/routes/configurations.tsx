@@ -67,6 +67,7 @@ export function register(app: Hono, ctx: WebContext): void {
                     <th>Policy</th>
                     <th>Budget</th>
                     <th class="num">Steps</th>
+                    <th class="num">Thrash limit</th>
                     <th>Created (UTC)</th>
                     <th data-no-export></th>
                   </tr>
@@ -83,6 +84,9 @@ export function register(app: Hono, ctx: WebContext): void {
                           : formatBytes(cfg.budgetBytes)}
                       </td>
                       <td class="num">{cfg.steps}</td>
+                      <td class="num" data-value={cfg.overheadLimit}>
+                        {formatNumber(cfg.overheadLimit, 2)}
+                      </td>
                       <td>{formatTime(cfg.createdAt)}</td>
                       <td class="row-actions" data-no-export>
                         <form method="post" action={`/configurations/${cfg.id}/launch`}>

@@ -4,7 +4,7 @@ import { type Run, RUN_STATUSES, RunFilter, type RunResults } from "@libra/api";
 import type { Hono } from "hono";
 import type { VNode } from "preact";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
-import { formatBytes, formatNumber, formatTime } from "../components/format.ts";
+import { formatBytes, formatNumber, formatTime, infeasibleLabel } from "../components/format.ts";
 import { ExportLinks } from "../components/export.tsx";
 import { entryFor, formatStat } from "../components/glossary.ts";
 import { Layout, StatusBadge } from "../components/layout.tsx";
@@ -50,6 +50,28 @@ function budgetText(r: Run): string {
   return parts.join(" · ") || "—";
 }
 
+/** The badge of an infeasible run: `infeasible: <reason>` (or just `infeasible`). */
+export function InfeasibleBadge(p: { reason: string | null }): VNode {
+  return (
+    <span
+      class={`badge warn${p.reason === "thrashing" ? " thrashing" : ""}`}
+      data-reason={p.reason ?? ""}
+    >
+      {p.reason ? `infeasible: ${p.reason}` : "infeasible"}
+    </span>
+  );
+}
+
+/** A run's overhead cell: the number, or why there is none (the reason, also exported). */
+export function OverheadCell(p: { run: Run }): VNode {
+  const r = p.run;
+  if (r.feasible === false) {
+    const label = infeasibleLabel(r.reason);
+    return <td class="num infeasible" data-value={label}>{label}</td>;
+  }
+  return <td class="num" data-value={r.overhead ?? ""}>{formatNumber(r.overhead)}</td>;
+}
+
 function RunsTable(p: { runs: Run[] }): VNode {
   return (
     <div class="table-scroll">
@@ -78,13 +100,13 @@ function RunsTable(p: { runs: Run[] }): VNode {
               <td>{budgetText(r)}</td>
               <td>
                 <StatusBadge status={r.status} />
-                {r.feasible === false && <span class="badge warn">infeasible</span>}
+                {r.feasible === false && <InfeasibleBadge reason={r.reason} />}
                 {r.status === "running" && r.progress && (
                   <span class="muted small">{` ${r.progress.done}/${r.progress.total}`}</span>
                 )}
                 {r.corrupt && <span class="badge error" title={r.corrupt}>unreadable row</span>}
               </td>
-              <td class="num" data-value={r.overhead ?? ""}>{formatNumber(r.overhead)}</td>
+              <OverheadCell run={r} />
               <td data-value={new Date(r.createdAt).toISOString()}>{formatTime(r.createdAt)}</td>
             </tr>
           ))}
@@ -129,10 +151,15 @@ function StatsTable(p: { run: Run; results: RunResults }): VNode {
   const { run, results } = p;
   const infeasible = run.feasible === false;
   const bench = run.kind === "bench";
+  // why it was infeasible, as the runtime reported it (older runs: "did not fit")
+  const why = run.reason ?? "did not fit";
   const rows: [string, number | string | null][] = [
-    ["feasible", run.feasible === null ? "—" : run.feasible ? "yes" : "no"],
-    ["overhead", infeasible ? "— (did not fit)" : run.overhead],
+    ["feasible", run.feasible === null ? "—" : run.feasible ? "yes" : `no (${why})`],
   ];
+  if (infeasible) rows.push(["infeasible because", run.reason ?? "not recorded"]);
+  rows.push(["overhead", infeasible ? `— (${why})` : run.overhead]);
+  const limit = (run.spec as { overheadLimit?: number }).overheadLimit;
+  if (!bench) rows.push(["thrash limit", typeof limit === "number" ? limit : 2]);
   const low = results.stats.overheadLow, high = results.stats.overheadHigh;
   const conf = results.stats.overheadConfidence;
   const interval = !infeasible && typeof low === "number" && typeof high === "number"
@@ -166,11 +193,18 @@ function StatsTable(p: { run: Run; results: RunResults }): VNode {
                 <th>
                   <span class="term" title={e.help} tabindex={0}>{e.label}</span>
                 </th>
-                <td class="num" data-value={typeof v === "number" && !notMeasured ? v : ""}>
+                <td
+                  class="num"
+                  data-value={typeof v === "string"
+                    ? v
+                    : typeof v === "number" && !notMeasured
+                    ? v
+                    : ""}
+                >
                   {typeof v === "string"
                     ? v
                     : notMeasured
-                    ? "— (did not fit)"
+                    ? `— (${why})`
                     : formatStat(v, e.unit) + (k === "overhead" ? interval : "")}
                 </td>
               </tr>
@@ -294,6 +328,11 @@ export function register(app: Hono, ctx: WebContext): void {
         </h1>
         <p class="meta">
           {run.kind} run · created {formatTime(run.createdAt)} UTC
+          {run.kind !== "bench" && (
+            <span data-overhead-limit>
+              {` · thrash limit ${(run.spec as { overheadLimit?: number }).overheadLimit ?? 2}×`}
+            </span>
+          )}
           {run.workerId && ` · worker ${run.workerId}`}
           {run.configurationId && (
             <>
@@ -330,7 +369,7 @@ export function register(app: Hono, ctx: WebContext): void {
                   <h2>Simulated overhead against budget ratio</h2>
                   <OverheadChart
                     policies={byPolicy}
-                    caption={`Replay of ${run.model} under each policy; × marks infeasible ratios`}
+                    caption={`Replay of ${run.model} under each policy; under the axis, infeasible ratios: × out of memory, ▲ thrashing`}
                   />
                   <SmallestTable policies={byPolicy} />
                   <ExportLinks url={c.req.url} name="smallest-feasible" />

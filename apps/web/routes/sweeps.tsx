@@ -6,6 +6,7 @@
  * @module
  */
 
+import { InfeasibleBadge, OverheadCell } from "./runs.tsx";
 import { type Run, RunRefusedError, type Sweep, SweepInput, Sweeps, sweepSize } from "@libra/api";
 import type { Context, Hono } from "hono";
 import type { VNode } from "preact";
@@ -323,9 +324,9 @@ export function register(app: Hono, ctx: WebContext): void {
                   <td class="num">{String((r.spec as { repeat?: number }).repeat ?? "")}</td>
                   <td>
                     <StatusBadge status={r.status} />
-                    {r.feasible === false && <span class="badge warn">infeasible</span>}
+                    {r.feasible === false && <InfeasibleBadge reason={r.reason} />}
                   </td>
-                  <td class="num" data-value={r.overhead ?? ""}>{formatNumber(r.overhead)}</td>
+                  <OverheadCell run={r} />
                 </tr>
               ))}
             </tbody>

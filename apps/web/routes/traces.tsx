@@ -1,13 +1,11 @@
 /** Page `/traces`: upload a DTR-format trace, which starts a simulation; list them. @module */
 
 import {
-  checkTraceText,
+  acceptTraceUpload,
+  BodyTooLargeError,
   DEFAULT_RATIOS,
   DEFAULT_SIM_POLICIES,
-  TraceUploadQuery,
-  unknownTracePolicies,
 } from "@libra/api";
-import { fieldErrors } from "@libra/api/schemas";
 import type { Context, Hono } from "hono";
 import { level, page, type WebContext, writeAllowed } from "../components/context.ts";
 import { formatTime } from "../components/format.ts";
@@ -52,6 +50,11 @@ export function register(app: Hono, ctx: WebContext): void {
               <label class="field">
                 <span class="label">Ratios</span>
                 <input name="ratios" value={DEFAULT_RATIOS.join(",")} />
+              </label>
+              <label class="field">
+                <span class="label">Thrash limit</span>
+                <input name="overheadLimit" value="2" inputMode="decimal" />
+                <span class="hint">X &gt; 1: a replay past overhead X stops as thrashing</span>
               </label>
               {error && <p class="error" role="alert">{error}</p>}
               <div class="actions">
@@ -101,36 +104,28 @@ export function register(app: Hono, ctx: WebContext): void {
   app.get("/traces", (c) => render(c, null, 200));
   app.post("/traces", async (c) => {
     if (!writeAllowed(c, ctx)) return c.redirect("/login?next=/traces", 303);
-    const form = await c.req.parseBody();
-    const file = form.trace;
-    if (!(file instanceof File) || file.size === 0) return render(c, "Choose a trace file.", 400);
-    const q: Record<string, string> = {};
-    for (const k of ["name", "policies", "ratios"]) {
-      const v = form[k];
-      if (typeof v === "string" && v.trim()) q[k] = v.trim();
+    // the API's upload service, with the options from the form's fields
+    let r;
+    try {
+      r = await acceptTraceUpload(store, c.req.raw, {
+        limit: ctx.lab.limits.trace,
+        optionsFrom: "form",
+      });
+    } catch (e) {
+      if (e instanceof BodyTooLargeError) {
+        return c.text(`${e.message} for ${c.req.method} ${c.req.path}`, 413);
+      }
+      throw e;
     }
-    const parsed = TraceUploadQuery.safeParse(q);
-    if (!parsed.success) {
-      return render(
-        c,
-        fieldErrors(parsed.error).map((e) => `${e.field}: ${e.reason}`).join("; "),
-        400,
+    if (!r.ok) {
+      const why = r.issues.map((e) =>
+        e.field === "trace"
+          ? `${r.fileName ? `${r.fileName}: ` : ""}${e.reason}`
+          : `${e.field}: ${e.reason}`
       );
+      return render(c, why.join("; "), 400);
     }
-    const unknown = unknownTracePolicies(parsed.data.policies ?? []);
-    if (unknown.length) return render(c, unknown.map((e) => e.reason).join("; "), 400);
-    const text = await file.text();
-    const bad = checkTraceText(text);
-    if (bad) return render(c, `${file.name}: ${bad.reason}`, 400);
-    const name = parsed.data.name ?? (file.name.replace(/\.[a-z]+$/i, "").toLowerCase()
-      .replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 60) || "trace");
-    const run = await store.createSimulation({
-      kind: "simulate",
-      name,
-      policies: parsed.data.policies ?? [...DEFAULT_SIM_POLICIES],
-      ratios: parsed.data.ratios ?? [...DEFAULT_RATIOS],
-    }, text);
     ctx.lab.worker?.poke();
-    return c.redirect(`/runs/${run.id}`, 303);
+    return c.redirect(`/runs/${r.run.id}`, 303);
   });
 }
