@@ -59,6 +59,11 @@ export class EngineState {
   hookOutputs: readonly TensorNode[] = [];
   /** The model call whose cost the cost model sets after its first execution. */
   pricing: CallNode | null = null;
+  /**
+   * Keep `dtr-eq`'s evicted equivalence classes (`StorageNode.eq`): on from
+   * the first policy that needs them (see `PolicyNeeds`), for good.
+   */
+  eqClasses = false;
   /** The control surface plan hooks get (set by the engine). */
   control!: PlanControl;
 

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { EvictAction, Victim } from "@libra/evict";
+import { type EvictAction, type EvictionPolicy, needsOf, type Victim } from "@libra/evict";
 import { EqNode, merge, type StorageNode, type TensorNode } from "@libra/lineage";
 import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
@@ -130,6 +130,30 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
   }
 }
 
+/**
+ * Installs `policy` and what it needs: equivalence classes are kept from the
+ * first policy that needs them on (when they start mid-run, the storages
+ * evicted by then form the classes of their connected evicted regions, as if
+ * they had been evicted with classes kept). Evicted regions need nothing here:
+ * the lineage keeps their cache from the first question on.
+ */
+export function adoptPolicy(e: Engine, k: EngineState, policy: EvictionPolicy): void {
+  k.policy = policy;
+  if (needsOf(policy).equivalenceClasses && !k.eqClasses) {
+    k.eqClasses = true;
+    for (const s of e.lineage.storages.values()) {
+      if (s.residency === "evicted" && s.eq === null) joinClasses(e, s);
+    }
+  }
+}
+
+/** Gives evicted `s` a class of its own cost, merged with its evicted neighbours' classes. */
+function joinClasses(e: Engine, s: StorageNode): void {
+  const eq = s.eq = new EqNode(s.compute);
+  const ns = e.lineage.evictedNeighbors(s);
+  for (const n of ns) if (n.eq !== null) merge(n.eq, eq);
+}
+
 /** Evicts a resident, unlocked, unpinned storage by dropping or swapping it. */
 export function evict(
   e: Engine,
@@ -169,11 +193,11 @@ function drop(e: Engine, k: EngineState, s: StorageNode, why: "policy" | "eager"
   // Eager drops (a value freed by its last handle) are not timed: two clock
   // reads cost more than the merge they would measure, on every free.
   const eager = why === "eager";
-  const t0 = eager ? 0 : now();
-  s.eq = new EqNode(s.compute);
-  const ns = e.lineage.evictedNeighbors(s);
-  for (const n of ns) if (n.eq !== null) merge(n.eq, s.eq);
-  if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
+  if (k.eqClasses) {
+    const t0 = eager ? 0 : now();
+    joinClasses(e, s);
+    if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
+  }
   if (e.recordDecisions && why !== "eager") e.decisions.push(`drop:${s.name}`);
   if (why !== "eager") e.timeline.mark(e.callIndex, e.used, "drop", s.name);
   if (k.onEvent) {

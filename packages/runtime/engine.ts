@@ -39,6 +39,7 @@ import { newStats, type RuntimeEvent, type RuntimeStats, Timeline } from "./stat
 import { checkLimit, EngineState } from "./_engine_state.ts";
 import {
   addUsed,
+  adoptPolicy,
   evict,
   evictable,
   evictableBytes,
@@ -176,6 +177,7 @@ export class Engine {
     this.timeline = new Timeline(options.timeline ?? true);
     const k = this.#k = new EngineState(this, options);
     this.stats.budgetBytes = k.budget;
+    adoptPolicy(this, k, options.policy);
     k.control = {
       evict: (name, action) => {
         const s = this.#findByName(name);
@@ -234,9 +236,12 @@ export class Engine {
     return this.#k.policy;
   }
 
-  /** Replaces the policy (e.g. with a plan's policy from `planPolicy`). */
+  /**
+   * Replaces the policy (e.g. with a plan's policy from `planPolicy`),
+   * maintaining from now on what it needs (`EvictionPolicy.needs`).
+   */
   setPolicy(policy: EvictionPolicy): void {
-    this.#k.policy = policy;
+    adoptPolicy(this, this.#k, policy);
   }
 
   /** Bytes of the evictable pool (an upper bound on what eviction can free now). */

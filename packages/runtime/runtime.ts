@@ -16,6 +16,7 @@ import { AnalyticCostModel, DEVICE_PEAKS } from "@libra/cost";
 import {
   createPolicy,
   type EvictionPolicy,
+  needsOf,
   type Plan,
   planPolicy,
   type SearchOptions,
@@ -328,7 +329,7 @@ export class Runtime implements Backend {
       costModel: cost,
       executor: this.#exec,
       eagerEviction: options.eagerEviction ?? true,
-      hostLimitBytes: options.hostLimitBytes ?? (policy.name.endsWith("+swap") ? Infinity : 0),
+      hostLimitBytes: options.hostLimitBytes ?? (needsOf(policy).swaps ? Infinity : 0),
       timeline: options.timeline ?? true,
       leafRelease: options.leafRelease ?? "keep-if-needed",
       overheadLimit: options.overheadLimit ?? Infinity,
