@@ -50,6 +50,12 @@ export interface EvictionContext {
   canDrop(s: StorageNode): boolean;
   /** True when `s` may be swapped now (swapping enabled and host pool has room). */
   canSwap(s: StorageNode): boolean;
+  /**
+   * True when every storage in the pool may be dropped (the runtime admits
+   * only droppable storages when it has no host memory), so a search need not
+   * ask {@link canDrop} per candidate.
+   */
+  readonly onlyDroppable?: boolean;
 }
 
 /**
@@ -184,9 +190,9 @@ export abstract class ScorePolicy implements EvictionPolicy {
     return ctx.canDrop(s) ? "drop" : "swap";
   }
 
-  /** True when the context allows some action on `s`. */
+  /** True when the context allows some action on `s` (a pool member). */
   protected allowed(s: StorageNode, ctx: EvictionContext): boolean {
-    return ctx.canDrop(s) || ctx.canSwap(s);
+    return ctx.onlyDroppable === true || ctx.canDrop(s) || ctx.canSwap(s);
   }
 
   choose(ctx: EvictionContext): Victim[] {

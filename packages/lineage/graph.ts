@@ -52,6 +52,11 @@ export class StorageNode {
   nbhdVersion: number = -1;
   /** While evicted: the connected evicted component holding it (cached; see `evictedNeighborhoodCost`). */
   component: EvictedComponent | null = null;
+  /**
+   * Non-zero when the storage is known to have no evicted neighbour (see
+   * {@link Lineage.neighborClassCost}); 0 when unknown.
+   */
+  noEvictedNeighbors = 0;
 
   /** Current residency. */
   get residency(): Residency {
@@ -59,14 +64,13 @@ export class StorageNode {
   }
   set residency(r: Residency) {
     const o = this.owner;
-    if (
-      o !== null && o.tracksNeighborhoods && (r === "evicted") !== (this.#residency === "evicted")
-    ) {
+    if (o !== null && (r === "evicted") !== (this.#residency === "evicted")) {
       if (r === "evicted") {
         this.#residency = r;
-        o.neighborhoodChanged(this);
+        if (o.tracksNeighborhoods) o.neighborhoodChanged(this);
+        if (o.cachesEvictedNeighbors) o.evictedNeighborAppeared(this);
       } else {
-        o.neighborhoodChanged(this);
+        if (o.tracksNeighborhoods) o.neighborhoodChanged(this);
         this.#residency = r;
       }
       return;
@@ -336,6 +340,11 @@ export class Lineage {
     }
     for (const inp of inputs) inp.consumers.push(call);
     for (const t of call.outputs) t.storage.compute = storageCompute(t.storage);
+    if (this.cachesEvictedNeighbors) {
+      // New edges between every input and output storage: their caches lapse.
+      for (const inp of inputs) inp.storage.noEvictedNeighbors = 0;
+      for (const t of call.outputs) t.storage.noEvictedNeighbors = 0;
+    }
     return call.outputs;
   }
 
@@ -394,10 +403,25 @@ export class Lineage {
     return out;
   }
 
-  /** Summed class values of the distinct equivalence classes among `s`'s evicted neighbours. */
+  /**
+   * Summed class values of the distinct equivalence classes among `s`'s
+   * evicted neighbours. A storage found without evicted neighbours is
+   * remembered as such (one field read next time, no walk) until a neighbour
+   * is evicted or a call adds edges to it ({@link evictedNeighborAppeared}).
+   */
   neighborClassCost(s: StorageNode): number {
+    const epoch = this.#noEvictedEpoch;
+    if (s.noEvictedNeighbors === epoch) return 0;
+    if (!this.cachesEvictedNeighbors) {
+      // From now on every eviction clears the caches of the storages next to it.
+      this.cachesEvictedNeighbors = true;
+      return this.neighborClassCost(s);
+    }
     const ns = this.evictedNeighbors(s, this.#scratch);
-    if (ns.length === 0) return 0;
+    if (ns.length === 0) {
+      s.noEvictedNeighbors = epoch;
+      return 0;
+    }
     let sum = 0;
     const roots = this.#roots;
     for (const n of ns) {
@@ -415,6 +439,31 @@ export class Lineage {
 
   readonly #scratch: StorageNode[] = [];
   readonly #roots: EqNode[] = [];
+
+  /**
+   * True once {@link neighborClassCost} has been asked: it remembers the
+   * storages without evicted neighbours, and evictions and new calls keep
+   * that up to date.
+   */
+  cachesEvictedNeighbors = false;
+  /** The value of {@link StorageNode.noEvictedNeighbors} that means "none" (0 never does). */
+  readonly #noEvictedEpoch = 1;
+
+  /**
+   * `v` has just been evicted: every storage next to it may now have an
+   * evicted neighbour, so none is known to have none.
+   */
+  evictedNeighborAppeared(v: StorageNode): void {
+    for (const t of v.tensors) {
+      const p = t.producer;
+      if (p !== null) {
+        for (const inp of p.inputs) inp.storage.noEvictedNeighbors = 0;
+      }
+      for (const c of t.consumers) {
+        for (const o of c.outputs) o.storage.noEvictedNeighbors = 0;
+      }
+    }
+  }
 
   /**
    * The evicted neighbourhood e*(s): every evicted storage reachable from `s`

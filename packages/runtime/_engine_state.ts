@@ -94,6 +94,8 @@ export class EngineState {
       },
       canDrop: (s) => s.droppable,
       canSwap: (s) => engine.hostUsed + s.bytes <= this.hostLimit,
+      // Without host memory only droppable storages enter the pool (`evictable`).
+      onlyDroppable: this.hostLimit === 0,
     };
   }
 }
