@@ -787,6 +787,12 @@ function dotLabel(text: string): string {
 
 /** Sum of the costs of the distinct calls producing the tensors of `s`. */
 export function storageCompute(s: StorageNode): number {
+  const ts = s.tensors;
+  if (ts.length === 1) {
+    // The common case, without the list of distinct producers (same sum: 0 + cost).
+    const p = ts[0]!.producer;
+    return p === null ? 0 : 0 + p.cost;
+  }
   let sum = 0;
   const seen: CallNode[] = [];
   for (const t of s.tensors) {

@@ -64,6 +64,12 @@ export class EngineState {
    * the first policy that needs them (see `PolicyNeeds`), for good.
    */
   eqClasses = false;
+  /** Scratch: the storages a running call makes resident (see `_remat.ts`). */
+  readonly fresh: StorageNode[] = [];
+  /** Scratch: the walk of `reapAncestors` (see `_upkeep.ts`). */
+  readonly reapStack: StorageNode[] = [];
+  /** Scratch: evicted neighbours found when a dropped storage joins their classes. */
+  readonly neighbors: StorageNode[] = [];
   /** The control surface plan hooks get (set by the engine). */
   control!: PlanControl;
 

@@ -142,16 +142,20 @@ export function adoptPolicy(e: Engine, k: EngineState, policy: EvictionPolicy): 
   if (needsOf(policy).equivalenceClasses && !k.eqClasses) {
     k.eqClasses = true;
     for (const s of e.lineage.storages.values()) {
-      if (s.residency === "evicted" && s.eq === null) joinClasses(e, s);
+      if (s.residency === "evicted" && s.eq === null) joinClasses(e, k, s);
     }
   }
 }
 
 /** Gives evicted `s` a class of its own cost, merged with its evicted neighbours' classes. */
-function joinClasses(e: Engine, s: StorageNode): void {
+function joinClasses(e: Engine, k: EngineState, s: StorageNode): void {
   const eq = s.eq = new EqNode(s.compute);
-  const ns = e.lineage.evictedNeighbors(s);
-  for (const n of ns) if (n.eq !== null) merge(n.eq, eq);
+  const ns = e.lineage.evictedNeighbors(s, k.neighbors);
+  for (let i = 0; i < ns.length; i++) {
+    const n = ns[i]!;
+    if (n.eq !== null) merge(n.eq, eq);
+  }
+  ns.length = 0;
 }
 
 /** Evicts a resident, unlocked, unpinned storage by dropping or swapping it. */
@@ -195,7 +199,7 @@ function drop(e: Engine, k: EngineState, s: StorageNode, why: "policy" | "eager"
   const eager = why === "eager";
   if (k.eqClasses) {
     const t0 = eager ? 0 : now();
-    joinClasses(e, s);
+    joinClasses(e, k, s);
     if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
   }
   if (e.recordDecisions && why !== "eager") e.decisions.push(`drop:${s.name}`);

@@ -169,7 +169,9 @@ function awaitCopies(e: Engine, k: EngineState, call: CallNode): void {
 
 function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
   const outs = call.outputs;
-  const fresh: StorageNode[] = [];
+  // A call runs to the end before the next one starts: one list serves them all.
+  const fresh = k.fresh;
+  fresh.length = 0;
   for (const o of outs) {
     const s = o.storage;
     if (s.residency !== "resident" && s.residency !== "freed" && !fresh.includes(s)) {
@@ -229,6 +231,7 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
     }
     refreshPool(k, s);
   }
+  fresh.length = 0;
   if (remat) {
     e.timeline.mark(e.callIndex, e.used, "remat", call.outputs[0]?.name ?? call.op);
     if (k.onEvent) {

@@ -69,7 +69,10 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
   k.releases++;
   const stamp = e.lineage.nextStamp();
   s.stamp = stamp;
-  const stack: StorageNode[] = [s];
+  // Not re-entered: what the walk frees does not release anything.
+  const stack = k.reapStack;
+  stack.length = 0;
+  stack.push(s);
   let budget = 16;
   while (stack.length > 0 && budget-- > 0) {
     const cur = stack.pop()!;
@@ -88,6 +91,7 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
       }
     }
   }
+  stack.length = 0;
 }
 
 /** Releases `s`'s memory and forgets it (no one needs it again). */

@@ -296,6 +296,10 @@ export class Runtime implements Backend {
   >();
   /** Output names `c<index>.<k>` by call index in the step. */
   readonly #outNames: string[][] = [];
+  /** Scratch of `run`: its input and output buffers and output specs. */
+  readonly #ins: VirtualBuffer[] = [];
+  readonly #outs: VirtualBuffer[] = [];
+  readonly #specs: { bytes: number; storage: StorageNode; name: string }[] = [];
 
   /** A runtime over `options.backend` with the budget, policy and cost model of `options`. */
   constructor(options: RuntimeOptions) {
@@ -562,8 +566,10 @@ export class Runtime implements Backend {
     params: readonly number[],
   ): void {
     const ni = inputs.length, no = outputs.length;
-    const ins: VirtualBuffer[] = new Array(ni);
-    const outs: VirtualBuffer[] = new Array(no);
+    // Scratch lists (a call is done before the next one starts); what outlives the call is copied.
+    const ins = this.#ins, outs = this.#outs;
+    ins.length = ni;
+    outs.length = no;
     for (let i = 0; i < ni; i++) ins[i] = this.#own(inputs[i]!, kernel);
     for (let k = 0; k < no; k++) outs[k] = this.#own(outputs[k]!, kernel);
     const mutates = this.#check(kernel, ins, outs, params);
@@ -618,7 +624,8 @@ export class Runtime implements Backend {
     const names = index < NAME_CACHE
       ? this.#outNames[index] ?? (this.#outNames[index] = [])
       : undefined;
-    const specs: OutputSpec[] = new Array(no);
+    const specs = this.#specs;
+    if (specs.length > no) specs.length = no;
     for (let k = 0; k < no; k++) {
       const o = outs[k]!;
       let name = names?.[k];
@@ -626,11 +633,17 @@ export class Runtime implements Backend {
         name = `c${index}.${k}`;
         if (names !== undefined) names[k] = name;
       }
-      specs[k] = { bytes: o.bytes, storage: o.storage, name };
+      const spec = specs[k];
+      if (spec === undefined) specs.push({ bytes: o.bytes, storage: o.storage, name });
+      else {
+        spec.bytes = o.bytes;
+        spec.storage = o.storage;
+        spec.name = name;
+      }
     }
     // Names `c<index>.<k>` resolve through this (a string-keyed map costs more than the
     // call) for plans and recordings only: without `endStep` it would grow with every call.
-    if (record !== null || engine.policy.hooks !== undefined) this.#callOuts[index] = outs;
+    if (record !== null || engine.policy.hooks !== undefined) this.#callOuts[index] = outs.slice();
     let results: TensorNode[];
     if (spares) {
       try {
