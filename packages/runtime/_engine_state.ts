@@ -64,6 +64,13 @@ export class EngineState {
    * the first policy that needs them (see `PolicyNeeds`), for good.
    */
   eqClasses = false;
+  /**
+   * Every storage that may be unreferenced, unpinned and not droppable (a leaf
+   * kept because something computed from it may need it): a superset,
+   * registered where a storage can enter that state and forgotten when it is
+   * freed. When it is empty, the walk after a release has nothing to find.
+   */
+  readonly orphans: Set<StorageNode> = new Set();
   /** Scratch: the storages a running call makes resident (see `_remat.ts`). */
   readonly fresh: StorageNode[] = [];
   /** Scratch: the walk of `reapAncestors` (see `_upkeep.ts`). */

@@ -21,6 +21,7 @@ export function release(e: Engine, k: EngineState, t: TensorNode): void {
   t.extRefs--;
   const s = t.storage;
   s.extRefs--;
+  if (s.extRefs === 0 && !s.pinned && !s.droppable) k.orphans.add(s);
   if (s.extRefs > 0 || s.locks > 0) return;
   if (s.residency === "resident") {
     if (s.droppable && !s.pinned) {
@@ -67,6 +68,8 @@ function recentlyNeeded(k: EngineState, n: StorageNode): boolean {
  */
 function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
   k.releases++;
+  // No storage is an unreferenced leaf: the walk would find nothing to free.
+  if (k.orphans.size === 0) return;
   const stamp = e.lineage.nextStamp();
   s.stamp = stamp;
   // Not re-entered: what the walk frees does not release anything.
@@ -107,6 +110,7 @@ export function freeStorage(e: Engine, k: EngineState, s: StorageNode): void {
   s.residency = "freed";
   for (const t of s.tensors) t.defined = false;
   e.lineage.removeStorage(s);
+  if (k.orphans.size > 0) k.orphans.delete(s);
 }
 
 /**
@@ -182,6 +186,10 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
       }
     }
   }
+  // Unreferenced values computed from `s` lose their producers' replayability
+  // below (or are locked now and unreferenced): they may stay as leaves.
+  for (const n of referenced) if (n.extRefs === 0 && !n.pinned) k.orphans.add(n);
+  for (const n of between) if (!n.pinned) k.orphans.add(n);
   const held: StorageNode[] = [];
   try {
     for (const n of referenced) {
@@ -256,6 +264,7 @@ export function preserve(e: Engine, k: EngineState, s: StorageNode): number {
   }
   copy.compute = s.compute;
   copy.lastAccess = s.lastAccess;
+  k.orphans.add(copy); // unreferenced; a leaf when the value had no producer
   s.tensors = [];
   e.lineage.invalidateNeighborhoods();
   s.extRefs -= ext;
@@ -298,6 +307,7 @@ export function retire(e: Engine, k: EngineState, s: StorageNode, keepMemory: bo
   s.extRefs -= ext;
   s.eq = null;
   s.compute = 0;
+  if (keepMemory && s.extRefs === 0 && !s.pinned) k.orphans.add(s); // resident, no value yet
   if (!keepMemory) {
     if (s.residency === "resident") {
       k.exec.release(s);
@@ -324,6 +334,9 @@ export function adoptLeaf(
   t.defined = true;
   t.extRefs = ext;
   s.extRefs += ext;
+  // Referenced again, it can lose its last reference only through an entry point.
+  if (s.extRefs === 0 && !s.pinned) k.orphans.add(s);
+  else if (k.orphans.size > 0) k.orphans.delete(s);
   s.lastAccess = e.clock;
   refreshPool(k, s);
   return t;

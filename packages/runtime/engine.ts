@@ -415,6 +415,8 @@ export class Engine {
   get(t: TensorNode): void {
     t.extRefs++;
     t.storage.extRefs++;
+    const orphans = this.#k.orphans;
+    if (orphans.size > 0) orphans.delete(t.storage);
   }
 
   /** Drops an external reference; with eager eviction an unreferenced storage is evicted (lineage kept). */
