@@ -532,6 +532,9 @@ export class Runtime implements Backend {
       const full = offsetBytes === 0 && data.byteLength === s.bytes;
       if (!full) this.engine.materialize(old);
       this.engine.invalidate(s);
+      // Bringing back what was computed from it may have evicted it again; a
+      // partial write keeps the rest of its bytes, so they must be on the device.
+      if (!full) this.engine.materialize(old);
       this.#record?.push({ kind: "release", name: old.name, line: 0 });
       if (this.#names.get(old.name) === s) this.#names.delete(old.name);
       if (full) {
