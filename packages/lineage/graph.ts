@@ -35,6 +35,20 @@ export interface EvictedComponent {
   readonly version: number;
 }
 
+/** A storage's cached evicted region, kept by its {@link Lineage}. */
+export interface RegionCache {
+  /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `version` is current). */
+  cost: number;
+  /** Version of {@link cost}; -1 when stale. */
+  version: number;
+  /** While evicted: the connected evicted component holding it. */
+  component: EvictedComponent | null;
+}
+
+function newRegionCache(): RegionCache {
+  return { cost: 0, version: -1, component: null };
+}
+
 /** A storage: one device allocation shared by a tensor and its views. */
 export class StorageNode {
   /** Unique id. */
@@ -46,12 +60,12 @@ export class StorageNode {
   #residency: Residency = "empty";
   /** The graph that made this storage (told when it enters or leaves `evicted`). */
   owner: Lineage | null = null;
-  /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `nbhdVersion` is current). */
-  nbhdCost = 0;
-  /** Version of {@link nbhdCost}; -1 when stale. */
-  nbhdVersion: number = -1;
-  /** While evicted: the connected evicted component holding it (cached; see `evictedNeighborhoodCost`). */
-  component: EvictedComponent | null = null;
+  /**
+   * The lineage's cache of its evicted region (see
+   * {@link Lineage.evictedNeighborhoodCost}); `null` until a policy that reads
+   * regions asks, so storages of other runs do not carry it.
+   */
+  regions: RegionCache | null = null;
   /**
    * Non-zero when the storage is known to have no evicted neighbour (see
    * {@link Lineage.neighborClassCost}); 0 when unknown.
@@ -510,14 +524,18 @@ export class Lineage {
       this.tracksNeighborhoods = true;
       this.#nbhdVersion++;
     }
-    if (s.nbhdVersion === this.#nbhdVersion && s.residency !== "evicted") return s.nbhdCost;
+    const rc = s.regions;
+    if (rc !== null && rc.version === this.#nbhdVersion && s.residency !== "evicted") {
+      return rc.cost;
+    }
     let sum = s.residency === "evicted" ? -1 : this.#componentSum(s);
     if (sum < 0) {
       sum = 0;
       for (const n of this.evictedNeighborhood(s)) sum += n.compute;
     }
-    s.nbhdCost = sum;
-    s.nbhdVersion = this.#nbhdVersion;
+    const r = s.regions ??= newRegionCache();
+    r.cost = sum;
+    r.version = this.#nbhdVersion;
     return sum;
   }
 
@@ -561,7 +579,7 @@ export class Lineage {
 
   /** The evicted component holding `v` (evicted), built by a walk when not cached. */
   #component(v: StorageNode): EvictedComponent {
-    const cached = v.component;
+    const cached = v.regions?.component ?? null;
     if (cached !== null && cached.version === this.#nbhdVersion) return cached;
     const members: StorageNode[] = [v];
     const stamp = this.nextStamp();
@@ -601,7 +619,7 @@ export class Lineage {
       exact: ints && abs <= Number.MAX_SAFE_INTEGER,
       version: this.#nbhdVersion,
     };
-    for (const m of members) m.component = comp;
+    for (const m of members) (m.regions ??= newRegionCache()).component = comp;
     return comp;
   }
 
@@ -623,19 +641,25 @@ export class Lineage {
    * evicted component holding `v`, the only storages whose neighbourhood changes.
    */
   neighborhoodChanged(v: StorageNode): void {
-    v.nbhdVersion = -1;
-    v.component = null;
+    const rv = v.regions;
+    if (rv !== null) {
+      rv.version = -1;
+      rv.component = null;
+    }
     const stamp = this.nextStamp();
     v.stamp = stamp;
     const stack: StorageNode[] = [v];
     const visit = (n: StorageNode): void => {
       if (n.stamp === stamp) return;
       n.stamp = stamp;
-      n.nbhdVersion = -1;
+      const r = n.regions;
       if (n.residency === "evicted") {
-        n.component = null;
+        if (r !== null) {
+          r.version = -1;
+          r.component = null;
+        }
         stack.push(n);
-      }
+      } else if (r !== null) r.version = -1;
     };
     while (stack.length > 0) {
       const cur = stack.pop()!;
