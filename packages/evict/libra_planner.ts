@@ -37,7 +37,7 @@
 
 import { SwapCost } from "@libra/cost";
 import type { Trace } from "@libra/lineage/trace";
-import type { Plan, Planner, PlannerContext, PlanStep } from "./planner.ts";
+import type { Plan, Planner, PlannerContext, PlannerNeeds, PlanStep } from "./planner.ts";
 import type { EvictAction } from "./policy.ts";
 import { analyzeTrace, gapAround, memoryProfile, type ValueInfo } from "./_trace_analysis.ts";
 
@@ -128,6 +128,12 @@ interface Choice {
 export class LibraPlanner implements Planner {
   /** Always `"libra"`. */
   readonly name: string = "libra";
+  /**
+   * Swapping plans (unless `swap: false`) get host memory and a swap-aware
+   * fallback (`dtr-eq+swap`: plain `dtr-eq` would score leaves, which cost
+   * nothing to recompute by its formula, first and swap them all).
+   */
+  readonly needs: PlannerNeeds;
   readonly #swapCost: { swapCost(bytes: number): number };
   readonly #swap: boolean;
   readonly #prefetch: boolean;
@@ -139,6 +145,9 @@ export class LibraPlanner implements Planner {
   constructor(options: LibraOptions = {}) {
     this.#swapCost = options.swapCost ?? new SwapCost();
     this.#swap = options.swap ?? true;
+    this.needs = this.#swap
+      ? { swaps: true, fallback: "dtr-eq+swap" }
+      : { swaps: false, fallback: "dtr-eq" };
     this.#prefetch = options.prefetch ?? true;
     this.#maxReplays = options.maxReplays ?? 64;
     this.#maxRounds = options.maxRounds ?? 6;

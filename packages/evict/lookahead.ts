@@ -28,6 +28,7 @@ import {
   type EvictAction,
   type EvictionContext,
   type PlanHooks,
+  type PolicyNeeds,
   ScorePolicy,
   type SearchOptions,
   type Victim,
@@ -172,6 +173,11 @@ export class LookaheadPolicy extends ScorePolicy {
   readonly name: string = "lookahead";
   /** Follows the call index, then runs the plan hooks given to the constructor. */
   readonly hooks: PlanHooks;
+  /**
+   * What its drop cost reads (`eq`: equivalence classes, `nbhd`: evicted
+   * regions). It swaps when the runtime has host memory but asks for none.
+   */
+  override readonly needs: PolicyNeeds;
   readonly #s: LookaheadSchedule;
   readonly #cost: NonNullable<LookaheadVariant["cost"]>;
   readonly #children: boolean;
@@ -191,6 +197,11 @@ export class LookaheadPolicy extends ScorePolicy {
     super(options.search);
     this.#s = schedule;
     this.#cost = options.cost ?? "ancestors";
+    this.needs = this.#cost === "eq"
+      ? { equivalenceClasses: true }
+      : this.#cost === "nbhd"
+      ? { regions: true }
+      : {};
     this.#children = (options.need ?? "children") === "children";
     this.#power = options.power ?? 1;
     this.#swap = options.swap ?? true;

@@ -11,7 +11,15 @@
 import type { Trace } from "@libra/lineage/trace";
 import type { StorageNode } from "@libra/lineage";
 import { LookaheadPolicy, type LookaheadSchedule, type LookaheadVariant } from "./lookahead.ts";
-import type { EvictAction, EvictionContext, EvictionPolicy, PlanHooks, Victim } from "./policy.ts";
+import {
+  type EvictAction,
+  type EvictionContext,
+  type EvictionPolicy,
+  needsOf,
+  type PlanHooks,
+  type PolicyNeeds,
+  type Victim,
+} from "./policy.ts";
 
 /** One plan step. `call` is the 0-based index of a model call (CALL/MUTATE) in the trace. */
 export interface PlanStep {
@@ -72,12 +80,33 @@ export interface PlannerContext {
   readonly baselineBytes?: readonly number[];
 }
 
+/** What a planner's plans need from the runtime that runs them (see {@link plannerNeeds}). */
+export interface PlannerNeeds {
+  /** Its plans swap: the runtime gives them host memory unless told otherwise. */
+  readonly swaps?: boolean;
+  /**
+   * The dynamic policy (a `createPolicy` name) that evicts whatever a plan
+   * leaves over the budget. Default `"dtr-eq"`.
+   */
+  readonly fallback?: string;
+}
+
 /** The `Planner` contract (ARCHITECTURE.md). */
 export interface Planner {
-  /** Name, e.g. `"libra"`. */
+  /** Name, e.g. `"libra"` (for reports; drivers read {@link needs}, never the name). */
   readonly name: string;
+  /** What its plans need from the runtime (default: no host memory, `dtr-eq` as fallback). */
+  readonly needs?: PlannerNeeds;
   /** Makes a static plan for `trace` at `budgetBytes`; `ctx` replays candidate plans. */
   plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): Plan;
+}
+
+/** `planner`'s needs with the defaults filled in. */
+export function plannerNeeds(planner: Planner): Readonly<Required<PlannerNeeds>> {
+  return {
+    swaps: planner.needs?.swaps === true,
+    fallback: planner.needs?.fallback ?? "dtr-eq",
+  };
 }
 
 /** Options of {@link planPolicy}. */
@@ -123,12 +152,15 @@ export function planPolicy(
     }, hooks);
     return {
       name: `${plan.planner}(plan)`,
+      needs: p.needs,
       hooks: p.hooks,
       choose: (ctx) => p.choose(ctx),
     };
   }
   return {
     name: `${plan.planner}(plan)`,
+    // What the fallback reads, kept from the first call on; host memory when it swaps.
+    needs: needsOf(fallback) as PolicyNeeds,
     hooks,
     choose(ctx: EvictionContext): Victim[] {
       return fallback.choose(ctx);

@@ -11,6 +11,7 @@ import {
   type EvictAction,
   type EvictionContext,
   type EvictionPolicy,
+  type PolicyNeeds,
   ScorePolicy,
   type SearchOptions,
   seededRandom,
@@ -28,6 +29,8 @@ function ratio(num: number, den: number): number {
 export class DtrPolicy extends ScorePolicy {
   /** `"dtr"`. */
   readonly name: string = "dtr";
+  /** Reads evicted regions (neighbourhood costs). */
+  override readonly needs: PolicyNeeds = { regions: true };
   /** (c(t) + neighbourhood cost) / (m(t) x staleness). */
   score(s: StorageNode, ctx: EvictionContext): number {
     const c = s.compute + ctx.lineage.evictedNeighborhoodCost(s);
@@ -51,6 +54,8 @@ export class DtrPolicy extends ScorePolicy {
 export class DtrEqPolicy extends ScorePolicy {
   /** `"dtr-eq"`. */
   readonly name: string = "dtr-eq";
+  /** Reads the evicted equivalence classes. */
+  override readonly needs: PolicyNeeds = { equivalenceClasses: true };
   /** (c(t) + distinct neighbouring class costs) / (m(t) x staleness). */
   score(s: StorageNode, ctx: EvictionContext): number {
     const c = s.compute + ctx.lineage.neighborClassCost(s);
@@ -130,12 +135,15 @@ export class RandomPolicy extends ScorePolicy {
 export class SwapAwarePolicy extends ScorePolicy {
   /** The base name with `+swap`. */
   readonly name: string;
+  /** The base policy's needs, and host memory for swaps. */
+  override readonly needs: PolicyNeeds;
   readonly #base: ScorePolicy;
   /** Wraps `base`. */
   constructor(base: ScorePolicy, search: SearchOptions = {}) {
     super(search);
     this.#base = base;
     this.name = `${base.name}+swap`;
+    this.needs = { ...base.needs, swaps: true };
   }
   #recompute(s: StorageNode, ctx: EvictionContext): number {
     return s.compute + ctx.lineage.evictedAncestorCost(s);
@@ -168,6 +176,11 @@ export const POLICY_NAMES: readonly string[] = [
   "largest",
   "random",
 ];
+
+/** True when `name` is one of {@link POLICY_NAMES}, optionally suffixed `+swap`. */
+export function isPolicyName(name: string): boolean {
+  return POLICY_NAMES.includes(name.endsWith("+swap") ? name.slice(0, -5) : name);
+}
 
 /**
  * Builds a policy by name: one of {@link POLICY_NAMES}, optionally suffixed

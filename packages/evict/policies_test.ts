@@ -6,11 +6,16 @@ import {
   DtrEqPolicy,
   DtrLocalPolicy,
   DtrPolicy,
+  isPolicyName,
   LruPolicy,
   MspsPolicy,
   POLICY_NAMES,
 } from "./policies.ts";
-import { planPolicy } from "./planner.ts";
+import { plannerNeeds, planPolicy } from "./planner.ts";
+import { createPlanner } from "./planners.ts";
+import { LibraPlanner } from "./libra_planner.ts";
+import { LookaheadPolicy } from "./lookahead.ts";
+import { needsOf, UNDECLARED_NEEDS } from "./policy.ts";
 
 for (const n of POLICY_NAMES) {
   evictionPolicyConformance(n, () => createPolicy(n));
@@ -104,4 +109,56 @@ Deno.test("createPolicy() rejects unknown names, listing the known ones", () => 
     () => createPolicy("belady"),
     /unknown eviction policy "belady" \(policies: dtr, dtr-eq/,
   );
+});
+
+Deno.test("policies declare what they read; planners declare their fallback and host memory", () => {
+  // What each score reads, from its formula (see policies.ts): dtr walks evicted
+  // regions, dtr-eq reads equivalence classes, the rest read only the storage.
+  const expected: Record<string, { equivalenceClasses: boolean; regions: boolean }> = {
+    "dtr": { equivalenceClasses: false, regions: true },
+    "dtr-eq": { equivalenceClasses: true, regions: false },
+    "dtr-local": { equivalenceClasses: false, regions: false },
+    "msps": { equivalenceClasses: false, regions: false },
+    "lru": { equivalenceClasses: false, regions: false },
+    "largest": { equivalenceClasses: false, regions: false },
+    "random": { equivalenceClasses: false, regions: false },
+  };
+  assert.deepEqual(Object.keys(expected).sort(), [...POLICY_NAMES].sort());
+  for (const [name, reads] of Object.entries(expected)) {
+    assert.deepEqual(needsOf(createPolicy(name)), { swaps: false, ...reads }, name);
+    assert.deepEqual(needsOf(createPolicy(`${name}+swap`)), { swaps: true, ...reads }, name);
+    assert.ok(isPolicyName(name) && isPolicyName(`${name}+swap`), name);
+  }
+  assert.ok(!isPolicyName("libra") && !isPolicyName("lru+swap+swap") && !isPolicyName(""));
+  // A policy object that declares nothing keeps the classes a reader of them would need.
+  const bare = { name: "lru+swap", choose: () => [] };
+  assert.deepEqual(needsOf(bare), UNDECLARED_NEEDS);
+  assert.equal(needsOf(bare).swaps, false, "a name is not a capability");
+  // A plan runs with its fallback's needs (a lookahead plan with its policy's).
+  const plan = { planner: "test", budgetBytes: 1, steps: [] };
+  assert.deepEqual(needsOf(planPolicy(plan, createPolicy("dtr-eq+swap"))), {
+    swaps: true,
+    equivalenceClasses: true,
+    regions: false,
+  });
+  assert.deepEqual(needsOf(planPolicy(plan, createPolicy("lru"))), needsOf(createPolicy("lru")));
+  assert.deepEqual(plannerNeeds(createPlanner("libra")), { swaps: true, fallback: "dtr-eq+swap" });
+  assert.deepEqual(plannerNeeds(new LibraPlanner({ swap: false })), {
+    swaps: false,
+    fallback: "dtr-eq",
+  });
+  for (const p of ["chen-sqrt", "lookahead"]) {
+    assert.deepEqual(plannerNeeds(createPlanner(p)), { swaps: false, fallback: "dtr-eq" }, p);
+  }
+  for (
+    const [cost, reads] of [
+      ["ancestors", {}],
+      ["local", {}],
+      ["eq", { equivalenceClasses: true }],
+      ["nbhd", { regions: true }],
+    ] as const
+  ) {
+    const p = new LookaheadPolicy({ calls: 0, startNs: [0], memBytes: [0], values: {} }, { cost });
+    assert.deepEqual(p.needs, reads, cost);
+  }
 });

@@ -50,6 +50,55 @@ export interface EvictionContext {
   canDrop(s: StorageNode): boolean;
   /** True when `s` may be swapped now (swapping enabled and host pool has room). */
   canSwap(s: StorageNode): boolean;
+  /**
+   * True when every storage in the pool may be dropped (the runtime admits
+   * only droppable storages when it has no host memory), so a search need not
+   * ask {@link canDrop} per candidate.
+   */
+  readonly onlyDroppable?: boolean;
+}
+
+/**
+ * What a policy needs the runtime to provide or maintain, declared instead of
+ * inferred from its name (as the published DTR simulator's heuristics declare
+ * the features they read). Absent fields are false.
+ */
+export interface PolicyNeeds {
+  /**
+   * The policy chooses between dropping and swapping: the runtime gives it
+   * host memory unless told otherwise (`hostLimitBytes`).
+   */
+  readonly swaps?: boolean;
+  /**
+   * The policy reads `dtr-eq`'s union-find of evicted equivalence classes
+   * (`Lineage.neighborClassCost`): the runtime builds and maintains them on
+   * eviction and re-materialization. Without it no classes are kept.
+   */
+  readonly equivalenceClasses?: boolean;
+  /**
+   * The policy reads evicted regions (`Lineage.evictedNeighborhoodCost`,
+   * whose cache the lineage keeps up to date from the first question on; a
+   * replayer with its own region bookkeeping maintains it only when asked).
+   */
+  readonly regions?: boolean;
+}
+
+/** What a policy that declares no {@link PolicyNeeds} gets: equivalence classes, no host memory. */
+export const UNDECLARED_NEEDS: Readonly<Required<PolicyNeeds>> = Object.freeze({
+  swaps: false,
+  equivalenceClasses: true,
+  regions: false,
+});
+
+/** The needs of `policy`, with {@link UNDECLARED_NEEDS} when it declares none. */
+export function needsOf(policy: EvictionPolicy): Readonly<Required<PolicyNeeds>> {
+  const n = policy.needs;
+  if (n === undefined) return UNDECLARED_NEEDS;
+  return {
+    swaps: n.swaps === true,
+    equivalenceClasses: n.equivalenceClasses === true,
+    regions: n.regions === true,
+  };
 }
 
 /**
@@ -58,8 +107,14 @@ export interface EvictionContext {
  * when nothing in the pool may be evicted.
  */
 export interface EvictionPolicy {
-  /** Name, e.g. `"dtr-eq"`. */
+  /** Name, e.g. `"dtr-eq"` (for reports; the runtime reads {@link needs}, never the name). */
   readonly name: string;
+  /**
+   * What the runtime must provide or maintain for this policy. A policy that
+   * declares nothing gets {@link UNDECLARED_NEEDS} (equivalence classes kept,
+   * as a policy reading them would need).
+   */
+  readonly needs?: PolicyNeeds;
   /** Picks victims to free `ctx.bytesNeeded`. */
   choose(ctx: EvictionContext): Victim[];
   /** Optional hooks for static plans (see `planner.ts`). */
@@ -92,6 +147,8 @@ export interface SearchOptions {
   seed?: number;
 }
 
+const NO_NEEDS: PolicyNeeds = Object.freeze({});
+
 /** A small seeded generator (mulberry32), deterministic across runs. */
 export function seededRandom(seed: number): () => number {
   return mulberry32(seed);
@@ -103,6 +160,8 @@ export function seededRandom(seed: number): () => number {
  */
 export abstract class ScorePolicy implements EvictionPolicy {
   abstract readonly name: string;
+  /** What the score reads (none by default; see {@link PolicyNeeds}). */
+  readonly needs: PolicyNeeds = NO_NEEDS;
   readonly #mode: "full" | "sqrt";
   readonly #minBytes: number;
   readonly #rng: () => number;
@@ -131,9 +190,9 @@ export abstract class ScorePolicy implements EvictionPolicy {
     return ctx.canDrop(s) ? "drop" : "swap";
   }
 
-  /** True when the context allows some action on `s`. */
+  /** True when the context allows some action on `s` (a pool member). */
   protected allowed(s: StorageNode, ctx: EvictionContext): boolean {
-    return ctx.canDrop(s) || ctx.canSwap(s);
+    return ctx.onlyDroppable === true || ctx.canDrop(s) || ctx.canSwap(s);
   }
 
   choose(ctx: EvictionContext): Victim[] {

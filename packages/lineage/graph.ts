@@ -11,6 +11,7 @@
  * @module
  */
 
+import { jsonToDot, lineageToJSON } from "./_export.ts";
 import { type EqNode, find } from "./union_find.ts";
 
 /**
@@ -35,6 +36,20 @@ export interface EvictedComponent {
   readonly version: number;
 }
 
+/** A storage's cached evicted region, kept by its {@link Lineage}. */
+export interface RegionCache {
+  /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `version` is current). */
+  cost: number;
+  /** Version of {@link cost}; -1 when stale. */
+  version: number;
+  /** While evicted: the connected evicted component holding it. */
+  component: EvictedComponent | null;
+}
+
+function newRegionCache(): RegionCache {
+  return { cost: 0, version: -1, component: null };
+}
+
 /** A storage: one device allocation shared by a tensor and its views. */
 export class StorageNode {
   /** Unique id. */
@@ -46,12 +61,17 @@ export class StorageNode {
   #residency: Residency = "empty";
   /** The graph that made this storage (told when it enters or leaves `evicted`). */
   owner: Lineage | null = null;
-  /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `nbhdVersion` is current). */
-  nbhdCost = 0;
-  /** Version of {@link nbhdCost}; -1 when stale. */
-  nbhdVersion: number = -1;
-  /** While evicted: the connected evicted component holding it (cached; see `evictedNeighborhoodCost`). */
-  component: EvictedComponent | null = null;
+  /**
+   * The lineage's cache of its evicted region (see
+   * {@link Lineage.evictedNeighborhoodCost}); `null` until a policy that reads
+   * regions asks, so storages of other runs do not carry it.
+   */
+  regions: RegionCache | null = null;
+  /**
+   * Non-zero when the storage is known to have no evicted neighbour (see
+   * {@link Lineage.neighborClassCost}); 0 when unknown.
+   */
+  noEvictedNeighbors = 0;
 
   /** Current residency. */
   get residency(): Residency {
@@ -59,14 +79,13 @@ export class StorageNode {
   }
   set residency(r: Residency) {
     const o = this.owner;
-    if (
-      o !== null && o.tracksNeighborhoods && (r === "evicted") !== (this.#residency === "evicted")
-    ) {
+    if (o !== null && (r === "evicted") !== (this.#residency === "evicted")) {
       if (r === "evicted") {
         this.#residency = r;
-        o.neighborhoodChanged(this);
+        if (o.tracksNeighborhoods) o.neighborhoodChanged(this);
+        if (o.cachesEvictedNeighbors) o.evictedNeighborAppeared(this);
       } else {
-        o.neighborhoodChanged(this);
+        if (o.tracksNeighborhoods) o.neighborhoodChanged(this);
         this.#residency = r;
       }
       return;
@@ -336,6 +355,11 @@ export class Lineage {
     }
     for (const inp of inputs) inp.consumers.push(call);
     for (const t of call.outputs) t.storage.compute = storageCompute(t.storage);
+    if (this.cachesEvictedNeighbors) {
+      // New edges between every input and output storage: their caches lapse.
+      for (const inp of inputs) inp.storage.noEvictedNeighbors = 0;
+      for (const t of call.outputs) t.storage.noEvictedNeighbors = 0;
+    }
     return call.outputs;
   }
 
@@ -394,10 +418,25 @@ export class Lineage {
     return out;
   }
 
-  /** Summed class values of the distinct equivalence classes among `s`'s evicted neighbours. */
+  /**
+   * Summed class values of the distinct equivalence classes among `s`'s
+   * evicted neighbours. A storage found without evicted neighbours is
+   * remembered as such (one field read next time, no walk) until a neighbour
+   * is evicted or a call adds edges to it ({@link evictedNeighborAppeared}).
+   */
   neighborClassCost(s: StorageNode): number {
+    const epoch = this.#noEvictedEpoch;
+    if (s.noEvictedNeighbors === epoch) return 0;
+    if (!this.cachesEvictedNeighbors) {
+      // From now on every eviction clears the caches of the storages next to it.
+      this.cachesEvictedNeighbors = true;
+      return this.neighborClassCost(s);
+    }
     const ns = this.evictedNeighbors(s, this.#scratch);
-    if (ns.length === 0) return 0;
+    if (ns.length === 0) {
+      s.noEvictedNeighbors = epoch;
+      return 0;
+    }
     let sum = 0;
     const roots = this.#roots;
     for (const n of ns) {
@@ -415,6 +454,31 @@ export class Lineage {
 
   readonly #scratch: StorageNode[] = [];
   readonly #roots: EqNode[] = [];
+
+  /**
+   * True once {@link neighborClassCost} has been asked: it remembers the
+   * storages without evicted neighbours, and evictions and new calls keep
+   * that up to date.
+   */
+  cachesEvictedNeighbors = false;
+  /** The value of {@link StorageNode.noEvictedNeighbors} that means "none" (0 never does). */
+  readonly #noEvictedEpoch = 1;
+
+  /**
+   * `v` has just been evicted: every storage next to it may now have an
+   * evicted neighbour, so none is known to have none.
+   */
+  evictedNeighborAppeared(v: StorageNode): void {
+    for (const t of v.tensors) {
+      const p = t.producer;
+      if (p !== null) {
+        for (const inp of p.inputs) inp.storage.noEvictedNeighbors = 0;
+      }
+      for (const c of t.consumers) {
+        for (const o of c.outputs) o.storage.noEvictedNeighbors = 0;
+      }
+    }
+  }
 
   /**
    * The evicted neighbourhood e*(s): every evicted storage reachable from `s`
@@ -461,14 +525,18 @@ export class Lineage {
       this.tracksNeighborhoods = true;
       this.#nbhdVersion++;
     }
-    if (s.nbhdVersion === this.#nbhdVersion && s.residency !== "evicted") return s.nbhdCost;
+    const rc = s.regions;
+    if (rc !== null && rc.version === this.#nbhdVersion && s.residency !== "evicted") {
+      return rc.cost;
+    }
     let sum = s.residency === "evicted" ? -1 : this.#componentSum(s);
     if (sum < 0) {
       sum = 0;
       for (const n of this.evictedNeighborhood(s)) sum += n.compute;
     }
-    s.nbhdCost = sum;
-    s.nbhdVersion = this.#nbhdVersion;
+    const r = s.regions ??= newRegionCache();
+    r.cost = sum;
+    r.version = this.#nbhdVersion;
     return sum;
   }
 
@@ -512,7 +580,7 @@ export class Lineage {
 
   /** The evicted component holding `v` (evicted), built by a walk when not cached. */
   #component(v: StorageNode): EvictedComponent {
-    const cached = v.component;
+    const cached = v.regions?.component ?? null;
     if (cached !== null && cached.version === this.#nbhdVersion) return cached;
     const members: StorageNode[] = [v];
     const stamp = this.nextStamp();
@@ -552,7 +620,7 @@ export class Lineage {
       exact: ints && abs <= Number.MAX_SAFE_INTEGER,
       version: this.#nbhdVersion,
     };
-    for (const m of members) m.component = comp;
+    for (const m of members) (m.regions ??= newRegionCache()).component = comp;
     return comp;
   }
 
@@ -574,19 +642,25 @@ export class Lineage {
    * evicted component holding `v`, the only storages whose neighbourhood changes.
    */
   neighborhoodChanged(v: StorageNode): void {
-    v.nbhdVersion = -1;
-    v.component = null;
+    const rv = v.regions;
+    if (rv !== null) {
+      rv.version = -1;
+      rv.component = null;
+    }
     const stamp = this.nextStamp();
     v.stamp = stamp;
     const stack: StorageNode[] = [v];
     const visit = (n: StorageNode): void => {
       if (n.stamp === stamp) return;
       n.stamp = stamp;
-      n.nbhdVersion = -1;
+      const r = n.regions;
       if (n.residency === "evicted") {
-        n.component = null;
+        if (r !== null) {
+          r.version = -1;
+          r.component = null;
+        }
         stack.push(n);
-      }
+      } else if (r !== null) r.version = -1;
     };
     while (stack.length > 0) {
       const cur = stack.pop()!;
@@ -676,68 +750,23 @@ export class Lineage {
 
   /** The graph as JSON (storages with their tensors, calls with their tensor names). */
   toJSON(): LineageJSON {
-    const calls = new Map<number, CallNode>();
-    const storages: LineageJSON["storages"] = [];
-    for (const s of this.storages.values()) {
-      storages.push({
-        id: s.id,
-        bytes: s.bytes,
-        residency: s.residency,
-        pinned: s.pinned,
-        extRefs: s.extRefs,
-        tensors: s.tensors.map((t) => t.name),
-      });
-      for (const t of s.tensors) if (t.producer) calls.set(t.producer.id, t.producer);
-    }
-    return {
-      storages,
-      calls: [...calls.values()].sort((a, b) => a.id - b.id).map((c) => ({
-        id: c.id,
-        op: c.op,
-        inputs: c.inputs.map((t) => t.name),
-        outputs: c.outputs.map((t) => t.name),
-        cost: c.cost,
-        replayable: c.replayable,
-      })),
-    };
+    return lineageToJSON(this.storages.values());
   }
 
   /** The graph in Graphviz DOT: storages as boxes (dashed when evicted), calls as ellipses. */
   toDot(): string {
-    const j = this.toJSON();
-    const lines = ["digraph lineage {", "  rankdir=LR;"];
-    const owner = new Map<string, number>();
-    for (const s of j.storages) {
-      const style = s.residency === "resident" ? "solid" : "dashed";
-      lines.push(
-        `  s${s.id} [shape=box,style=${style},label=${
-          dotLabel(`${s.tensors.join(",")}\\n${s.bytes} B ${s.residency}`)
-        }];`,
-      );
-      for (const t of s.tensors) owner.set(t, s.id);
-    }
-    for (const c of j.calls) {
-      lines.push(`  c${c.id} [shape=ellipse,label=${dotLabel(`${c.op}\\n${c.cost}`)}];`);
-      for (const t of c.inputs) {
-        const s = owner.get(t);
-        if (s !== undefined) lines.push(`  s${s} -> c${c.id};`);
-      }
-      for (const t of c.outputs) {
-        const s = owner.get(t);
-        if (s !== undefined) lines.push(`  c${c.id} -> s${s};`);
-      }
-    }
-    lines.push("}");
-    return lines.join("\n");
+    return jsonToDot(this.toJSON());
   }
-}
-
-function dotLabel(text: string): string {
-  return `"${text.replaceAll('"', '\\"')}"`;
 }
 
 /** Sum of the costs of the distinct calls producing the tensors of `s`. */
 export function storageCompute(s: StorageNode): number {
+  const ts = s.tensors;
+  if (ts.length === 1) {
+    // The common case, without the list of distinct producers (same sum: 0 + cost).
+    const p = ts[0]!.producer;
+    return p === null ? 0 : 0 + p.cost;
+  }
   let sum = 0;
   const seen: CallNode[] = [];
   for (const t of s.tensors) {

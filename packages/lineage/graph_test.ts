@@ -139,3 +139,64 @@ Deno.test("Lineage.toJSON() and toDot() export storages and calls", () => {
   assert.match(dot, /style=dashed,label="b\\n8 B evicted"/);
   assert.equal((dot.match(/->/g) ?? []).length, 11);
 });
+
+Deno.test("Lineage.neighborClassCost() remembers storages without evicted neighbours exactly", () => {
+  // Random calls (views included), evictions, re-materializations and class
+  // merges; after every change each storage's cost equals a brute-force sum
+  // over the distinct classes of its evicted neighbours, found from the calls.
+  let seed = 99;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const g = new Lineage();
+  const ts: TensorNode[] = [g.addLeaf(8, "x")];
+  ts[0]!.storage.residency = "resident";
+  const brute = (s: StorageNode): number => {
+    const nbrs = new Set<StorageNode>();
+    for (const t of s.tensors) {
+      for (const i of t.producer?.inputs ?? []) nbrs.add(i.storage);
+      for (const c of t.consumers) for (const o of c.outputs) nbrs.add(o.storage);
+    }
+    nbrs.delete(s);
+    const roots = new Set<EqNode>();
+    for (const n of nbrs) if (n.residency === "evicted" && n.eq !== null) roots.add(find(n.eq));
+    let sum = 0;
+    for (const r of roots) sum += r.value;
+    return sum;
+  };
+  let hits = 0;
+  for (let step = 0; step < 1500; step++) {
+    const u = rnd();
+    if (u < 0.35 || ts.length < 4) {
+      const a = ts[Math.floor(rnd() * ts.length)]!, b = ts[Math.floor(rnd() * ts.length)]!;
+      const view = rnd() < 0.2;
+      const outs = g.addCall(
+        "f",
+        [],
+        [a, b],
+        [{ bytes: 8, ...(view ? { alias: 0 } : {}) }],
+        1 + step,
+      );
+      for (const t of outs) {
+        if (!view) t.storage.residency = "resident";
+        ts.push(t);
+      }
+    } else {
+      const s = ts[Math.floor(rnd() * ts.length)]!.storage;
+      if (s.residency === "resident" && rnd() < 0.6) {
+        s.residency = "evicted";
+        s.eq = new EqNode(s.compute);
+        for (const n of g.evictedNeighbors(s)) if (n.eq !== null) merge(n.eq, s.eq);
+      } else if (s.residency === "evicted") {
+        s.residency = "resident";
+        if (s.eq !== null) find(s.eq).value -= s.compute;
+        s.eq = null;
+      }
+    }
+    for (const t of ts) {
+      const s = t.storage;
+      const known = s.noEvictedNeighbors !== 0;
+      assert.equal(g.neighborClassCost(s), brute(s), `step ${step}, storage ${s.id}`);
+      if (known) hits++;
+    }
+  }
+  assert.ok(hits > 1000, `the cache answered (${hits} times)`);
+});

@@ -16,32 +16,50 @@
  * a clock advanced by call costs; dtr-eq classes merge on evict and subtract on
  * re-materialization.
  *
+ * The engine is split by concern: memory accounting and eviction
+ * (`_eviction.ts`, with the pool in `_pool.ts`), re-materialization and
+ * execution (`_remat.ts`) and lineage upkeep on release, overwrite and
+ * collection (`_upkeep.ts`); they share the engine's internal state
+ * (`_engine_state.ts`). This file holds the public surface and the call path.
+ *
  * @module
  */
 
 import type { CostModel } from "@libra/cost";
-import type {
-  EvictablePool,
-  EvictAction,
-  EvictionContext,
-  EvictionPolicy,
-  PlanControl,
-  Victim,
-} from "@libra/evict";
+import type { EvictAction, EvictionPolicy } from "@libra/evict";
 import {
-  addToClass,
   type CallNode,
-  EqNode,
   Lineage,
-  merge,
   type OutputSpec,
-  storageCompute,
   type StorageNode,
   type TensorNode,
 } from "@libra/lineage";
 import { CopyEngine, type Link } from "./copy_engine.ts";
-import { OutOfBudgetError, ThrashingError } from "./errors.ts";
 import { newStats, type RuntimeEvent, type RuntimeStats, Timeline } from "./stats.ts";
+import { checkLimit, EngineState } from "./_engine_state.ts";
+import {
+  addUsed,
+  adoptPolicy,
+  evict,
+  evictable,
+  evictableBytes,
+  lock,
+  refreshPool,
+  reserve,
+  unlock,
+} from "./_eviction.ts";
+import { materialize } from "./_remat.ts";
+import {
+  adoptLeaf,
+  collect,
+  freeStorage,
+  hasDependents,
+  invalidate,
+  isNeeded,
+  preserve,
+  release,
+  retire,
+} from "./_upkeep.ts";
 
 /** What actually moves bytes and runs kernels (live) or only accounts for them (simulation). */
 export interface Executor {
@@ -119,83 +137,6 @@ export interface EngineOptions {
 
 /** See {@link EngineOptions.leafRelease}. */
 export type LeafRelease = "keep-if-needed" | "free-unless-evicted" | "keep-pinned" | "free";
-
-/**
- * The evictable pool: an array for O(1) random access (sampling) and an
- * intrusive doubly linked list through the storages for insertion order (a
- * `Set` reallocates its table when a small pool churns, which cost more than a
- * whole kernel call). Not to be modified while iterated.
- */
-class Pool implements EvictablePool {
-  readonly items: StorageNode[] = [];
-  bytes = 0;
-  #head: StorageNode | null = null;
-  #tail: StorageNode | null = null;
-  get size(): number {
-    return this.items.length;
-  }
-  at(i: number): StorageNode {
-    return this.items[i]!;
-  }
-  [Symbol.iterator](): Iterator<StorageNode> {
-    return new PoolIterator(this.#head);
-  }
-  add(s: StorageNode): void {
-    if (s.poolIndex >= 0) return;
-    s.poolIndex = this.items.length;
-    this.items.push(s);
-    const tail = this.#tail;
-    s.poolPrev = tail;
-    s.poolNext = null;
-    if (tail === null) this.#head = s;
-    else tail.poolNext = s;
-    this.#tail = s;
-    this.bytes += s.bytes;
-  }
-  remove(s: StorageNode): void {
-    const i = s.poolIndex;
-    if (i < 0) return;
-    const last = this.items.pop()!;
-    if (last !== s) {
-      this.items[i] = last;
-      last.poolIndex = i;
-    }
-    s.poolIndex = -1;
-    const prev = s.poolPrev, next = s.poolNext;
-    if (prev === null) this.#head = next;
-    else prev.poolNext = next;
-    if (next === null) this.#tail = prev;
-    else next.poolPrev = prev;
-    s.poolPrev = null;
-    s.poolNext = null;
-    this.bytes -= s.bytes;
-  }
-}
-
-class PoolIterator implements Iterator<StorageNode> {
-  #cur: StorageNode | null;
-  constructor(head: StorageNode | null) {
-    this.#cur = head;
-  }
-  next(): IteratorResult<StorageNode> {
-    const c = this.#cur;
-    if (c === null) return { done: true, value: undefined };
-    this.#cur = c.poolNext;
-    return { done: false, value: c };
-  }
-}
-
-interface Frame {
-  t: TensorNode;
-  remat: boolean;
-  undef: TensorNode[] | null;
-  i: number;
-  locked: StorageNode[];
-  waiting: TensorNode | null;
-}
-
-const now = (): number => performance.now();
-
 /** The shared core. See the module doc. */
 export class Engine {
   /** The lineage graph. */
@@ -223,70 +164,49 @@ export class Engine {
   readonly decisions: string[] = [];
   /** Record {@link decisions}. Default false. */
   recordDecisions = false;
-
-  #budget: number;
-  #policy: EvictionPolicy;
-  readonly #cost: CostModel;
-  readonly #exec: Executor;
-  readonly #eager: boolean;
-  readonly #hostLimit: number;
-  readonly #pool = new Pool();
-  #onEvent: ((e: RuntimeEvent) => void) | undefined;
-  #knownFeasible: number | undefined;
-  readonly #gc: boolean;
-  readonly #leafRelease: LeafRelease;
-  #deadCandidates = 0;
-  #overheadLimit: number;
-  #baselineComputeNs: number | undefined;
   /** The copy stream (with a link), and when each swapped-in storage is back. */
   readonly copyEngine: CopyEngine | null;
-  readonly #readyAt = new Map<StorageNode, number>();
-  readonly #ctx: EvictionContext;
-  #bytesNeeded = 0;
+  /** Names to storages for plan hooks (set by the driver: trace replay or live runtime). */
+  resolveName: (name: string) => StorageNode | undefined = () => undefined;
+
+  readonly #k: EngineState;
 
   /** An engine over `options.executor`, with `options.policy` choosing victims. */
   constructor(options: EngineOptions) {
-    this.#budget = options.budgetBytes ?? Infinity;
-    this.#policy = options.policy;
-    this.#cost = options.costModel;
-    this.#exec = options.executor;
-    this.#eager = options.eagerEviction ?? true;
-    this.#hostLimit = options.hostLimitBytes ?? 0;
-    this.#onEvent = options.onEvent;
-    this.#knownFeasible = options.knownFeasibleBytes;
     this.copyEngine = options.link !== undefined ? new CopyEngine(options.link) : null;
-    this.#gc = options.gc ?? true;
-    this.#leafRelease = options.leafRelease ?? "keep-if-needed";
     this.timeline = new Timeline(options.timeline ?? true);
-    this.stats.budgetBytes = this.#budget;
-    this.#overheadLimit = checkLimit(options.overheadLimit ?? Infinity);
-    this.#baselineComputeNs = options.baselineComputeNs;
-    const clock = (): number => this.clock;
-    const needed = (): number => this.#bytesNeeded;
-    this.#ctx = {
-      get clock() {
-        return clock();
+    const k = this.#k = new EngineState(this, options);
+    this.stats.budgetBytes = k.budget;
+    adoptPolicy(this, k, options.policy);
+    k.control = {
+      evict: (name, action) => {
+        const s = this.#findByName(name);
+        if (!s || !evictable(k, s)) return false;
+        if (action === "drop" && !s.droppable) return false;
+        if (action === "swap" && !k.ctx.canSwap(s)) return false;
+        evict(this, k, s, action, "plan");
+        return true;
       },
-      pool: this.#pool,
-      lineage: this.lineage,
-      costModel: this.#cost,
-      get bytesNeeded() {
-        return needed();
+      restore: (name) => {
+        const s = this.#findByName(name);
+        if (!s || s.residency === "resident") return false;
+        const t = s.tensors[0];
+        if (!t || (s.residency !== "evicted" && s.residency !== "swapped")) return false;
+        materialize(this, k, t, true);
+        return true;
       },
-      canDrop: (s) => s.droppable,
-      canSwap: (s) => this.hostUsed + s.bytes <= this.#hostLimit,
     };
   }
 
   /** Current budget in bytes. */
   get budgetBytes(): number {
-    return this.#budget;
+    return this.#k.budget;
   }
 
   /** Changes the budget (it may be below current use: later calls evict to fit). */
   setBudget(bytes: number): void {
     if (!(bytes > 0)) throw new RangeError(`budget must be > 0 bytes, got ${bytes}`);
-    this.#budget = bytes;
+    this.#k.budget = bytes;
     this.stats.budgetBytes = bytes;
   }
 
@@ -296,248 +216,54 @@ export class Engine {
    * fits, and only when it is above the budget that failed.
    */
   noteFeasible(bytes: number): void {
-    if (this.#knownFeasible === undefined || bytes > this.#knownFeasible) {
-      this.#knownFeasible = bytes;
-    }
+    const k = this.#k;
+    if (k.knownFeasible === undefined || bytes > k.knownFeasible) k.knownFeasible = bytes;
   }
 
   /** The thrash limit X (see {@link EngineOptions.overheadLimit}). */
   get overheadLimit(): number {
-    return this.#overheadLimit;
+    return this.#k.overheadLimit;
   }
 
   /** Sets the thrash limit and, optionally, the budget-free compute it is relative to. */
   setOverheadLimit(limit: number, baselineComputeNs?: number): void {
-    this.#overheadLimit = checkLimit(limit);
-    if (baselineComputeNs !== undefined) this.#baselineComputeNs = baselineComputeNs;
-  }
-
-  /**
-   * Throws {@link ThrashingError} when recomputation plus stalls passed
-   * `(limit - 1)` x the budget-free compute (the check DTR's simulator makes
-   * after every materialization).
-   */
-  #checkThrash(): void {
-    const limit = this.#overheadLimit;
-    if (limit === Infinity) return;
-    const st = this.stats;
-    const base = this.#baselineComputeNs ?? st.computeNs;
-    const extra = st.recomputeNs + st.swapStallNs;
-    if (extra <= (limit - 1) * base) return;
-    st.oomErrors++;
-    this.timeline.mark(this.callIndex, this.used, "oom", "thrashing");
-    this.#emit({ type: "oom", bytes: 0, usedBytes: this.used, reason: "thrashing" });
-    throw new ThrashingError({
-      neededBytes: 0,
-      usedBytes: this.used,
-      evictableBytes: this.evictableBytes,
-      budgetBytes: this.#budget,
-      ...(this.#knownFeasible !== undefined ? { knownFeasibleBytes: this.#knownFeasible } : {}),
-      recomputeNs: st.recomputeNs,
-      stallNs: st.swapStallNs,
-      overheadLimit: limit,
-      baselineComputeNs: base,
-    });
+    this.#k.overheadLimit = checkLimit(limit);
+    if (baselineComputeNs !== undefined) this.#k.baselineComputeNs = baselineComputeNs;
   }
 
   /** The policy in use. */
   get policy(): EvictionPolicy {
-    return this.#policy;
+    return this.#k.policy;
   }
 
-  /** Replaces the policy (e.g. with a plan's policy from `planPolicy`). */
+  /**
+   * Replaces the policy (e.g. with a plan's policy from `planPolicy`),
+   * maintaining from now on what it needs (`EvictionPolicy.needs`).
+   */
   setPolicy(policy: EvictionPolicy): void {
-    this.#policy = policy;
+    adoptPolicy(this, this.#k, policy);
   }
 
   /** Bytes of the evictable pool (an upper bound on what eviction can free now). */
   get evictableBytes(): number {
-    let b = 0;
-    for (const s of this.#pool.items) if (s.droppable || this.#ctx.canSwap(s)) b += s.bytes;
-    return b;
+    return evictableBytes(this.#k);
   }
 
   /** Replaces the event listener (`undefined`: no events are built at all). */
   setEventListener(fn: ((e: RuntimeEvent) => void) | undefined): void {
-    this.#onEvent = fn;
+    this.#k.onEvent = fn;
   }
 
   // ------------------------------------------------------------------ memory
 
-  #emit(e: RuntimeEvent): void {
-    this.#onEvent?.(e);
-  }
-
-  #addUsed(bytes: number): void {
-    this.used += bytes;
-    if (this.used > this.stats.peakBytes) this.stats.peakBytes = this.used;
-  }
-
-  #evictable(s: StorageNode): boolean {
-    return s.residency === "resident" && s.locks === 0 && !s.pinned &&
-      (s.droppable || this.#hostLimit > 0);
-  }
-
-  #refreshPool(s: StorageNode): void {
-    if (this.#evictable(s)) this.#pool.add(s);
-    else this.#pool.remove(s);
-  }
-
-  /** Frees memory until `bytes` more fit in the budget, or throws {@link OutOfBudgetError}. */
+  /** Frees memory until `bytes` more fit in the budget, or throws `OutOfBudgetError`. */
   reserve(bytes: number): void {
-    if (this.used + bytes <= this.#budget) return;
-    let collected = false;
-    while (this.used + bytes > this.#budget) {
-      let victims: Victim[] = [];
-      if (this.#pool.size > 0) {
-        this.#bytesNeeded = this.used + bytes - this.#budget;
-        const t0 = now();
-        victims = this.#policy.choose(this.#ctx);
-        const dt = (now() - t0) * 1e6;
-        this.stats.policyNs += dt;
-        this.stats.bookkeepingNs += dt;
-      }
-      if (victims.length === 0 && this.#gc && !collected) {
-        // Unreferenced leaves nothing needs may still hold memory: collect, retry.
-        collected = true;
-        if (this.collect() > 0) continue;
-      }
-      if (victims.length === 0) {
-        const err = new OutOfBudgetError({
-          neededBytes: bytes,
-          usedBytes: this.used,
-          evictableBytes: this.evictableBytes,
-          budgetBytes: this.#budget,
-          // A budget at or below this one did not complete this step: not known to work.
-          ...(this.#knownFeasible !== undefined && this.#knownFeasible > this.#budget
-            ? { knownFeasibleBytes: this.#knownFeasible }
-            : {}),
-        });
-        this.stats.oomErrors++;
-        this.timeline.mark(this.callIndex, this.used, "oom", "");
-        this.#emit({ type: "oom", bytes, usedBytes: this.used });
-        throw err;
-      }
-      for (const v of victims) this.evict(v.storage, v.action, "policy");
-    }
+    reserve(this, this.#k, bytes);
   }
 
   /** Evicts a resident, unlocked, unpinned storage by dropping or swapping it. */
   evict(s: StorageNode, action: EvictAction, why: "policy" | "eager" | "plan"): void {
-    if (s.residency !== "resident" || s.locks > 0 || s.pinned) {
-      throw new Error(
-        `evict ${s.name}: storage is ${s.residency}${s.locks > 0 ? ", locked" : ""}${
-          s.pinned ? ", pinned" : ""
-        } (the policy returned a storage outside the evictable pool)`,
-      );
-    }
-    if (action === "drop") {
-      if (!s.droppable) {
-        throw new Error(`evict ${s.name}: a leaf (no replayable producer) cannot be dropped`);
-      }
-      this.#exec.release(s);
-      s.residency = "evicted";
-      for (const t of s.tensors) t.defined = false;
-      this.used -= s.bytes;
-      this.#pool.remove(s);
-      s.evictions++;
-      const st = this.stats;
-      if (why === "eager") st.eagerDrops++;
-      else {
-        st.evictions++;
-        st.drops++;
-        st.dropBytes += s.bytes;
-      }
-      // Eager drops (a value freed by its last handle) are not timed: two clock
-      // reads cost more than the merge they would measure, on every free.
-      const eager = why === "eager";
-      const t0 = eager ? 0 : now();
-      s.eq = new EqNode(s.compute);
-      const ns = this.lineage.evictedNeighbors(s);
-      for (const n of ns) if (n.eq !== null) merge(n.eq, s.eq);
-      if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
-      if (this.recordDecisions && why !== "eager") this.decisions.push(`drop:${s.name}`);
-      if (why !== "eager") this.timeline.mark(this.callIndex, this.used, "drop", s.name);
-      if (this.#onEvent) {
-        this.#emit({
-          type: "evict",
-          action: "drop",
-          name: s.name,
-          bytes: s.bytes,
-          eager: why === "eager",
-        });
-      }
-    } else {
-      if (this.hostUsed + s.bytes > this.#hostLimit) {
-        throw new Error(
-          `swap ${s.name}: host pool full (${this.hostUsed} + ${s.bytes} > ${this.#hostLimit} bytes); raise hostLimitBytes`,
-        );
-      }
-      const defined = s.tensors.filter((t) => t.defined);
-      const measured = this.#exec.swapOut(s);
-      let stall: number;
-      if (measured === undefined && this.copyEngine !== null) {
-        // Asynchronous: the memory stays held until the copy ends (a call that
-        // needs it waits in #run); nothing stalls now.
-        this.copyEngine.swapOut(s.bytes);
-        stall = 0;
-      } else stall = measured ?? this.#cost.swapCost(s.bytes);
-      s.residency = "swapped";
-      s.host = s.host ?? undefined;
-      swappedDefined.set(s, defined);
-      for (const t of s.tensors) t.defined = false;
-      this.used -= s.bytes;
-      this.hostUsed += s.bytes;
-      this.#pool.remove(s);
-      s.evictions++;
-      const st = this.stats;
-      st.evictions++;
-      st.swapOuts++;
-      st.swapOutBytes += s.bytes;
-      st.swapStallNs += stall;
-      this.clock += stall;
-      if (this.recordDecisions) this.decisions.push(`swap:${s.name}`);
-      this.timeline.mark(this.callIndex, this.used, "swap-out", s.name);
-      if (this.#onEvent) {
-        this.#emit({ type: "evict", action: "swap", name: s.name, bytes: s.bytes, eager: false });
-      }
-    }
-  }
-
-  #swapIn(s: StorageNode): void {
-    this.reserve(s.bytes);
-    const measured = this.#exec.swapIn(s);
-    let stall: number;
-    if (measured === undefined && this.copyEngine !== null) {
-      // Asynchronous: the call that reads it waits for the copy in #run.
-      this.#readyAt.set(s, this.copyEngine.swapIn(s.bytes).endNs);
-      stall = 0;
-    } else stall = measured ?? this.#cost.swapCost(s.bytes);
-    s.residency = "resident";
-    this.hostUsed -= s.bytes;
-    this.#addUsed(s.bytes);
-    for (const t of swappedDefined.get(s) ?? [s.tensors[0]!]) t.defined = true;
-    swappedDefined.delete(s);
-    s.remats++;
-    const st = this.stats;
-    st.swapIns++;
-    st.swapInBytes += s.bytes;
-    st.swapStallNs += stall;
-    this.clock += stall;
-    this.#refreshPool(s);
-    this.timeline.mark(this.callIndex, this.used, "swap-in", s.name);
-    if (this.#onEvent) this.#emit({ type: "remat", how: "swap", name: s.name, bytes: s.bytes });
-    this.#checkThrash();
-  }
-
-  #lock(s: StorageNode): void {
-    if (s.locks === 0) this.#pool.remove(s);
-    s.locks++;
-  }
-
-  #unlock(s: StorageNode): void {
-    s.locks--;
-    if (s.locks === 0 && this.#evictable(s)) this.#pool.add(s);
+    evict(this, this.#k, s, action, why);
   }
 
   // ------------------------------------------------------------------ calls
@@ -548,21 +274,22 @@ export class Engine {
     name?: string,
     options: { pinned?: boolean; storage?: StorageNode } = {},
   ): TensorNode {
+    const k = this.#k;
     const s = options.storage ?? this.lineage.addStorage(bytes);
     if (s.residency !== "empty") {
       throw new Error(`leaf ${name}: storage ${s.id} already holds a value`);
     }
-    this.reserve(s.bytes);
+    reserve(this, k, s.bytes);
     const t = this.lineage.addLeaf(s.bytes, name, s);
-    this.#exec.allocate(s);
+    k.exec.allocate(s);
     s.residency = "resident";
-    this.#addUsed(s.bytes);
+    addUsed(this, s.bytes);
     t.defined = true;
     t.extRefs = 1;
     s.extRefs += 1;
     s.lastAccess = this.clock;
     if (options.pinned) s.pinned = true;
-    this.#refreshPool(s);
+    refreshPool(k, s);
     return t;
   }
 
@@ -579,8 +306,9 @@ export class Engine {
     costNs?: number,
     backward = false,
   ): TensorNode[] {
-    const hooks = this.#policy.hooks;
-    if (hooks?.beforeCall) hooks.beforeCall(this.callIndex - this.stepBase, this.#control);
+    const k = this.#k;
+    const hooks = k.policy.hooks;
+    if (hooks?.beforeCall) hooks.beforeCall(this.callIndex - this.stepBase, k.control);
     const tensors = this.lineage.addCall(op, params, inputs, outputs, costNs ?? 0, backward);
     const call = tensors[0]?.producer;
     if (call === undefined || call === null) {
@@ -588,15 +316,15 @@ export class Engine {
         `${op}: a call needs at least one output (use runInPlace for in-place kernels)`,
       );
     }
-    this.#pricing = costNs === undefined ? call : null;
+    k.pricing = costNs === undefined ? call : null;
     for (const t of tensors) {
       t.extRefs = 1;
       t.storage.extRefs += 1;
     }
     try {
-      this.#materialize(tensors[0]!, false);
+      materialize(this, k, tensors[0]!, false);
     } catch (e) {
-      this.#pricing = null;
+      k.pricing = null;
       // Undo the record so the engine stays usable: the call never happened.
       for (const inp of inputs) {
         const i = inp.consumers.lastIndexOf(call);
@@ -606,8 +334,8 @@ export class Engine {
         const s = t.storage;
         s.extRefs -= t.extRefs;
         t.extRefs = 0;
-        const k = s.tensors.indexOf(t);
-        if (k >= 0) s.tensors.splice(k, 1);
+        const j = s.tensors.indexOf(t);
+        if (j >= 0) s.tensors.splice(j, 1);
         if (s.tensors.length === 0 && !outputs.some((o) => o.storage === s)) {
           this.lineage.removeStorage(s);
         }
@@ -618,37 +346,33 @@ export class Engine {
     this.lastOutputs = tensors;
     this.stats.calls++;
     this.timeline.point(this.callIndex, this.used);
-    if (this.#onEvent) {
-      this.#emit({ type: "call", index: this.callIndex, op, usedBytes: this.used });
-    }
+    if (k.onEvent) k.onEvent({ type: "call", index: this.callIndex, op, usedBytes: this.used });
     this.callIndex++;
     if (hooks?.afterCall) {
-      this.#lastOutputs = tensors;
+      k.hookOutputs = tensors;
       try {
-        hooks.afterCall(this.callIndex - 1 - this.stepBase, this.#control);
+        hooks.afterCall(this.callIndex - 1 - this.stepBase, k.control);
       } finally {
-        this.#lastOutputs = [];
+        k.hookOutputs = [];
       }
     }
     return tensors;
   }
 
-  /**
-   * Runs `fn` with `inputs` materialized and locked (in-place kernels, reads).
-   * Counts as a model call when `count` is true.
-   */
+  /** Runs `fn` with `inputs` materialized and locked (in-place kernels, reads). */
   withInputs<T>(inputs: readonly TensorNode[], fn: () => T): T {
+    const k = this.#k;
     const locked: StorageNode[] = [];
     try {
       for (const t of inputs) t.storage.lastAccess = this.clock;
       for (const t of inputs) {
-        if (!t.defined) this.#materialize(t, true);
-        this.#lock(t.storage);
+        if (!t.defined) materialize(this, k, t, true);
+        lock(k, t.storage);
         locked.push(t.storage);
       }
       return fn();
     } finally {
-      for (const s of locked) this.#unlock(s);
+      for (const s of locked) unlock(k, s);
     }
   }
 
@@ -663,8 +387,9 @@ export class Engine {
     measuredNs: number | undefined,
     bytes: number,
   ): number {
-    const hooks = this.#policy.hooks;
-    const cost = this.#cost.callCost(
+    const k = this.#k;
+    const hooks = k.policy.hooks;
+    const cost = k.cost.callCost(
       { op, params, index: this.callIndex - this.stepBase, totalBytes: bytes },
       measuredNs,
     );
@@ -675,125 +400,44 @@ export class Engine {
     if (measuredNs !== undefined) this.stats.kernelNs += measuredNs;
     this.stats.calls++;
     this.timeline.point(this.callIndex, this.used);
-    if (this.#onEvent) {
-      this.#emit({ type: "call", index: this.callIndex, op, usedBytes: this.used });
-    }
+    if (k.onEvent) k.onEvent({ type: "call", index: this.callIndex, op, usedBytes: this.used });
     this.callIndex++;
-    if (hooks?.afterCall) hooks.afterCall(this.callIndex - 1 - this.stepBase, this.#control);
+    if (hooks?.afterCall) hooks.afterCall(this.callIndex - 1 - this.stepBase, k.control);
     return cost;
   }
 
   /** Ensures `t` is on the device (re-materializing it if needed). */
   materialize(t: TensorNode): void {
-    if (!t.defined) this.#materialize(t, true);
+    if (!t.defined) materialize(this, this.#k, t, true);
   }
 
   /** A new external reference to `t` (a handle copy). */
   get(t: TensorNode): void {
     t.extRefs++;
     t.storage.extRefs++;
+    const orphans = this.#k.orphans;
+    if (orphans.size > 0) orphans.delete(t.storage);
   }
 
   /** Drops an external reference; with eager eviction an unreferenced storage is evicted (lineage kept). */
   release(t: TensorNode): void {
-    if (t.extRefs <= 0) throw new Error(`release ${t.name}: no external reference left`);
-    t.extRefs--;
-    const s = t.storage;
-    s.extRefs--;
-    if (s.extRefs > 0 || s.locks > 0) return;
-    if (s.residency === "resident") {
-      if (s.droppable && !s.pinned) {
-        if (this.#eager) this.evict(s, "drop", "eager");
-      } else if (this.#leafRelease === "keep-pinned" && s.pinned) {
-        return; // DTR's constants: pinned, resident until the end
-      } else if (
-        this.#leafRelease === "free" || !this.isNeeded(s, true) ||
-        (this.#leafRelease === "free-unless-evicted" && !this.#evictedNeeds(s))
-      ) {
-        // A leaf (or pinned value) no handle refers to: free it for good. Calls
-        // that read it can no longer be replayed, so their resident outputs
-        // become leaves (swap-only).
-        this.invalidate(s);
-        this.freeStorage(s);
-        return;
-      }
-    }
-    this.#reapAncestors(s);
-    if (
-      this.#gc && ++this.#deadCandidates > 4096 &&
-      this.#deadCandidates > this.lineage.storages.size / 2
-    ) {
-      this.collect();
-    }
-  }
-
-  /**
-   * After `s` lost its last reference: unreferenced leaves among its nearby
-   * ancestors (through evicted, unreferenced storages; at most 16 visited)
-   * may have been kept only for `s`'s sake; free those nothing needs now.
-   */
-  /** Releases so far, and when a leaf was last found needed by {@link #reapAncestors}. */
-  #releases = 0;
-  readonly #neededAt = new WeakMap<StorageNode, number>();
-
-  /**
-   * A leaf found needed within the last 256 releases is not checked again: a
-   * leaf many values are computed from (a weight a recurrent layer reads at
-   * every time step) would otherwise cost a graph walk on nearly every release.
-   * What this leaves unreaped, `collect` frees (at the step's end, or when
-   * memory runs short).
-   */
-  #recentlyNeeded(n: StorageNode): boolean {
-    const at = this.#neededAt.get(n);
-    return at !== undefined && this.#releases - at < 256;
-  }
-
-  #reapAncestors(s: StorageNode): void {
-    this.#releases++;
-    const stamp = this.lineage.nextStamp();
-    s.stamp = stamp;
-    const stack: StorageNode[] = [s];
-    let budget = 16;
-    while (stack.length > 0 && budget-- > 0) {
-      const cur = stack.pop()!;
-      for (const t of cur.tensors) {
-        const p = t.producer;
-        if (p === null) continue;
-        for (const inp of p.inputs) {
-          const n = inp.storage;
-          if (n.stamp === stamp || n.extRefs > 0 || n.pinned || n.locks > 0) continue;
-          n.stamp = stamp;
-          if (n.residency === "evicted") stack.push(n);
-          else if (n.residency === "resident" && !n.droppable && !this.#recentlyNeeded(n)) {
-            if (this.isNeeded(n)) this.#neededAt.set(n, this.#releases);
-            else this.freeStorage(n);
-          }
-        }
-      }
-    }
+    release(this, this.#k, t);
   }
 
   /** Pins `t`'s storage for good (re-materializing it first). */
   pin(t: TensorNode): void {
-    if (!t.defined) this.#materialize(t, true);
+    const k = this.#k;
+    if (!t.defined) materialize(this, k, t, true);
     if (t.storage.pinned) return;
-    this.#lock(t.storage);
+    lock(k, t.storage);
     t.storage.pinned = true;
   }
 
+  // ------------------------------------------------------------ lineage upkeep
+
   /** Releases `s`'s memory and forgets it (no one needs it again). */
   freeStorage(s: StorageNode): void {
-    if (s.residency === "resident") {
-      this.#exec.release(s);
-      this.used -= s.bytes;
-    } else if (s.residency === "swapped") {
-      this.hostUsed -= s.bytes;
-      this.#exec.release(s);
-    }
-    this.#pool.remove(s);
-    s.residency = "freed";
-    for (const t of s.tensors) t.defined = false;
-    this.lineage.removeStorage(s);
+    freeStorage(this, this.#k, s);
   }
 
   /**
@@ -801,39 +445,7 @@ export class Engine {
    * recomputed: a descendant (through droppable storages) is referenced.
    */
   isNeeded(s: StorageNode, ignorePin = false): boolean {
-    if (s.extRefs > 0 || (s.pinned && !ignorePin) || s.locks > 0) return true;
-    const stamp = this.lineage.nextStamp();
-    s.stamp = stamp;
-    const stack: StorageNode[] = [s];
-    while (stack.length > 0) {
-      const cur = stack.pop()!;
-      for (const t of cur.tensors) {
-        for (const c of t.consumers) {
-          if (!c.replayable) continue;
-          for (const o of c.outputs) {
-            const n = o.storage;
-            if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
-            n.stamp = stamp;
-            if (n.extRefs > 0 || n.pinned || n.locks > 0) return true;
-            stack.push(n);
-          }
-        }
-      }
-    }
-    return false;
-  }
-
-  /** True when an evicted value that may still be needed is computed directly from `s`. */
-  #evictedNeeds(s: StorageNode): boolean {
-    for (const t of s.tensors) {
-      for (const c of t.consumers) {
-        if (!c.replayable) continue;
-        for (const o of c.outputs) {
-          if (o.storage.residency === "evicted" && this.isNeeded(o.storage)) return true;
-        }
-      }
-    }
-    return false;
+    return isNeeded(this, s, ignorePin);
   }
 
   /**
@@ -846,74 +458,12 @@ export class Engine {
    * calls that read `s` become non-replayable.
    */
   invalidate(s: StorageNode): void {
-    const stamp = this.lineage.nextStamp();
-    s.stamp = stamp;
-    const stack: StorageNode[] = [s];
-    const between: StorageNode[] = [];
-    const referenced: StorageNode[] = [];
-    while (stack.length > 0) {
-      const cur = stack.pop()!;
-      for (const t of cur.tensors) {
-        for (const c of t.consumers) {
-          if (!c.replayable) continue;
-          for (const o of c.outputs) {
-            const n = o.storage;
-            if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
-            n.stamp = stamp;
-            if (n.extRefs > 0 || n.pinned || n.locks > 0) referenced.push(n);
-            else {
-              between.push(n);
-              stack.push(n);
-            }
-          }
-        }
-      }
-    }
-    const held: StorageNode[] = [];
-    try {
-      for (const n of referenced) {
-        if (n.residency === "evicted") this.#materialize(n.tensors[0]!, true);
-        this.#lock(n);
-        held.push(n);
-      }
-      for (const n of referenced) {
-        const p = n.tensors[0]!.producer;
-        if (p !== null && p.replayable) {
-          p.replayable = false;
-          for (const o of p.outputs) {
-            if (o.storage.residency === "resident") this.#refreshPool(o.storage);
-          }
-        }
-      }
-      for (const t of s.tensors) {
-        for (const c of t.consumers) c.replayable = false;
-        t.consumers = [];
-      }
-      this.lineage.invalidateNeighborhoods();
-      for (const n of between) {
-        if (n.residency === "freed") continue;
-        if (!this.isNeeded(n)) {
-          n.eq = null;
-          this.freeStorage(n);
-        } else if (n.residency === "resident") this.#refreshPool(n);
-      }
-    } finally {
-      for (const n of held) this.#unlock(n);
-    }
+    invalidate(this, this.#k, s);
   }
 
   /** True when a replayable call read the current value of `s` and one of its outputs still exists. */
   hasDependents(s: StorageNode): boolean {
-    for (const t of s.tensors) {
-      for (const c of t.consumers) {
-        if (!c.replayable) continue;
-        for (const o of c.outputs) {
-          const r = o.storage.residency;
-          if (r !== "freed" && r !== "empty") return true;
-        }
-      }
-    }
-    return false;
+    return hasDependents(s);
   }
 
   /**
@@ -924,31 +474,7 @@ export class Engine {
    * new value); returns the external references the old tensors held.
    */
   preserve(s: StorageNode): number {
-    if (s.residency !== "resident") {
-      throw new Error(`preserve ${s.name}: storage is ${s.residency}`);
-    }
-    this.reserve(s.bytes);
-    const copy = this.lineage.addStorage(s.bytes);
-    this.#exec.allocate(copy);
-    const ns = this.#exec.copy(s, copy);
-    this.stats.kernelNs += ns ?? 0;
-    copy.residency = "resident";
-    this.#addUsed(s.bytes);
-    let ext = 0;
-    for (const t of s.tensors) {
-      ext += t.extRefs;
-      t.extRefs = 0;
-      t.storage = copy;
-      copy.tensors.push(t);
-    }
-    copy.compute = s.compute;
-    copy.lastAccess = s.lastAccess;
-    s.tensors = [];
-    this.lineage.invalidateNeighborhoods();
-    s.extRefs -= ext;
-    s.compute = 0;
-    this.#refreshPool(copy);
-    return ext;
+    return preserve(this, this.#k, s);
   }
 
   /**
@@ -957,57 +483,12 @@ export class Engine {
    * becomes empty (its memory released unless `keepMemory`).
    */
   retire(s: StorageNode, keepMemory: boolean): number {
-    let ext = 0;
-    if (s.tensors.length > 0) {
-      const tomb = this.lineage.tombstone(s.bytes);
-      for (const t of s.tensors) {
-        ext += t.extRefs;
-        t.extRefs = 0;
-        t.defined = false;
-        t.storage = tomb;
-        tomb.tensors.push(t);
-      }
-      // A producer whose outputs are all gone can never be replayed for anyone:
-      // unlink it from its inputs now (as `collect` would), so a buffer produced
-      // into over and over does not grow its inputs' consumer lists.
-      for (const t of tomb.tensors) {
-        const p = t.producer;
-        if (p !== null && allFreed(p)) {
-          for (const inp of p.inputs) {
-            const i = inp.consumers.lastIndexOf(p);
-            if (i >= 0) inp.consumers.splice(i, 1);
-          }
-        }
-      }
-      this.lineage.invalidateNeighborhoods();
-    }
-    s.tensors = [];
-    s.extRefs -= ext;
-    s.eq = null;
-    s.compute = 0;
-    if (!keepMemory) {
-      if (s.residency === "resident") {
-        this.#exec.release(s);
-        this.used -= s.bytes;
-      } else if (s.residency === "swapped") {
-        this.#exec.release(s);
-        this.hostUsed -= s.bytes;
-      }
-      s.residency = "empty";
-      this.#pool.remove(s);
-    }
-    return ext;
+    return retire(this, this.#k, s, keepMemory);
   }
 
   /** Makes `s` (resident, retired with `keepMemory`) hold a new leaf tensor. */
   adoptLeaf(s: StorageNode, ext: number, name?: string): TensorNode {
-    const t = this.lineage.addLeaf(s.bytes, name, s);
-    t.defined = true;
-    t.extRefs = ext;
-    s.extRefs += ext;
-    s.lastAccess = this.clock;
-    this.#refreshPool(s);
-    return t;
+    return adoptLeaf(this, this.#k, s, ext, name);
   }
 
   /**
@@ -1016,299 +497,11 @@ export class Engine {
    * consumer lists, so the graph stays proportional to live data.
    */
   collect(): number {
-    const t0 = now();
-    this.#deadCandidates = 0;
-    const needed = this.lineage.nextStamp();
-    const stack: StorageNode[] = [];
-    for (const s of this.lineage.storages.values()) {
-      if (s.extRefs > 0 || s.pinned || s.locks > 0) {
-        s.stamp = needed;
-        stack.push(s);
-      }
-    }
-    while (stack.length > 0) {
-      const cur = stack.pop()!;
-      if (!cur.droppable) continue;
-      for (const t of cur.tensors) {
-        const p = t.producer;
-        if (p === null || !p.replayable) continue;
-        for (const inp of p.inputs) {
-          const n = inp.storage;
-          if (n.stamp !== needed && n.residency !== "freed") {
-            n.stamp = needed;
-            stack.push(n);
-          }
-        }
-      }
-    }
-    let freed = 0;
-    const dead: StorageNode[] = [];
-    for (const s of this.lineage.storages.values()) {
-      if (s.stamp !== needed && s.residency !== "empty") dead.push(s);
-    }
-    for (const s of dead) {
-      this.freeStorage(s);
-      freed++;
-    }
-    for (const s of this.lineage.storages.values()) {
-      for (const t of s.tensors) {
-        if (t.consumers.length === 0) continue;
-        t.consumers = t.consumers.filter((c) =>
-          c.outputs.some((o) => o.storage.residency !== "freed")
-        );
-      }
-    }
-    this.stats.bookkeepingNs += (now() - t0) * 1e6;
-    return freed;
+    return collect(this, this.#k);
   }
-
-  readonly #control: PlanControl = {
-    evict: (name, action) => {
-      const s = this.#findByName(name);
-      if (!s || !this.#evictable(s)) return false;
-      if (action === "drop" && !s.droppable) return false;
-      if (action === "swap" && !this.#ctx.canSwap(s)) return false;
-      this.evict(s, action, "plan");
-      return true;
-    },
-    restore: (name) => {
-      const s = this.#findByName(name);
-      if (!s || s.residency === "resident") return false;
-      const t = s.tensors[0];
-      if (!t || (s.residency !== "evicted" && s.residency !== "swapped")) return false;
-      this.#materialize(t, true);
-      return true;
-    },
-  };
-
-  /** Names to storages for plan hooks (set by the driver: trace replay or live runtime). */
-  resolveName: (name: string) => StorageNode | undefined = () => undefined;
-
-  #lastOutputs: readonly TensorNode[] = [];
-  /** The model call whose cost the cost model sets after its first execution. */
-  #pricing: CallNode | null = null;
 
   #findByName(name: string): StorageNode | undefined {
-    for (const t of this.#lastOutputs) if (t.name === name) return t.storage;
+    for (const t of this.#k.hookOutputs) if (t.name === name) return t.storage;
     return this.resolveName(name);
   }
-
-  // ------------------------------------------------------- materialization
-
-  #materialize(target: TensorNode, remat: boolean): void {
-    const p0 = target.producer;
-    if (
-      p0 !== null && p0.replayable && target.storage.residency !== "swapped" &&
-      this.used + p0.totalBytes <= this.#budget
-    ) {
-      // Fast path: every input on the device and the outputs fit.
-      const ins = p0.inputs;
-      let ready = true;
-      for (let i = 0; i < ins.length; i++) {
-        if (!ins[i]!.defined) {
-          ready = false;
-          break;
-        }
-      }
-      if (ready) {
-        const c = this.clock;
-        for (let i = 0; i < ins.length; i++) {
-          const s = ins[i]!.storage;
-          s.lastAccess = c;
-          this.#lock(s);
-        }
-        try {
-          this.#run(p0, remat);
-        } finally {
-          for (let i = 0; i < ins.length; i++) this.#unlock(ins[i]!.storage);
-        }
-        return;
-      }
-    }
-    const stack: Frame[] = [{ t: target, remat, undef: null, i: 0, locked: [], waiting: null }];
-    try {
-      while (stack.length > 0) {
-        const f = stack[stack.length - 1]!;
-        if (f.undef === null) {
-          const s = f.t.storage;
-          if (s.residency === "swapped") {
-            this.#swapIn(s);
-            if (f.t.defined) {
-              stack.pop();
-              continue;
-            }
-          }
-          const p = f.t.producer;
-          if (p === null || !p.replayable) {
-            throw new Error(
-              `${f.t.name} (storage ${s.id}, ${s.residency}) is not on the device and cannot be recomputed: ${
-                p === null
-                  ? "it has no producer"
-                  : `its producer ${p.op} read a value that was overwritten`
-              }`,
-            );
-          }
-          const c = this.clock;
-          const undef: TensorNode[] = [];
-          for (const inp of p.inputs) inp.storage.lastAccess = c;
-          for (const inp of p.inputs) {
-            if (inp.defined) {
-              this.#lock(inp.storage);
-              f.locked.push(inp.storage);
-            } else undef.push(inp);
-          }
-          f.undef = undef;
-        }
-        if (f.waiting !== null) {
-          if (!f.waiting.defined) {
-            throw new Error(`internal: re-materializing ${f.waiting.name} left it undefined`);
-          }
-          f.waiting = null;
-        }
-        let pushed = false;
-        while (f.i < f.undef.length) {
-          const inp = f.undef[f.i]!;
-          if (!inp.defined) {
-            f.waiting = inp;
-            stack.push({ t: inp, remat: true, undef: null, i: 0, locked: [], waiting: null });
-            pushed = true;
-            break;
-          }
-          this.#lock(inp.storage);
-          f.locked.push(inp.storage);
-          f.i++;
-        }
-        if (pushed) continue;
-        const call = f.t.producer!;
-        if (this.used + call.totalBytes > this.#budget) this.reserve(call.totalBytes);
-        this.#run(call, f.remat);
-        for (const s of f.locked) this.#unlock(s);
-        f.locked.length = 0;
-        stack.pop();
-      }
-    } catch (e) {
-      for (const f of stack) {
-        for (const s of f.locked) this.#unlock(s);
-        f.locked.length = 0;
-      }
-      throw e;
-    }
-  }
-
-  /**
-   * Before `call` runs on the compute stream: waits for its swapped-in inputs
-   * to be back and for swap-outs in flight to release the memory it needs.
-   */
-  #awaitCopies(call: CallNode): void {
-    const ce = this.copyEngine!;
-    let wait = 0;
-    if (this.#readyAt.size > 0) {
-      for (const inp of call.inputs) {
-        const t = this.#readyAt.get(inp.storage);
-        if (t === undefined) continue;
-        this.#readyAt.delete(inp.storage);
-        wait += ce.waitUntil(t);
-      }
-    }
-    if (this.#budget !== Infinity) {
-      const excess = this.used + ce.heldBytes() + call.totalBytes - this.#budget;
-      if (excess > 0) wait += ce.waitForMemory(excess);
-    }
-    if (wait > 0) {
-      this.stats.swapStallNs += wait;
-      this.clock += wait;
-      this.#checkThrash();
-    }
-  }
-
-  #run(call: CallNode, remat: boolean): void {
-    const outs = call.outputs;
-    const fresh: StorageNode[] = [];
-    for (const o of outs) {
-      const s = o.storage;
-      if (s.residency !== "resident" && s.residency !== "freed" && !fresh.includes(s)) {
-        fresh.push(s);
-      }
-    }
-    if (this.copyEngine !== null) this.#awaitCopies(call);
-    const measured = this.#exec.execute(call, remat);
-    const st = this.stats;
-    if (!remat) {
-      if (this.#pricing === call) {
-        this.#pricing = null;
-        call.cost = this.#cost.callCost(
-          {
-            op: call.op,
-            params: call.params,
-            index: this.callIndex - this.stepBase,
-            totalBytes: call.totalBytes,
-          },
-          measured,
-        );
-        for (const s of fresh) s.compute = storageCompute(s);
-        for (const o of outs) if (o.isAlias) o.storage.compute = storageCompute(o.storage);
-        this.lineage.invalidateNeighborhoods();
-      }
-      st.computeNs += call.cost;
-      if (measured !== undefined) st.kernelNs += measured;
-    } else {
-      st.remats++;
-      // In the cost model's units, like computeNs (the thrash limit compares the
-      // two); the measured time goes to kernelNs.
-      st.recomputeNs += this.#cost.measures === false ? call.cost : measured ?? call.cost;
-      if (measured !== undefined) st.kernelNs += measured;
-    }
-    this.clock += call.cost;
-    this.copyEngine?.compute(remat ? (measured ?? call.cost) : call.cost);
-    this.#addUsed(call.totalBytes);
-    for (let i = 0; i < outs.length; i++) {
-      const o = outs[i]!;
-      if (o.defined) {
-        if (call.aliases[i]! < 0) this.used -= call.sizes[i]!;
-      } else if (o.storage.residency !== "freed") {
-        o.defined = true;
-      } else if (call.aliases[i]! < 0) {
-        this.used -= call.sizes[i]!;
-      }
-    }
-    for (const s of fresh) {
-      s.residency = "resident";
-      if (s.eq !== null) {
-        addToClass(s.eq, -s.compute);
-        s.eq = null;
-      }
-      if (remat) {
-        s.remats++;
-        st.rematBytes += s.bytes;
-      }
-      this.#refreshPool(s);
-    }
-    if (remat) {
-      this.timeline.mark(this.callIndex, this.used, "remat", call.outputs[0]?.name ?? call.op);
-      if (this.#onEvent) {
-        this.#emit({
-          type: "remat",
-          how: "recompute",
-          name: call.outputs[0]?.name ?? "",
-          bytes: call.totalBytes,
-        });
-      }
-      this.#checkThrash();
-    }
-  }
 }
-
-function checkLimit(limit: number): number {
-  if (!(limit >= 1)) {
-    throw new RangeError(`overhead limit must be a number >= 1 (or Infinity), got ${limit}`);
-  }
-  return limit;
-}
-
-function allFreed(call: CallNode): boolean {
-  for (const o of call.outputs) if (o.storage.residency !== "freed") return false;
-  return true;
-}
-
-/** Tensors that were defined when their storage was swapped out (restored on swap-in). */
-const swappedDefined = new WeakMap<StorageNode, TensorNode[]>();

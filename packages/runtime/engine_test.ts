@@ -63,6 +63,47 @@ Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materiali
   assert.equal(e.stats.remats, 2);
 });
 
+Deno.test("Engine keeps equivalence classes only for a policy that needs them", () => {
+  // x -> a[10] -> b[20] -> c[40] -> d[80]; drop a and c under lru (no classes),
+  // then install dtr-eq: the evicted storages form the classes of their regions.
+  const e = engine(Infinity, "lru");
+  const x = e.leaf(8, "x", { pinned: true });
+  const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
+  const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
+  const [c] = e.compute("f", [], [b], [{ bytes: 8, name: "c" }], 40) as [TensorNode];
+  const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
+  e.evict(a.storage, "drop", "policy");
+  e.evict(c.storage, "drop", "policy");
+  assert.equal(a.storage.eq, null, "lru reads no classes: none kept");
+  assert.equal(c.storage.eq, null);
+  e.setPolicy(createPolicy("dtr-eq"));
+  assert.equal(classValue(a.storage.eq!), 10, "{a} and {c} are separate regions");
+  assert.equal(classValue(c.storage.eq!), 40);
+  e.evict(b.storage, "drop", "policy");
+  assert.equal(classValue(a.storage.eq!), 70, "kept from then on: b joins a and c");
+  assert.equal(e.lineage.neighborClassCost(d.storage), 70);
+  e.setPolicy(createPolicy("lru"));
+  e.evict(d.storage, "drop", "policy");
+  assert.equal(classValue(d.storage.eq!), 150, "once on, classes stay on");
+});
+
+Deno.test("Runtime gives host memory by a policy's declared needs, not its name", () => {
+  const backend = new ReferenceBackend();
+  const named = { name: "lru+swap", choose: () => [] };
+  const declared = { name: "mine", needs: { swaps: true }, choose: () => [] };
+  const host = (policy: typeof named) => {
+    const rt = new Runtime({ backend, policy, budget: 64 });
+    const buf = rt.alloc(64);
+    rt.write(buf, new Float32Array(16));
+    // A leaf cannot be dropped: it may only be swapped, which needs host memory.
+    const s = rt.engine.lineage.storages.values().next().value!;
+    return rt.engine.evictableBytes === s.bytes;
+  };
+  assert.equal(host(named), false, "a +swap name alone gives no host memory");
+  assert.equal(host(declared), true);
+  assert.equal(host(createPolicy("lru+swap") as typeof named), true);
+});
+
 Deno.test("Engine never exceeds the budget and reports OutOfBudgetError facts on a random graph", () => {
   let seed = 12345;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);

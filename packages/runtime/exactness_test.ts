@@ -15,6 +15,7 @@ import {
   zeros,
 } from "@libra/tensor";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+import { createPolicy, type EvictionPolicy } from "@libra/evict";
 import { OutOfBudgetError } from "./errors.ts";
 import { Runtime } from "./runtime.ts";
 
@@ -199,4 +200,33 @@ Deno.test("Runtime.prefetch() brings a swapped buffer back before it is read", (
   assert.deepEqual(new Float32Array(rt.read(a).buffer), va);
   assert.deepEqual(new Float32Array(rt.read(b).buffer), vb);
   assert.equal(rt.stats.swapIns, 1, "the reads found both resident");
+});
+
+Deno.test("Runtime without host memory keeps only droppable storages in the pool", () => {
+  // The policy's search skips the per-candidate drop check on this promise
+  // (EvictionContext.onlyDroppable); check it at every choice of a budgeted run
+  // with overwrites, in-place updates and frees, and that the run is the same.
+  for (const policy of ["dtr-eq", "lru"]) {
+    for (const ratio of [0.7, 0.5]) {
+      const inner = createPolicy(policy);
+      let checked = 0;
+      const checking: EvictionPolicy = {
+        name: inner.name,
+        ...(inner.needs !== undefined ? { needs: inner.needs } : {}),
+        choose(ctx) {
+          assert.equal(ctx.onlyDroppable, true);
+          for (const s of ctx.pool) {
+            assert.ok(s.droppable, `${s.name} in the pool is not droppable`);
+            checked++;
+          }
+          return inner.choose(ctx);
+        },
+      };
+      const budget = Math.floor(free * ratio);
+      const rt = new Runtime({ backend: new ReferenceBackend(), budget, policy: checking });
+      const r = train(rt);
+      assert.deepEqual(r.weights, reference.weights);
+      assert.ok(checked > 0 && rt.stats.evictions > 0, `${policy} ${ratio}: choices were checked`);
+    }
+  }
 });

@@ -16,11 +16,12 @@ import { AnalyticCostModel, DEVICE_PEAKS } from "@libra/cost";
 import {
   createPolicy,
   type EvictionPolicy,
+  needsOf,
   type Plan,
   planPolicy,
   type SearchOptions,
 } from "@libra/evict";
-import type { CallNode, Lineage, OutputSpec, StorageNode, TensorNode } from "@libra/lineage";
+import type { Lineage, StorageNode, TensorNode } from "@libra/lineage";
 import type { Trace, TraceEvent } from "@libra/lineage/trace";
 import {
   type Backend,
@@ -32,7 +33,8 @@ import {
   type Transfer,
 } from "@libra/tensor/backend";
 import { checkKernelCall, type KernelName, kernelSpec } from "@libra/tensor/kernels";
-import { Engine, type Executor } from "./engine.ts";
+import { Engine } from "./engine.ts";
+import { LiveExecutor, VirtualBuffer } from "./_live_executor.ts";
 import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
 
 /** A budget: bytes, or a ratio of the budget-free peak (measured by the first step unless given). */
@@ -105,155 +107,6 @@ function hasConsumers(s: StorageNode): boolean {
   return false;
 }
 
-class VirtualBuffer implements DeviceBuffer {
-  freed = false;
-  constructor(readonly id: number, readonly bytes: number, readonly storage: StorageNode) {}
-}
-
-class LiveExecutor implements Executor {
-  readonly pending: Map<StorageNode, Transfer> = new Map();
-  asyncStallNs = 0;
-  /**
-   * Time every kernel (else only recomputations): the cost model prices calls
-   * by their measured time, or the caller wants `kernelNs` for every call.
-   * Two clock reads cost more than the rest of a small call's dispatch.
-   */
-  timeAll: () => boolean = () => true;
-  /** Device buffers kept across `retire` for the storage that is produced into again. */
-  readonly #spareFor: StorageNode[] = [];
-  readonly #spareBuf: DeviceBuffer[] = [];
-  /** Argument arrays reused by `execute` (backends read them during the call only), by length. */
-  readonly #insBy: DeviceBuffer[][] = [];
-  readonly #outsBy: DeviceBuffer[][] = [];
-  constructor(readonly backend: Backend) {}
-  /**
-   * Takes `s`'s device buffer aside so that releasing `s` keeps it, for `s`'s
-   * next value to reuse (one free and alloc fewer per call). Only the runtime
-   * calls this, at an unlimited budget, right before `s` is retired and
-   * produced into again; {@link dropSpares} frees what was not reused.
-   */
-  keepSpare(s: StorageNode): void {
-    if (this.pending.size > 0) this.wait(s);
-    if (s.data === undefined) return;
-    this.#spareFor.push(s);
-    this.#spareBuf.push(s.data as DeviceBuffer);
-    s.data = undefined;
-  }
-  #takeSpare(s: StorageNode): DeviceBuffer | undefined {
-    const n = this.#spareFor.length;
-    if (n === 0) return undefined;
-    if (n === 1) {
-      if (this.#spareFor[0] !== s) return undefined;
-      this.#spareFor.length = 0;
-      return this.#spareBuf.pop();
-    }
-    const i = this.#spareFor.indexOf(s);
-    if (i < 0) return undefined;
-    const b = this.#spareBuf[i]!;
-    this.#spareFor.splice(i, 1);
-    this.#spareBuf.splice(i, 1);
-    return b;
-  }
-  /** Frees the spare buffers no output reused. */
-  dropSpares(): void {
-    if (this.#spareBuf.length === 0) return;
-    while (this.#spareBuf.length > 0) this.backend.free(this.#spareBuf.pop()!);
-    this.#spareFor.length = 0;
-  }
-  allocate(s: StorageNode): void {
-    s.data = this.backend.alloc(s.bytes);
-  }
-  release(s: StorageNode): void {
-    if (this.pending.size > 0) this.wait(s);
-    if (s.data !== undefined) {
-      this.backend.free(s.data as DeviceBuffer);
-      s.data = undefined;
-    }
-    if (s.host !== undefined) {
-      this.backend.freeHost(s.host as HostBuffer);
-      s.host = undefined;
-    }
-  }
-  wait(s: StorageNode): void {
-    const tr = this.pending.get(s);
-    if (tr === undefined) return;
-    this.pending.delete(s);
-    if (!tr.done) {
-      const t0 = performance.now();
-      tr.wait();
-      this.asyncStallNs += (performance.now() - t0) * 1e6;
-    }
-    if (s.host !== undefined) {
-      this.backend.freeHost(s.host as HostBuffer);
-      s.host = undefined;
-    }
-  }
-  execute(call: CallNode, remat: boolean): number | undefined {
-    const co = call.outputs, ci = call.inputs;
-    const no = co.length, ni = ci.length;
-    const outs = this.#outsBy[no] ?? (this.#outsBy[no] = new Array(no));
-    const ins = this.#insBy[ni] ?? (this.#insBy[ni] = new Array(ni));
-    let temps: DeviceBuffer[] | null = null;
-    for (let i = 0; i < no; i++) {
-      const s = co[i]!.storage;
-      if (s.residency === "resident" || s.residency === "freed") {
-        const tmp = this.backend.alloc(s.bytes);
-        (temps ??= []).push(tmp);
-        outs[i] = tmp;
-      } else {
-        if (s.data === undefined) s.data = this.#takeSpare(s) ?? this.backend.alloc(s.bytes);
-        outs[i] = s.data as DeviceBuffer;
-      }
-    }
-    const waits = this.pending.size > 0;
-    for (let i = 0; i < ni; i++) {
-      const st = ci[i]!.storage;
-      if (waits) this.wait(st);
-      ins[i] = st.data as DeviceBuffer;
-    }
-    const timed = remat || this.timeAll();
-    const t0 = timed ? performance.now() : 0;
-    try {
-      this.backend.run(call.op as KernelName, ins, outs, call.params);
-    } finally {
-      if (temps !== null) { for (const b of temps) this.backend.free(b); }
-      // Drop the references so reused arrays do not keep buffers alive.
-      outs.fill(undefined as unknown as DeviceBuffer);
-      ins.fill(undefined as unknown as DeviceBuffer);
-    }
-    return timed ? (performance.now() - t0) * 1e6 : undefined;
-  }
-  swapOut(s: StorageNode): number {
-    this.wait(s);
-    const host = this.backend.allocHost(s.bytes);
-    const t0 = performance.now();
-    this.backend.copy(s.data as DeviceBuffer, host);
-    const dt = (performance.now() - t0) * 1e6;
-    this.backend.free(s.data as DeviceBuffer);
-    s.data = undefined;
-    s.host = host;
-    return dt;
-  }
-  copy(src: StorageNode, dst: StorageNode): number {
-    const t0 = performance.now();
-    this.backend.run("copy", [src.data as DeviceBuffer], [dst.data as DeviceBuffer], [
-      src.bytes / 4,
-    ]);
-    return (performance.now() - t0) * 1e6;
-  }
-  swapIn(s: StorageNode): number {
-    const dev = this.backend.alloc(s.bytes);
-    const t0 = performance.now();
-    const tr = this.backend.copyAsync(s.host as HostBuffer, dev);
-    s.data = dev;
-    if (tr.done) {
-      this.backend.freeHost(s.host as HostBuffer);
-      s.host = undefined;
-    } else this.pending.set(s, tr);
-    return (performance.now() - t0) * 1e6;
-  }
-}
-
 /**
  * The re-materialization runtime as a `Backend`.
  *
@@ -295,6 +148,10 @@ export class Runtime implements Backend {
   >();
   /** Output names `c<index>.<k>` by call index in the step. */
   readonly #outNames: string[][] = [];
+  /** Scratch of `run`: its input and output buffers and output specs. */
+  readonly #ins: VirtualBuffer[] = [];
+  readonly #outs: VirtualBuffer[] = [];
+  readonly #specs: { bytes: number; storage: StorageNode; name: string }[] = [];
 
   /** A runtime over `options.backend` with the budget, policy and cost model of `options`. */
   constructor(options: RuntimeOptions) {
@@ -328,7 +185,7 @@ export class Runtime implements Backend {
       costModel: cost,
       executor: this.#exec,
       eagerEviction: options.eagerEviction ?? true,
-      hostLimitBytes: options.hostLimitBytes ?? (policy.name.endsWith("+swap") ? Infinity : 0),
+      hostLimitBytes: options.hostLimitBytes ?? (needsOf(policy).swaps ? Infinity : 0),
       timeline: options.timeline ?? true,
       leafRelease: options.leafRelease ?? "keep-if-needed",
       overheadLimit: options.overheadLimit ?? Infinity,
@@ -527,6 +384,9 @@ export class Runtime implements Backend {
       const full = offsetBytes === 0 && data.byteLength === s.bytes;
       if (!full) this.engine.materialize(old);
       this.engine.invalidate(s);
+      // Bringing back what was computed from it may have evicted it again; a
+      // partial write keeps the rest of its bytes, so they must be on the device.
+      if (!full) this.engine.materialize(old);
       this.#record?.push({ kind: "release", name: old.name, line: 0 });
       if (this.#names.get(old.name) === s) this.#names.delete(old.name);
       if (full) {
@@ -561,8 +421,10 @@ export class Runtime implements Backend {
     params: readonly number[],
   ): void {
     const ni = inputs.length, no = outputs.length;
-    const ins: VirtualBuffer[] = new Array(ni);
-    const outs: VirtualBuffer[] = new Array(no);
+    // Scratch lists (a call is done before the next one starts); what outlives the call is copied.
+    const ins = this.#ins, outs = this.#outs;
+    ins.length = ni;
+    outs.length = no;
     for (let i = 0; i < ni; i++) ins[i] = this.#own(inputs[i]!, kernel);
     for (let k = 0; k < no; k++) outs[k] = this.#own(outputs[k]!, kernel);
     const mutates = this.#check(kernel, ins, outs, params);
@@ -617,7 +479,8 @@ export class Runtime implements Backend {
     const names = index < NAME_CACHE
       ? this.#outNames[index] ?? (this.#outNames[index] = [])
       : undefined;
-    const specs: OutputSpec[] = new Array(no);
+    const specs = this.#specs;
+    if (specs.length > no) specs.length = no;
     for (let k = 0; k < no; k++) {
       const o = outs[k]!;
       let name = names?.[k];
@@ -625,11 +488,17 @@ export class Runtime implements Backend {
         name = `c${index}.${k}`;
         if (names !== undefined) names[k] = name;
       }
-      specs[k] = { bytes: o.bytes, storage: o.storage, name };
+      const spec = specs[k];
+      if (spec === undefined) specs.push({ bytes: o.bytes, storage: o.storage, name });
+      else {
+        spec.bytes = o.bytes;
+        spec.storage = o.storage;
+        spec.name = name;
+      }
     }
     // Names `c<index>.<k>` resolve through this (a string-keyed map costs more than the
     // call) for plans and recordings only: without `endStep` it would grow with every call.
-    if (record !== null || engine.policy.hooks !== undefined) this.#callOuts[index] = outs;
+    if (record !== null || engine.policy.hooks !== undefined) this.#callOuts[index] = outs.slice();
     let results: TensorNode[];
     if (spares) {
       try {

@@ -116,3 +116,35 @@ Deno.test("OutOfBudgetError: the budget known to work completed every step, neve
     return true;
   });
 });
+
+Deno.test("Runtime: a partial write keeps the rest of a value that bringing back its dependents evicted", () => {
+  // a -> b -> c -> e, c freed (dropped), e dropped by pressure. Writing part of b
+  // first makes e independent of b (recomputing c and e), which under lru and a
+  // 3-buffer budget evicts b itself; the write must still find b's other bytes.
+  const rt = new Runtime({ backend: new ReferenceBackend(), policy: "lru", budget: 192 });
+  const n = 16;
+  const a = rt.alloc(64), b = rt.alloc(64), c = rt.alloc(64), e = rt.alloc(64);
+  const xs = Array.from({ length: n }, (_, i) => i - 4);
+  rt.write(a, Float32Array.from(xs));
+  rt.run("relu", [a], [b], [n]);
+  rt.run("relu", [b], [c], [n]);
+  rt.run("relu", [c], [e], [n]);
+  rt.free(c);
+  const d = rt.alloc(64);
+  rt.run("relu", [a], [d], [n]);
+  rt.write(b, new Float32Array(4).fill(-7), 0);
+  const relu = xs.map((x) => Math.max(x, 0));
+  assert.deepEqual(Array.from(new Float32Array(rt.read(b).buffer)), [
+    -7,
+    -7,
+    -7,
+    -7,
+    ...relu.slice(4),
+  ]);
+  assert.deepEqual(
+    Array.from(new Float32Array(rt.read(e).buffer)),
+    relu,
+    "e kept the old b's values",
+  );
+  assert.ok(rt.stats.evictions > 0);
+});

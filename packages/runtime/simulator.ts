@@ -10,6 +10,7 @@ import { SwapCost } from "@libra/cost";
 import {
   createPolicy,
   type EvictionPolicy,
+  needsOf,
   type Plan,
   type PlannerContext,
   planPolicy,
@@ -160,7 +161,7 @@ function makePolicy(p: ReplayOptions["policy"], search: SearchOptions | undefine
  */
 export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayResult {
   const policy = makePolicy(options.policy, options.search);
-  const swapAware = policy.name.endsWith("+swap");
+  const swapAware = needsOf(policy).swaps;
   const cm = options.costModel;
   const costs = eventCosts(trace, cm);
   let baselineComputeNs = 0;

@@ -159,6 +159,7 @@ export class LivePlan {
     });
     this.policy = {
       name: inner.name,
+      ...(inner.needs !== undefined ? { needs: inner.needs } : {}),
       choose: (ctx) => inner.choose(ctx),
       hooks: {
         beforeCall: (index, ctl) => {

@@ -27,9 +27,12 @@ import {
   createPlanner,
   createPolicy,
   isPlannerName,
+  isPolicyName,
   type LibraPlan,
   type Plan,
+  type Planner,
   PLANNER_NAMES,
+  plannerNeeds,
   POLICY_NAMES,
 } from "@libra/evict";
 import { cpuBackend, cudaBackend } from "@libra/native";
@@ -264,15 +267,12 @@ function checkOptions(o: RunTrainingOptions): void {
   if (!(MODEL_NAMES as readonly string[]).includes(o.model)) {
     throw new RangeError(`unknown model "${o.model}" (models: ${MODEL_NAMES.join(", ")})`);
   }
-  if (!isPlannerName(o.policy)) {
-    const base = o.policy.endsWith("+swap") ? o.policy.slice(0, -5) : o.policy;
-    if (!POLICY_NAMES.includes(base)) {
-      throw new RangeError(
-        `unknown policy "${o.policy}" (policies: ${
-          POLICY_NAMES.join(", ")
-        }, each also with +swap; planners: ${PLANNER_NAMES.join(", ")})`,
-      );
-    }
+  if (!isPlannerName(o.policy) && !isPolicyName(o.policy)) {
+    throw new RangeError(
+      `unknown policy "${o.policy}" (policies: ${
+        POLICY_NAMES.join(", ")
+      }, each also with +swap; planners: ${PLANNER_NAMES.join(", ")})`,
+    );
   }
   if ((o.budgetRatio === undefined) === (o.budgetBytes === undefined)) {
     throw new RangeError(
@@ -314,13 +314,12 @@ function checkOptions(o: RunTrainingOptions): void {
 }
 
 /**
- * The dynamic policy that evicts whatever a planner's plan leaves over the
- * budget: `dtr-eq`, swap-aware (`dtr-eq+swap`) for `libra`, which runs with
- * host memory (plain `dtr-eq` would score leaves, which cost nothing to
- * recompute by its formula, first and swap them all).
+ * The dynamic policy that evicts whatever the named planner's plan leaves over
+ * the budget, as the planner declares it (`Planner.needs.fallback`): `dtr-eq`,
+ * swap-aware (`dtr-eq+swap`) for `libra`, which runs with host memory.
  */
 export function fallbackFor(planner: string): string {
-  return planner === "libra" ? "dtr-eq+swap" : "dtr-eq";
+  return plannerNeeds(createPlanner(planner)).fallback;
 }
 
 function openBackend(device: "cpu" | "cuda"): Backend {
@@ -453,7 +452,12 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   const backend = o.backend ?? openBackend(device);
   const steps = o.steps ?? DEFAULT_STEPS;
   const warmup = o.warmupSteps ?? DEFAULT_WARMUP_STEPS;
-  const planner = isPlannerName(o.policy);
+  const plannerOf: Planner | undefined = isPlannerName(o.policy)
+    ? createPlanner(o.policy)
+    : undefined;
+  const planner = plannerOf !== undefined;
+  // What the planner's plans need: host memory for swaps, the fallback policy.
+  const needs = plannerOf !== undefined ? plannerNeeds(plannerOf) : undefined;
   const say = (phase: TrainingPhase, m: string) => {
     o.onPhase?.(phase, m);
     o.onProgress?.(m);
@@ -489,16 +493,16 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   const cost = costModelOf(o, device);
   const rt = new Runtime({
     backend,
-    policy: planner ? fallbackFor(o.policy) : o.policy,
+    policy: needs !== undefined ? needs.fallback : o.policy,
     search: { seed: o.seed ?? 0 },
     timeline: o.timeline ?? false,
     record: o.recordLastStep ?? false,
     costModel: cost,
     ...(o.onEvent ? { onEvent: o.onEvent } : {}),
     overheadLimit: o.overheadLimit ?? 2,
-    // libra's plans swap, so it gets host memory (and a swap-aware fallback);
-    // chen-sqrt only drops, like dtr-eq.
-    ...(o.policy === "libra" ? { hostLimitBytes: Infinity } : {}),
+    // A planner whose plans swap (libra) gets host memory (and a swap-aware
+    // fallback); one that only drops (chen-sqrt) runs like dtr-eq.
+    ...(needs?.swaps ? { hostLimitBytes: Infinity } : {}),
   });
   const base = makeCopy(backend, o);
   const under = makeCopy(rt, o);
@@ -550,19 +554,19 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     budgetBytes = o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * baselinePeakBytes));
     if (cost instanceof FrozenProfileCostModel) cost.freeze();
 
-    if (planner && recorded !== undefined) {
+    if (plannerOf !== undefined && needs !== undefined && recorded !== undefined) {
       const ctx = plannerContext(recorded, {
-        hostLimitBytes: o.policy === "libra" ? Infinity : 0,
-        fallback: fallbackFor(o.policy),
+        hostLimitBytes: needs.swaps ? Infinity : 0,
+        fallback: needs.fallback,
       });
       say("plan", `planning ${o.policy} for ${budgetBytes} bytes`);
       try {
-        const plan: Plan = createPlanner(o.policy).plan(recorded, budgetBytes, ctx);
+        const plan: Plan = plannerOf.plan(recorded, budgetBytes, ctx);
         planStats = (plan as Partial<LibraPlan>).stats;
         live = new LivePlan(
           plan,
           recorded,
-          createPolicy(fallbackFor(o.policy), { seed: o.seed ?? 0 }),
+          createPolicy(needs.fallback, { seed: o.seed ?? 0 }),
         );
         rt.engine.setPolicy(live.policy);
         live.attach(rt.engine);

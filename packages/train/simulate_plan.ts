@@ -8,9 +8,8 @@
  * @module
  */
 
-import { createPlanner, createPolicy, planPolicy } from "@libra/evict";
+import { createPlanner, createPolicy, plannerNeeds, planPolicy } from "@libra/evict";
 import type { Trace } from "@libra/lineage/trace";
-import { fallbackFor } from "./run_training.ts";
 import {
   plannerContext,
   replayTrace,
@@ -44,13 +43,14 @@ export function simulatePlanner(
     if (!(r > 0) || !Number.isFinite(r)) throw new RangeError(`budget ratio must be > 0, got ${r}`);
   }
   const p = createPlanner(planner);
+  const { swaps, fallback } = plannerNeeds(p);
   const replayOptions = {
     ...rest,
-    hostLimitBytes: rest.hostLimitBytes ?? (planner === "libra" ? Infinity : 0),
+    hostLimitBytes: rest.hostLimitBytes ?? (swaps ? Infinity : 0),
   };
   const base = replayTrace(trace, { ...replayOptions, budgetBytes: Infinity });
   const peak = base.stats.peakBytes;
-  const ctx = plannerContext(trace, { ...replayOptions, fallback: fallbackFor(planner) });
+  const ctx = plannerContext(trace, { ...replayOptions, fallback });
   const results: SimulationResult[] = [];
   for (const ratio of ratios) {
     const budgetBytes = Math.floor(ratio * peak);
@@ -61,7 +61,7 @@ export function simulatePlanner(
       ...replayOptions,
       budgetBytes,
       knownFeasibleBytes: peak,
-      policy: planPolicy(plan, createPolicy(fallbackFor(planner), rest.search)),
+      policy: planPolicy(plan, createPolicy(fallback, rest.search)),
     });
     const row: SimulationResult = {
       ratio,

@@ -1,0 +1,122 @@
+/**
+ * The engine's internal state (configuration, the evictable pool, scratch of
+ * the call in progress), shared by the modules that implement its concerns:
+ * eviction and memory accounting (`_eviction.ts`), re-materialization
+ * (`_remat.ts`) and lineage upkeep (`_upkeep.ts`). Not part of the public API:
+ * {@link Engine} keeps one privately and passes it to those modules.
+ *
+ * @module
+ */
+
+import type { CostModel } from "@libra/cost";
+import type { EvictionContext, EvictionPolicy, PlanControl } from "@libra/evict";
+import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
+import type { Engine, EngineOptions, Executor, LeafRelease } from "./engine.ts";
+import type { RuntimeEvent } from "./stats.ts";
+import { Pool } from "./_pool.ts";
+
+/** See the module doc. Fields mirror {@link EngineOptions} where they share a name. */
+export class EngineState {
+  /** Budget in bytes. */
+  budget: number;
+  /** The policy choosing victims. */
+  policy: EvictionPolicy;
+  /** Call and swap costs. */
+  readonly cost: CostModel;
+  /** Moves bytes and runs kernels (or only accounts for them). */
+  readonly exec: Executor;
+  /** Eager eviction of unreferenced storages. */
+  readonly eager: boolean;
+  /** Host memory for swapping, bytes. */
+  readonly hostLimit: number;
+  /** The evictable pool. */
+  readonly pool: Pool = new Pool();
+  /** Event listener. */
+  onEvent: ((e: RuntimeEvent) => void) | undefined;
+  /** A budget known to work. */
+  knownFeasible: number | undefined;
+  /** Automatic garbage collection of dead lineage. */
+  readonly gc: boolean;
+  /** What a release does to leaves. */
+  readonly leafRelease: LeafRelease;
+  /** Releases since the last collection (a collection runs when they pile up). */
+  deadCandidates = 0;
+  /** Thrash limit X. */
+  overheadLimit: number;
+  /** The budget-free compute the limit is relative to, ns. */
+  baselineComputeNs: number | undefined;
+  /** When each storage swapped in on the copy stream is back (copy-engine time). */
+  readonly readyAt: Map<StorageNode, number> = new Map();
+  /** What the policy sees. */
+  readonly ctx: EvictionContext;
+  /** Bytes the current `reserve` must free (read through `ctx.bytesNeeded`). */
+  bytesNeeded = 0;
+  /** Releases so far (see `_upkeep.ts`, `reapAncestors`). */
+  releases = 0;
+  /** When a leaf was last found needed, in releases. */
+  readonly neededAt: WeakMap<StorageNode, number> = new WeakMap();
+  /** Outputs of the call whose `afterCall` hook runs (plan names resolve to them first). */
+  hookOutputs: readonly TensorNode[] = [];
+  /** The model call whose cost the cost model sets after its first execution. */
+  pricing: CallNode | null = null;
+  /**
+   * Keep `dtr-eq`'s evicted equivalence classes (`StorageNode.eq`): on from
+   * the first policy that needs them (see `PolicyNeeds`), for good.
+   */
+  eqClasses = false;
+  /**
+   * Every storage that may be unreferenced, unpinned and not droppable (a leaf
+   * kept because something computed from it may need it): a superset,
+   * registered where a storage can enter that state and forgotten when it is
+   * freed. When it is empty, the walk after a release has nothing to find.
+   */
+  readonly orphans: Set<StorageNode> = new Set();
+  /** Scratch: the storages a running call makes resident (see `_remat.ts`). */
+  readonly fresh: StorageNode[] = [];
+  /** Scratch: the walk of `reapAncestors` (see `_upkeep.ts`). */
+  readonly reapStack: StorageNode[] = [];
+  /** Scratch: evicted neighbours found when a dropped storage joins their classes. */
+  readonly neighbors: StorageNode[] = [];
+  /** The control surface plan hooks get (set by the engine). */
+  control!: PlanControl;
+
+  /** The state of `engine`, configured by `options`. */
+  constructor(engine: Engine, options: EngineOptions) {
+    this.budget = options.budgetBytes ?? Infinity;
+    this.policy = options.policy;
+    this.cost = options.costModel;
+    this.exec = options.executor;
+    this.eager = options.eagerEviction ?? true;
+    this.hostLimit = options.hostLimitBytes ?? 0;
+    this.onEvent = options.onEvent;
+    this.knownFeasible = options.knownFeasibleBytes;
+    this.gc = options.gc ?? true;
+    this.leafRelease = options.leafRelease ?? "keep-if-needed";
+    this.overheadLimit = checkLimit(options.overheadLimit ?? Infinity);
+    this.baselineComputeNs = options.baselineComputeNs;
+    const needed = (): number => this.bytesNeeded;
+    this.ctx = {
+      get clock() {
+        return engine.clock;
+      },
+      pool: this.pool,
+      lineage: engine.lineage,
+      costModel: this.cost,
+      get bytesNeeded() {
+        return needed();
+      },
+      canDrop: (s) => s.droppable,
+      canSwap: (s) => engine.hostUsed + s.bytes <= this.hostLimit,
+      // Without host memory only droppable storages enter the pool (`evictable`).
+      onlyDroppable: this.hostLimit === 0,
+    };
+  }
+}
+
+/** `limit` when it is a valid thrash limit (a number >= 1, or Infinity). */
+export function checkLimit(limit: number): number {
+  if (!(limit >= 1)) {
+    throw new RangeError(`overhead limit must be a number >= 1 (or Infinity), got ${limit}`);
+  }
+  return limit;
+}

@@ -1,0 +1,279 @@
+/**
+ * Memory accounting and eviction: the device and host bytes in use, pool
+ * membership (resident, unlocked, unpinned storages), `reserve` (asking the
+ * policy for victims until a request fits the budget), dropping and swapping
+ * victims out, swapping them back in, and the thrash limit.
+ *
+ * @module
+ */
+
+import { type EvictAction, type EvictionPolicy, needsOf, type Victim } from "@libra/evict";
+import { EqNode, merge, type StorageNode, type TensorNode } from "@libra/lineage";
+import type { Engine } from "./engine.ts";
+import type { EngineState } from "./_engine_state.ts";
+import { OutOfBudgetError, ThrashingError } from "./errors.ts";
+import type { RuntimeEvent } from "./stats.ts";
+import { collect } from "./_upkeep.ts";
+
+/** Milliseconds (the engine's timer for bookkeeping statistics). */
+export const now = (): number => performance.now();
+
+/** Tensors that were defined when their storage was swapped out (restored on swap-in). */
+const swappedDefined = new WeakMap<StorageNode, TensorNode[]>();
+
+/** Sends `ev` to the listener, if any. */
+export function emit(k: EngineState, ev: RuntimeEvent): void {
+  k.onEvent?.(ev);
+}
+
+/** Counts `bytes` more in use on the device (and the peak). */
+export function addUsed(e: Engine, bytes: number): void {
+  e.used += bytes;
+  if (e.used > e.stats.peakBytes) e.stats.peakBytes = e.used;
+}
+
+/** True when `s` belongs in the evictable pool. */
+export function evictable(k: EngineState, s: StorageNode): boolean {
+  return s.residency === "resident" && s.locks === 0 && !s.pinned &&
+    (s.droppable || k.hostLimit > 0);
+}
+
+/** Adds `s` to the pool or removes it, as its state says. */
+export function refreshPool(k: EngineState, s: StorageNode): void {
+  if (evictable(k, s)) k.pool.add(s);
+  else k.pool.remove(s);
+}
+
+/** Locks `s` (out of the pool while locked). */
+export function lock(k: EngineState, s: StorageNode): void {
+  if (s.locks === 0) k.pool.remove(s);
+  s.locks++;
+}
+
+/** Unlocks `s` (back in the pool when evictable). */
+export function unlock(k: EngineState, s: StorageNode): void {
+  s.locks--;
+  if (s.locks === 0 && evictable(k, s)) k.pool.add(s);
+}
+
+/** Bytes of the evictable pool that some action may evict now. */
+export function evictableBytes(k: EngineState): number {
+  let b = 0;
+  for (const s of k.pool.items) if (s.droppable || k.ctx.canSwap(s)) b += s.bytes;
+  return b;
+}
+
+/**
+ * Throws {@link ThrashingError} when recomputation plus stalls passed
+ * `(limit - 1)` x the budget-free compute (the check DTR's simulator makes
+ * after every materialization).
+ */
+export function checkThrash(e: Engine, k: EngineState): void {
+  const limit = k.overheadLimit;
+  if (limit === Infinity) return;
+  const st = e.stats;
+  const base = k.baselineComputeNs ?? st.computeNs;
+  const extra = st.recomputeNs + st.swapStallNs;
+  if (extra <= (limit - 1) * base) return;
+  st.oomErrors++;
+  e.timeline.mark(e.callIndex, e.used, "oom", "thrashing");
+  emit(k, { type: "oom", bytes: 0, usedBytes: e.used, reason: "thrashing" });
+  throw new ThrashingError({
+    neededBytes: 0,
+    usedBytes: e.used,
+    evictableBytes: evictableBytes(k),
+    budgetBytes: k.budget,
+    ...(k.knownFeasible !== undefined ? { knownFeasibleBytes: k.knownFeasible } : {}),
+    recomputeNs: st.recomputeNs,
+    stallNs: st.swapStallNs,
+    overheadLimit: limit,
+    baselineComputeNs: base,
+  });
+}
+
+/** Frees memory until `bytes` more fit in the budget, or throws {@link OutOfBudgetError}. */
+export function reserve(e: Engine, k: EngineState, bytes: number): void {
+  if (e.used + bytes <= k.budget) return;
+  let collected = false;
+  while (e.used + bytes > k.budget) {
+    let victims: Victim[] = [];
+    if (k.pool.size > 0) {
+      k.bytesNeeded = e.used + bytes - k.budget;
+      const t0 = now();
+      victims = k.policy.choose(k.ctx);
+      const dt = (now() - t0) * 1e6;
+      e.stats.policyNs += dt;
+      e.stats.bookkeepingNs += dt;
+    }
+    if (victims.length === 0 && k.gc && !collected) {
+      // Unreferenced leaves nothing needs may still hold memory: collect, retry.
+      collected = true;
+      if (collect(e, k) > 0) continue;
+    }
+    if (victims.length === 0) {
+      const err = new OutOfBudgetError({
+        neededBytes: bytes,
+        usedBytes: e.used,
+        evictableBytes: evictableBytes(k),
+        budgetBytes: k.budget,
+        // A budget at or below this one did not complete this step: not known to work.
+        ...(k.knownFeasible !== undefined && k.knownFeasible > k.budget
+          ? { knownFeasibleBytes: k.knownFeasible }
+          : {}),
+      });
+      e.stats.oomErrors++;
+      e.timeline.mark(e.callIndex, e.used, "oom", "");
+      emit(k, { type: "oom", bytes, usedBytes: e.used });
+      throw err;
+    }
+    for (const v of victims) evict(e, k, v.storage, v.action, "policy");
+  }
+}
+
+/**
+ * Installs `policy` and what it needs: equivalence classes are kept from the
+ * first policy that needs them on (when they start mid-run, the storages
+ * evicted by then form the classes of their connected evicted regions, as if
+ * they had been evicted with classes kept). Evicted regions need nothing here:
+ * the lineage keeps their cache from the first question on.
+ */
+export function adoptPolicy(e: Engine, k: EngineState, policy: EvictionPolicy): void {
+  k.policy = policy;
+  if (needsOf(policy).equivalenceClasses && !k.eqClasses) {
+    k.eqClasses = true;
+    for (const s of e.lineage.storages.values()) {
+      if (s.residency === "evicted" && s.eq === null) joinClasses(e, k, s);
+    }
+  }
+}
+
+/** Gives evicted `s` a class of its own cost, merged with its evicted neighbours' classes. */
+function joinClasses(e: Engine, k: EngineState, s: StorageNode): void {
+  const eq = s.eq = new EqNode(s.compute);
+  const ns = e.lineage.evictedNeighbors(s, k.neighbors);
+  for (let i = 0; i < ns.length; i++) {
+    const n = ns[i]!;
+    if (n.eq !== null) merge(n.eq, eq);
+  }
+  ns.length = 0;
+}
+
+/** Evicts a resident, unlocked, unpinned storage by dropping or swapping it. */
+export function evict(
+  e: Engine,
+  k: EngineState,
+  s: StorageNode,
+  action: EvictAction,
+  why: "policy" | "eager" | "plan",
+): void {
+  if (s.residency !== "resident" || s.locks > 0 || s.pinned) {
+    throw new Error(
+      `evict ${s.name}: storage is ${s.residency}${s.locks > 0 ? ", locked" : ""}${
+        s.pinned ? ", pinned" : ""
+      } (the policy returned a storage outside the evictable pool)`,
+    );
+  }
+  if (action === "drop") drop(e, k, s, why);
+  else swapOut(e, k, s);
+}
+
+function drop(e: Engine, k: EngineState, s: StorageNode, why: "policy" | "eager" | "plan"): void {
+  if (!s.droppable) {
+    throw new Error(`evict ${s.name}: a leaf (no replayable producer) cannot be dropped`);
+  }
+  k.exec.release(s);
+  s.residency = "evicted";
+  for (const t of s.tensors) t.defined = false;
+  e.used -= s.bytes;
+  k.pool.remove(s);
+  s.evictions++;
+  const st = e.stats;
+  if (why === "eager") st.eagerDrops++;
+  else {
+    st.evictions++;
+    st.drops++;
+    st.dropBytes += s.bytes;
+  }
+  // Eager drops (a value freed by its last handle) are not timed: two clock
+  // reads cost more than the merge they would measure, on every free.
+  const eager = why === "eager";
+  if (k.eqClasses) {
+    const t0 = eager ? 0 : now();
+    joinClasses(e, k, s);
+    if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
+  }
+  if (e.recordDecisions && why !== "eager") e.decisions.push(`drop:${s.name}`);
+  if (why !== "eager") e.timeline.mark(e.callIndex, e.used, "drop", s.name);
+  if (k.onEvent) {
+    emit(k, {
+      type: "evict",
+      action: "drop",
+      name: s.name,
+      bytes: s.bytes,
+      eager: why === "eager",
+    });
+  }
+}
+
+function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
+  if (e.hostUsed + s.bytes > k.hostLimit) {
+    throw new Error(
+      `swap ${s.name}: host pool full (${e.hostUsed} + ${s.bytes} > ${k.hostLimit} bytes); raise hostLimitBytes`,
+    );
+  }
+  const defined = s.tensors.filter((t) => t.defined);
+  const measured = k.exec.swapOut(s);
+  let stall: number;
+  if (measured === undefined && e.copyEngine !== null) {
+    // Asynchronous: the memory stays held until the copy ends (a call that
+    // needs it waits in `_remat.ts`); nothing stalls now.
+    e.copyEngine.swapOut(s.bytes);
+    stall = 0;
+  } else stall = measured ?? k.cost.swapCost(s.bytes);
+  s.residency = "swapped";
+  s.host = s.host ?? undefined;
+  swappedDefined.set(s, defined);
+  for (const t of s.tensors) t.defined = false;
+  e.used -= s.bytes;
+  e.hostUsed += s.bytes;
+  k.pool.remove(s);
+  s.evictions++;
+  const st = e.stats;
+  st.evictions++;
+  st.swapOuts++;
+  st.swapOutBytes += s.bytes;
+  st.swapStallNs += stall;
+  e.clock += stall;
+  if (e.recordDecisions) e.decisions.push(`swap:${s.name}`);
+  e.timeline.mark(e.callIndex, e.used, "swap-out", s.name);
+  if (k.onEvent) {
+    emit(k, { type: "evict", action: "swap", name: s.name, bytes: s.bytes, eager: false });
+  }
+}
+
+/** Brings swapped `s` back into new device memory (reserving it first). */
+export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
+  reserve(e, k, s.bytes);
+  const measured = k.exec.swapIn(s);
+  let stall: number;
+  if (measured === undefined && e.copyEngine !== null) {
+    // Asynchronous: the call that reads it waits for the copy (`_remat.ts`).
+    k.readyAt.set(s, e.copyEngine.swapIn(s.bytes).endNs);
+    stall = 0;
+  } else stall = measured ?? k.cost.swapCost(s.bytes);
+  s.residency = "resident";
+  e.hostUsed -= s.bytes;
+  addUsed(e, s.bytes);
+  for (const t of swappedDefined.get(s) ?? [s.tensors[0]!]) t.defined = true;
+  swappedDefined.delete(s);
+  s.remats++;
+  const st = e.stats;
+  st.swapIns++;
+  st.swapInBytes += s.bytes;
+  st.swapStallNs += stall;
+  e.clock += stall;
+  refreshPool(k, s);
+  e.timeline.mark(e.callIndex, e.used, "swap-in", s.name);
+  if (k.onEvent) emit(k, { type: "remat", how: "swap", name: s.name, bytes: s.bytes });
+  checkThrash(e, k);
+}

@@ -1,0 +1,400 @@
+/**
+ * Lineage upkeep: what happens when values lose their last reference, are
+ * overwritten or are collected. Releasing a reference (eager eviction, freeing
+ * leaves nothing needs), the reachability questions behind it (is a storage
+ * still needed for recomputation?), making dependents independent of a value
+ * about to change (`invalidate`), copy-on-write (`preserve`), detaching a
+ * storage's tensors (`retire`) and garbage collection (`collect`).
+ *
+ * @module
+ */
+
+import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
+import type { Engine } from "./engine.ts";
+import type { EngineState } from "./_engine_state.ts";
+import { addUsed, evict, lock, now, refreshPool, reserve, unlock } from "./_eviction.ts";
+import { materialize } from "./_remat.ts";
+
+/** Drops an external reference; with eager eviction an unreferenced storage is evicted (lineage kept). */
+export function release(e: Engine, k: EngineState, t: TensorNode): void {
+  if (t.extRefs <= 0) throw new Error(`release ${t.name}: no external reference left`);
+  t.extRefs--;
+  const s = t.storage;
+  s.extRefs--;
+  if (s.extRefs === 0 && !s.pinned && !s.droppable) k.orphans.add(s);
+  if (s.extRefs > 0 || s.locks > 0) return;
+  if (s.residency === "resident") {
+    if (s.droppable && !s.pinned) {
+      if (k.eager) evict(e, k, s, "drop", "eager");
+    } else if (k.leafRelease === "keep-pinned" && s.pinned) {
+      return; // DTR's constants: pinned, resident until the end
+    } else if (
+      k.leafRelease === "free" || !isNeeded(e, s, true) ||
+      (k.leafRelease === "free-unless-evicted" && !evictedNeeds(e, s))
+    ) {
+      // A leaf (or pinned value) no handle refers to: free it for good. Calls
+      // that read it can no longer be replayed, so their resident outputs
+      // become leaves (swap-only).
+      invalidate(e, k, s);
+      freeStorage(e, k, s);
+      return;
+    }
+  }
+  reapAncestors(e, k, s);
+  if (
+    k.gc && ++k.deadCandidates > 4096 &&
+    k.deadCandidates > e.lineage.storages.size / 2
+  ) {
+    collect(e, k);
+  }
+}
+
+/**
+ * A leaf found needed within the last 256 releases is not checked again: a
+ * leaf many values are computed from (a weight a recurrent layer reads at
+ * every time step) would otherwise cost a graph walk on nearly every release.
+ * What this leaves unreaped, `collect` frees (at the step's end, or when
+ * memory runs short).
+ */
+function recentlyNeeded(k: EngineState, n: StorageNode): boolean {
+  const at = k.neededAt.get(n);
+  return at !== undefined && k.releases - at < 256;
+}
+
+/**
+ * After `s` lost its last reference: unreferenced leaves among its nearby
+ * ancestors (through evicted, unreferenced storages; at most 16 visited)
+ * may have been kept only for `s`'s sake; free those nothing needs now.
+ */
+function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
+  k.releases++;
+  // No storage is an unreferenced leaf: the walk would find nothing to free.
+  if (k.orphans.size === 0) return;
+  const stamp = e.lineage.nextStamp();
+  s.stamp = stamp;
+  // Not re-entered: what the walk frees does not release anything.
+  const stack = k.reapStack;
+  stack.length = 0;
+  stack.push(s);
+  let budget = 16;
+  while (stack.length > 0 && budget-- > 0) {
+    const cur = stack.pop()!;
+    for (const t of cur.tensors) {
+      const p = t.producer;
+      if (p === null) continue;
+      for (const inp of p.inputs) {
+        const n = inp.storage;
+        if (n.stamp === stamp || n.extRefs > 0 || n.pinned || n.locks > 0) continue;
+        n.stamp = stamp;
+        if (n.residency === "evicted") stack.push(n);
+        else if (n.residency === "resident" && !n.droppable && !recentlyNeeded(k, n)) {
+          if (isNeeded(e, n)) k.neededAt.set(n, k.releases);
+          else freeStorage(e, k, n);
+        }
+      }
+    }
+  }
+  stack.length = 0;
+}
+
+/** Releases `s`'s memory and forgets it (no one needs it again). */
+export function freeStorage(e: Engine, k: EngineState, s: StorageNode): void {
+  if (s.residency === "resident") {
+    k.exec.release(s);
+    e.used -= s.bytes;
+  } else if (s.residency === "swapped") {
+    e.hostUsed -= s.bytes;
+    k.exec.release(s);
+  }
+  k.pool.remove(s);
+  s.residency = "freed";
+  for (const t of s.tensors) t.defined = false;
+  e.lineage.removeStorage(s);
+  if (k.orphans.size > 0) k.orphans.delete(s);
+}
+
+/**
+ * True when some value that may still be read could need `s` to be
+ * recomputed: a descendant (through droppable storages) is referenced.
+ */
+export function isNeeded(e: Engine, s: StorageNode, ignorePin = false): boolean {
+  if (s.extRefs > 0 || (s.pinned && !ignorePin) || s.locks > 0) return true;
+  const stamp = e.lineage.nextStamp();
+  s.stamp = stamp;
+  const stack: StorageNode[] = [s];
+  while (stack.length > 0) {
+    const cur = stack.pop()!;
+    for (const t of cur.tensors) {
+      for (const c of t.consumers) {
+        if (!c.replayable) continue;
+        for (const o of c.outputs) {
+          const n = o.storage;
+          if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
+          n.stamp = stamp;
+          if (n.extRefs > 0 || n.pinned || n.locks > 0) return true;
+          stack.push(n);
+        }
+      }
+    }
+  }
+  return false;
+}
+
+/** True when an evicted value that may still be needed is computed directly from `s`. */
+function evictedNeeds(e: Engine, s: StorageNode): boolean {
+  for (const t of s.tensors) {
+    for (const c of t.consumers) {
+      if (!c.replayable) continue;
+      for (const o of c.outputs) {
+        if (o.storage.residency === "evicted" && isNeeded(e, o.storage)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * Before the value in `s` is overwritten (in-place kernel, host write, a
+ * buffer produced into again) or forgotten: every referenced value computed
+ * from it (directly or through unreferenced intermediates) is made
+ * independent of it: brought back if evicted, then frozen (its producer
+ * becomes non-replayable, so it can be swapped but not dropped). The
+ * unreferenced intermediates that nothing needs any more are freed, and the
+ * calls that read `s` become non-replayable.
+ */
+export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
+  const stamp = e.lineage.nextStamp();
+  s.stamp = stamp;
+  const stack: StorageNode[] = [s];
+  const between: StorageNode[] = [];
+  const referenced: StorageNode[] = [];
+  while (stack.length > 0) {
+    const cur = stack.pop()!;
+    for (const t of cur.tensors) {
+      for (const c of t.consumers) {
+        if (!c.replayable) continue;
+        for (const o of c.outputs) {
+          const n = o.storage;
+          if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
+          n.stamp = stamp;
+          if (n.extRefs > 0 || n.pinned || n.locks > 0) referenced.push(n);
+          else {
+            between.push(n);
+            stack.push(n);
+          }
+        }
+      }
+    }
+  }
+  // Unreferenced values computed from `s` lose their producers' replayability
+  // below (or are locked now and unreferenced): they may stay as leaves.
+  for (const n of referenced) if (n.extRefs === 0 && !n.pinned) k.orphans.add(n);
+  for (const n of between) if (!n.pinned) k.orphans.add(n);
+  const held: StorageNode[] = [];
+  try {
+    for (const n of referenced) {
+      if (n.residency === "evicted") materialize(e, k, n.tensors[0]!, true);
+      lock(k, n);
+      held.push(n);
+    }
+    for (const n of referenced) {
+      const p = n.tensors[0]!.producer;
+      if (p !== null && p.replayable) {
+        p.replayable = false;
+        for (const o of p.outputs) {
+          if (o.storage.residency === "resident") refreshPool(k, o.storage);
+        }
+      }
+    }
+    for (const t of s.tensors) {
+      for (const c of t.consumers) c.replayable = false;
+      t.consumers = [];
+    }
+    e.lineage.invalidateNeighborhoods();
+    for (const n of between) {
+      if (n.residency === "freed") continue;
+      if (!isNeeded(e, n)) {
+        n.eq = null;
+        freeStorage(e, k, n);
+      } else if (n.residency === "resident") refreshPool(k, n);
+    }
+  } finally {
+    for (const n of held) unlock(k, n);
+  }
+}
+
+/** True when a replayable call read the current value of `s` and one of its outputs still exists. */
+export function hasDependents(s: StorageNode): boolean {
+  for (const t of s.tensors) {
+    for (const c of t.consumers) {
+      if (!c.replayable) continue;
+      for (const o of c.outputs) {
+        const r = o.storage.residency;
+        if (r !== "freed" && r !== "empty") return true;
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * Copy-on-write before an in-place update of resident `s`: its current
+ * tensors move to a new storage holding a copy of the bytes (kept while
+ * anything may need them, droppable when they have a producer), so every
+ * recorded call stays replayable. `s` is left without tensors (to adopt the
+ * new value); returns the external references the old tensors held.
+ */
+export function preserve(e: Engine, k: EngineState, s: StorageNode): number {
+  if (s.residency !== "resident") {
+    throw new Error(`preserve ${s.name}: storage is ${s.residency}`);
+  }
+  reserve(e, k, s.bytes);
+  const copy = e.lineage.addStorage(s.bytes);
+  k.exec.allocate(copy);
+  const ns = k.exec.copy(s, copy);
+  e.stats.kernelNs += ns ?? 0;
+  copy.residency = "resident";
+  addUsed(e, s.bytes);
+  let ext = 0;
+  for (const t of s.tensors) {
+    ext += t.extRefs;
+    t.extRefs = 0;
+    t.storage = copy;
+    copy.tensors.push(t);
+  }
+  copy.compute = s.compute;
+  copy.lastAccess = s.lastAccess;
+  k.orphans.add(copy); // unreferenced; a leaf when the value had no producer
+  s.tensors = [];
+  e.lineage.invalidateNeighborhoods();
+  s.extRefs -= ext;
+  s.compute = 0;
+  refreshPool(k, copy);
+  return ext;
+}
+
+/**
+ * Detaches the current tensors of `s` (after {@link invalidate}) so that `s`
+ * can take a new value: they move to a freed tombstone storage, and `s`
+ * becomes empty (its memory released unless `keepMemory`).
+ */
+export function retire(e: Engine, k: EngineState, s: StorageNode, keepMemory: boolean): number {
+  let ext = 0;
+  if (s.tensors.length > 0) {
+    const tomb = e.lineage.tombstone(s.bytes);
+    for (const t of s.tensors) {
+      ext += t.extRefs;
+      t.extRefs = 0;
+      t.defined = false;
+      t.storage = tomb;
+      tomb.tensors.push(t);
+    }
+    // A producer whose outputs are all gone can never be replayed for anyone:
+    // unlink it from its inputs now (as `collect` would), so a buffer produced
+    // into over and over does not grow its inputs' consumer lists.
+    for (const t of tomb.tensors) {
+      const p = t.producer;
+      if (p !== null && allFreed(p)) {
+        for (const inp of p.inputs) {
+          const i = inp.consumers.lastIndexOf(p);
+          if (i >= 0) inp.consumers.splice(i, 1);
+        }
+      }
+    }
+    e.lineage.invalidateNeighborhoods();
+  }
+  s.tensors = [];
+  s.extRefs -= ext;
+  s.eq = null;
+  s.compute = 0;
+  if (keepMemory && s.extRefs === 0 && !s.pinned) k.orphans.add(s); // resident, no value yet
+  if (!keepMemory) {
+    if (s.residency === "resident") {
+      k.exec.release(s);
+      e.used -= s.bytes;
+    } else if (s.residency === "swapped") {
+      k.exec.release(s);
+      e.hostUsed -= s.bytes;
+    }
+    s.residency = "empty";
+    k.pool.remove(s);
+  }
+  return ext;
+}
+
+/** Makes `s` (resident, retired with `keepMemory`) hold a new leaf tensor. */
+export function adoptLeaf(
+  e: Engine,
+  k: EngineState,
+  s: StorageNode,
+  ext: number,
+  name?: string,
+): TensorNode {
+  const t = e.lineage.addLeaf(s.bytes, name, s);
+  t.defined = true;
+  t.extRefs = ext;
+  s.extRefs += ext;
+  // Referenced again, it can lose its last reference only through an entry point.
+  if (s.extRefs === 0 && !s.pinned) k.orphans.add(s);
+  else if (k.orphans.size > 0) k.orphans.delete(s);
+  s.lastAccess = e.clock;
+  refreshPool(k, s);
+  return t;
+}
+
+/**
+ * Frees every storage no one can need again (unreferenced, and no referenced
+ * value depends on it through droppable storages) and prunes dead calls from
+ * consumer lists, so the graph stays proportional to live data.
+ */
+export function collect(e: Engine, k: EngineState): number {
+  const t0 = now();
+  k.deadCandidates = 0;
+  const needed = e.lineage.nextStamp();
+  const stack: StorageNode[] = [];
+  for (const s of e.lineage.storages.values()) {
+    if (s.extRefs > 0 || s.pinned || s.locks > 0) {
+      s.stamp = needed;
+      stack.push(s);
+    }
+  }
+  while (stack.length > 0) {
+    const cur = stack.pop()!;
+    if (!cur.droppable) continue;
+    for (const t of cur.tensors) {
+      const p = t.producer;
+      if (p === null || !p.replayable) continue;
+      for (const inp of p.inputs) {
+        const n = inp.storage;
+        if (n.stamp !== needed && n.residency !== "freed") {
+          n.stamp = needed;
+          stack.push(n);
+        }
+      }
+    }
+  }
+  let freed = 0;
+  const dead: StorageNode[] = [];
+  for (const s of e.lineage.storages.values()) {
+    if (s.stamp !== needed && s.residency !== "empty") dead.push(s);
+  }
+  for (const s of dead) {
+    freeStorage(e, k, s);
+    freed++;
+  }
+  for (const s of e.lineage.storages.values()) {
+    for (const t of s.tensors) {
+      if (t.consumers.length === 0) continue;
+      t.consumers = t.consumers.filter((c) =>
+        c.outputs.some((o) => o.storage.residency !== "freed")
+      );
+    }
+  }
+  e.stats.bookkeepingNs += (now() - t0) * 1e6;
+  return freed;
+}
+
+function allFreed(call: CallNode): boolean {
+  for (const o of call.outputs) if (o.storage.residency !== "freed") return false;
+  return true;
+}
