@@ -2,9 +2,20 @@
  * The fast trace replayer behind {@link simulateTrace}: the published DTR
  * simulator's semantics (uwsampl/dtr-prototype, `simrd`: the budget-free
  * baseline of runtime V1, which banishes every storage no handle refers to,
- * and the budgeted runtime V2 with eager eviction, equivalence classes and
- * incrementally maintained evicted regions), on flat objects compiled once per
- * trace and reused across budgets.
+ * and the budgeted runtime V2 with eager eviction and equivalence classes),
+ * on flat objects compiled once per trace and reused across budgets.
+ *
+ * `dtr` and `msps` read each candidate's evicted regions (the compute of the
+ * evicted storages reachable downstream or upstream through evicted storages).
+ * `simrd` keeps them as sets merged on every eviction; here each storage
+ * caches the two sums, an eviction or rematerialization marks the caches of
+ * the material storages bordering the evicted area around it (a walk that
+ * stops where an earlier walk of the same choice epoch went), and a choice
+ * walks only the marked candidates that can still win: a candidate's own cost
+ * plus its regions' last sums (a lower bound while only evictions touched
+ * them) is compared with the exact cost of the candidate of least own cost.
+ * The choices equal a fresh walk of every candidate at every choice (tested),
+ * and `simrd`'s on the published logs.
  *
  * Semantics, as in `simrd`: a CONSTANT is a zero-cost call whose output is
  * pinned; a CALL's view outputs (ALIAS k) share argument k's storage and take
@@ -197,13 +208,6 @@ class Op {
   ) {}
 }
 
-class Region {
-  readonly interior = new Set<Storage>();
-  readonly frontier = new Set<Storage>();
-  compute = 0;
-  constructor(readonly base: Storage, readonly reverse: boolean) {}
-}
-
 class Storage {
   compute = 0;
   material = false;
@@ -221,8 +225,21 @@ class Storage {
   evNb = 0;
   /** Neighbouring storages (of parents and children; repeats possible, never itself). */
   readonly nbrs: Storage[] = [];
-  region: Region | null = null;
-  regionRev: Region | null = null;
+  /** Compute of the evicted storages reachable downstream (children) through evicted storages; valid unless `fwdDirty`. */
+  fwd = 0;
+  /** The same upstream (parents). */
+  rev = 0;
+  fwdDirty = true;
+  revDirty = true;
+  /** A rematerialization reached the region since `fwd` (`rev`) was cached: it is no lower bound. */
+  fwdShrunk = true;
+  revShrunk = true;
+  /** The epoch in which an invalidation walk last went upstream (resp. downstream) through this storage. */
+  walkUp = 0;
+  walkDown = 0;
+  /** The same for walks after a rematerialization (which also mark regions shrunk). */
+  walkUpShrink = 0;
+  walkDownShrink = 0;
   constructor(readonly size: number, readonly rootId: number) {}
 }
 
@@ -257,6 +274,12 @@ export interface FastReplayOptions {
   overheadLimit: number;
   /** Seed of `random`. Default 1. */
   seed?: number;
+  /**
+   * `dtr` and `msps`: walk every candidate's evicted regions afresh at every
+   * choice, without caches or pruning (slow; the reference the cached search
+   * is tested against: the choices are the same).
+   */
+  uncachedRegions?: boolean;
 }
 
 class OOM extends Error {}
@@ -273,6 +296,9 @@ class Sim {
   readonly #baseline: boolean;
   readonly #h: number;
   readonly #regions: boolean;
+  readonly #uncached: boolean;
+  /** Neighbour lists and evicted-neighbour counts are kept (dtr-eq, dtr, msps). */
+  readonly #nb: boolean;
   readonly #eq: boolean;
   readonly #limit: number;
   readonly #rng: () => number;
@@ -290,6 +316,12 @@ class Sim {
   eager = 0;
   policyNs = 0;
   #stamp = 0;
+  /** Incremented by each choice, which reads (and cleans) the cached region costs. */
+  #epoch = 1;
+  /** The epoch when the current call's outputs were linked into the graph. */
+  #opEpoch = 0;
+  /** The last region walk stopped at its limit. */
+  #cut = false;
 
   constructor(c: CompiledTrace, o: FastReplayOptions) {
     this.#c = c;
@@ -300,6 +332,8 @@ class Sim {
     this.#h = h;
     this.#regions = !this.#baseline && (h === 1 || h === 3);
     this.#eq = !this.#baseline && h === 0;
+    this.#uncached = o.uncachedRegions === true;
+    this.#nb = this.#eq || this.#regions;
     this.#limit = o.overheadLimit === Infinity ? Infinity : c.computeNs * (o.overheadLimit - 1);
     this.#rng = seededRandom((o.seed ?? 1) ^ 0x5bd1e995);
     this.#tensors = new Array(c.tensors);
@@ -416,15 +450,11 @@ class Sim {
       op.outputs.push(t);
       this.#tensors[id] = t;
       if (st.ecn === null && st.tensors.length === 1 && this.#eq) st.ecn = new UF(0);
-      if (this.#regions && st.region === null) {
-        st.region = new Region(st, false);
-        st.regionRev = new Region(st, true);
-      }
     }
     for (const p of parents) {
       for (const t of op.outputs) {
         p.children.push(t);
-        if (this.#eq) {
+        if (this.#nb) {
           const ps = p.storage, ts = t.storage;
           if (ps !== ts) {
             if (!ps.material) ts.evNb++;
@@ -435,6 +465,16 @@ class Sim {
         }
       }
     }
+    // Outputs linked under an evicted argument extend the regions above it until computed.
+    if (this.#regions) {
+      for (const p of parents) {
+        if (!p.storage.material) {
+          this.#invalidateAround(op.outputs[0]!.storage, false);
+          break;
+        }
+      }
+    }
+    this.#opEpoch = this.#epoch;
     this.#materialize(op.outputs[0]!, false);
     for (const t of op.outputs) t.storage.lastAccess = this.clock;
   }
@@ -464,6 +504,7 @@ class Sim {
       if (this.#poolSize === 0) throw new OOM();
       const t0 = performance.now();
       const s = this.#choose();
+      this.#epoch++;
       this.policyNs += (performance.now() - t0) * 1e6;
       this.evictions++;
       this.#evict(s);
@@ -493,9 +534,14 @@ class Sim {
     for (const s of rematStorages) {
       if (s.refInt === 0 && !this.#baseline) this.#poolAdd(s);
     }
-    if (this.#regions) this.#rebuildAround(rematStorages);
+    if (this.#nb) { for (const s of rematStorages) this.#neighbours(s, -1); }
+    // A new output borders no evicted storage: no region changes, unless a choice read the
+    // regions while the output was linked into the graph but not yet computed (a walk then
+    // went through it as an evicted storage).
+    if (this.#regions && (remat || this.#epoch !== this.#opEpoch)) {
+      for (const s of rematStorages) this.#invalidateAround(s, true);
+    }
     if (this.#eq) {
-      for (const s of rematStorages) this.#neighbours(s, -1);
       for (const s of rematStorages) {
         if (s.ecn !== null) {
           const r = find(s.ecn);
@@ -537,15 +583,9 @@ class Sim {
     this.used -= s.size;
     this.#poolRemove(s);
     for (const t of s.tensors) t.defined = false;
-    if (this.#regions) {
-      // A pinned storage never enters the pool: its regions are never read.
-      for (const ps of [...s.regionRev!.frontier]) if (!ps.pinned) absorb(ps.region!, s);
-      for (const cs of [...s.region!.frontier]) if (!cs.pinned) absorb(cs.regionRev!, s);
-      clear(s.region!);
-      clear(s.regionRev!);
-    }
+    if (this.#nb) this.#neighbours(s, 1);
+    if (this.#regions) this.#invalidateAround(s, false);
     if (this.#eq) {
-      this.#neighbours(s, 1);
       const e = new UF(s.compute);
       s.ecn = e;
       for (const n of s.nbrs) {
@@ -566,17 +606,130 @@ class Sim {
     }
   }
 
-  #rebuildAround(rematStorages: Storage[]): void {
-    if (rematStorages.length === 0) return;
-    const fwd = new Set<Storage>(), rev = new Set<Storage>();
-    for (const s of rematStorages) {
-      rebuild(s.region!);
-      rebuild(s.regionRev!);
-      for (const x of s.regionRev!.frontier) fwd.add(x);
-      for (const x of s.region!.frontier) rev.add(x);
+  /**
+   * `s` changed state (evicted or rematerialized): the cached region costs of
+   * the material storages at the border of the evicted area around `s` are
+   * stale (`simrd` absorbs or rebuilds those regions at this point), and so
+   * are `s`'s own. After an eviction (`shrink` false) the regions only grew,
+   * so their cached costs stay lower bounds. The walk goes through evicted storages only, and not
+   * through one that an earlier walk of this epoch went through in the same
+   * direction (for a walk that marks regions shrunk, an earlier such walk):
+   * every material storage beyond it was marked then or by the walk of a
+   * later change (marks are cleared only by a choice, which starts a new
+   * epoch).
+   */
+  #invalidateAround(s: Storage, shrink: boolean): void {
+    s.fwdDirty =
+      s.revDirty =
+      s.fwdShrunk =
+      s.revShrunk =
+        true;
+    const epoch = this.#epoch;
+    for (const up of [true, false]) {
+      const stack: Storage[] = [s];
+      while (stack.length > 0) {
+        const x = stack.pop()!;
+        for (const t of x.tensors) {
+          const next = up ? t.parents : t.children;
+          for (let i = 0; i < next.length; i++) {
+            const us = next[i]!.storage;
+            if (us === s) continue;
+            if (us.material) {
+              if (up) {
+                us.fwdDirty = true;
+                if (shrink) us.fwdShrunk = true;
+              } else {
+                us.revDirty = true;
+                if (shrink) us.revShrunk = true;
+              }
+            } else if (up) {
+              if ((shrink ? us.walkUpShrink : us.walkUp) === epoch) continue;
+              us.walkUp = epoch;
+              if (shrink) us.walkUpShrink = epoch;
+              stack.push(us);
+            } else {
+              if ((shrink ? us.walkDownShrink : us.walkDown) === epoch) continue;
+              us.walkDown = epoch;
+              if (shrink) us.walkDownShrink = epoch;
+              stack.push(us);
+            }
+          }
+        }
+      }
     }
-    for (const x of fwd) if (!x.pinned) rebuild(x.region!);
-    for (const x of rev) if (!x.pinned) rebuild(x.regionRev!);
+  }
+
+  /** The compute of the evicted storages reachable from `base` (downstream, or upstream when `reverse`) through evicted storages. */
+  #regionCost(base: Storage, reverse: boolean, add = 0, den = 1, limit = Infinity): number {
+    this.#cut = false;
+    const stamp = ++this.#stamp;
+    base.stamp = stamp;
+    let c = 0;
+    const stack: Storage[] = [base];
+    while (stack.length > 0) {
+      const x = stack.pop()!;
+      for (const t of x.tensors) {
+        const next = reverse ? t.parents : t.children;
+        for (let i = 0; i < next.length; i++) {
+          const us = next[i]!.storage;
+          if (us.stamp === stamp) continue;
+          us.stamp = stamp;
+          if (us.material) continue;
+          c += us.compute;
+          if ((add + c) / den > limit) {
+            this.#cut = true;
+            return c;
+          }
+          stack.push(us);
+        }
+      }
+    }
+    return c;
+  }
+
+  /**
+   * `dtr`'s neighbourhood: the compute of `s`'s evicted regions downstream and
+   * upstream. (Walks are not cut at the scan's limit as `msps`'s are: `dtr`'s
+   * choices come back to the same large regions, and a cut walk is walked
+   * again, which measured slower than completing it once.)
+   */
+  #bothRegions(s: Storage): number {
+    if (this.#uncached) return this.#regionCost(s, false) + this.#regionCost(s, true);
+    if (s.evNb === 0) return 0;
+    if (s.fwdDirty) {
+      s.fwd = this.#regionCost(s, false);
+      s.fwdDirty = s.fwdShrunk = false;
+    }
+    if (s.revDirty) {
+      s.rev = this.#regionCost(s, true);
+      s.revDirty = s.revShrunk = false;
+    }
+    return s.fwd + s.rev;
+  }
+
+  /** A lower bound of `s.compute + this.#bothRegions(s)` from the caches. */
+  #lowerBoth(s: Storage): number {
+    if (s.evNb === 0) return s.compute;
+    return s.compute + (s.fwdShrunk ? 0 : s.fwd) + (s.revShrunk ? 0 : s.rev);
+  }
+
+  /** A lower bound of `s.compute + this.#upRegion(s)` from the cache. */
+  #lowerUp(s: Storage): number {
+    if (s.evNb === 0) return s.compute;
+    return s.compute + (s.revShrunk ? 0 : s.rev);
+  }
+
+  /** `msps`'s: the compute of `s`'s evicted region upstream (Infinity past `limit`, as above). */
+  #upRegion(s: Storage, den = 1, limit = Infinity): number {
+    if (this.#uncached) return this.#regionCost(s, true);
+    if (s.evNb === 0) return 0;
+    if (s.revDirty) {
+      s.rev = this.#regionCost(s, true, s.compute, den, limit);
+      s.revShrunk = false;
+      if (this.#cut) return Infinity;
+      s.revDirty = false;
+    }
+    return s.rev;
   }
 
   // ------------------------------------------------------------ heuristics
@@ -585,18 +738,46 @@ class Sim {
     let best: Storage | null = null;
     let bestCost = Infinity;
     const h = this.#h, clock = this.clock;
+    // dtr and msps: a candidate whose own cost (without its regions, which are never
+    // negative) exceeds an achievable cost cannot be chosen, and its region costs are
+    // not needed. The exact cost of the candidate with the least own cost bounds the
+    // scan from the start.
+    let bound = Infinity;
+    if ((h === 1 || h === 3) && !this.#uncached) {
+      let least: Storage | null = null, leastOwn = Infinity;
+      for (let s = this.#head; s !== null; s = s.next) {
+        const den = h === 1 ? s.size * (clock - s.lastAccess) : s.size;
+        if (den <= 0) continue;
+        const own = s.compute / den;
+        if (own < leastOwn) {
+          leastOwn = own;
+          least = s;
+        }
+      }
+      if (least !== null) {
+        bound = h === 1
+          ? (least.compute + this.#bothRegions(least)) /
+            (least.size * (clock - least.lastAccess))
+          : (least.compute + this.#upRegion(least)) / least.size;
+      }
+    }
     for (let s = this.#head; s !== null; s = s.next) {
       let cost: number;
       if (h <= 2) {
         const den = s.size * (clock - s.lastAccess);
-        const num = h === 0
-          ? this.#eqCost(s)
-          : h === 1
-          ? s.compute + s.region!.compute + s.regionRev!.compute
-          : s.compute;
-        cost = den > 0 ? num / den : Infinity;
+        if (h === 1) {
+          const limit = this.#uncached ? Infinity : Math.min(bestCost, bound);
+          if (den > 0 && this.#lowerBoth(s) / den > limit) continue;
+          cost = den > 0 ? (s.compute + this.#bothRegions(s)) / den : Infinity;
+        } else {
+          const num = h === 0 ? this.#eqCost(s) : s.compute;
+          cost = den > 0 ? num / den : Infinity;
+        }
       } else if (h === 3) {
-        cost = s.size > 0 ? (s.compute + s.regionRev!.compute) / s.size : Infinity;
+        // Region costs are never negative: a storage whose own cost already loses is skipped.
+        const limit = this.#uncached ? Infinity : Math.min(bestCost, bound);
+        if (s.size > 0 && this.#lowerUp(s) / s.size > limit) continue;
+        cost = s.size > 0 ? (s.compute + this.#upRegion(s, s.size, limit)) / s.size : Infinity;
       } else if (h === 4) cost = s.lastAccess;
       else if (h === 5) cost = s.size > 0 ? 1 / s.size : Infinity;
       else cost = this.#rng() + 1e-9;
@@ -623,57 +804,5 @@ class Sim {
       c += r.value;
     }
     return c;
-  }
-}
-
-function clear(r: Region): void {
-  r.interior.clear();
-  r.frontier.clear();
-  r.compute = 0;
-}
-
-/** `simrd`'s Region.absorb: `s` (a frontier storage of `r`) was evicted. */
-function absorb(r: Region, s: Storage): void {
-  const reg = r.reverse ? s.regionRev! : s.region!;
-  r.frontier.delete(s);
-  for (const x of reg.frontier) r.frontier.add(x);
-  // The interior gains reg's interior (what it lacked) and `s`, counted even
-  // when already inside (as simrd's set difference plus add does).
-  let sNew = false;
-  for (const x of reg.interior) {
-    if (!r.interior.has(x)) {
-      r.interior.add(x);
-      r.compute += x.compute;
-      if (x === s) sNew = true;
-    }
-  }
-  if (!sNew) {
-    r.interior.add(s);
-    r.compute += s.compute;
-  }
-}
-
-/** `simrd`'s Region.rebuild: the evicted storages reachable from the base, and the material frontier. */
-function rebuild(r: Region): void {
-  clear(r);
-  const base = r.base;
-  const stack: Storage[] = [base];
-  while (stack.length > 0) {
-    const s = stack.pop()!;
-    for (const t of s.tensors) {
-      const next = r.reverse ? t.parents : t.children;
-      for (const u of next) {
-        const us = u.storage;
-        if (us.material) {
-          if (us.rootId !== base.rootId) r.frontier.add(us);
-          continue;
-        }
-        if (!r.interior.has(us)) {
-          r.compute += us.compute;
-          r.interior.add(us);
-          stack.push(us);
-        }
-      }
-    }
   }
 }

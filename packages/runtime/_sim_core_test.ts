@@ -167,3 +167,69 @@ Deno.test("fast replay stops at the thrash limit and reports out of memory apart
   }
   assert.ok(thrash > 0 && oom > 0, `thrash ${thrash}, oom ${oom}`);
 });
+
+Deno.test("msps charges a storage the compute of its evicted upstream region (hand-computed)", () => {
+  // w (1, constant); a = f(w) (100 B, 50 ns); b = g(a) (100 B, 5 ns); a released (evicted at
+  // once: b's upstream region is {a}); c = k(w) (100 B, 20 ns); d = m(w) (100 B, 1 ns) needs
+  // room under 300 B: msps scores b (5 + 50) / 100 = 0.55 and c 20 / 100 = 0.2, evicts c.
+  // c and d are released; e = n(b) (100 B, 1 ns) finds b resident: nothing is recomputed.
+  // Had b been evicted, e would replay a and b (55 ns).
+  const L = [
+    ...C("w", 1),
+    ...CALL(["a"], ["w"], 50, [[100, -1]]),
+    ...CALL(["b"], ["a"], 5, [[100, -1]]),
+    REL("a"),
+    ...CALL(["c"], ["w"], 20, [[100, -1]]),
+    ...CALL(["d"], ["w"], 1, [[100, -1]]),
+    REL("c"),
+    REL("d"),
+    ...CALL(["e"], ["b"], 1, [[100, -1]]),
+  ];
+  const c = compile(L);
+  for (const uncachedRegions of [false, true]) {
+    const r = fastReplay(c, {
+      budgetBytes: 300,
+      policy: "msps",
+      overheadLimit: 2,
+      uncachedRegions,
+    });
+    assert.ok(r.feasible);
+    assert.equal(r.evictions, 1);
+    assert.equal(r.remats, 0, "c went, not b");
+    assert.equal(r.overhead, 1);
+  }
+  // lru evicts the stalest, b: e replays a and b.
+  const lru = fastReplay(c, { budgetBytes: 300, policy: "lru", overheadLimit: 2 });
+  assert.equal(lru.recomputeNs, 55);
+});
+
+Deno.test("dtr and msps: the cached region search makes the choices of a fresh walk of every candidate", async () => {
+  const traces: [string, string][] = [];
+  for (const seed of [1, 2, 3, 4]) {
+    traces.push([
+      `lstm-like seed ${seed}`,
+      lstmLikeTrace({ steps: 12, layers: 1 + (seed % 3), seed }),
+    ]);
+  }
+  for (const name of ["resnet32-56.log", "unet-6.log"]) {
+    const text = await shared(name);
+    if (text !== null) traces.push([name, text]);
+  }
+  for (const [name, text] of traces) {
+    const c = compileTrace(parseTrace(text));
+    const base = fastReplay(c, { budgetBytes: Infinity, policy: "dtr", overheadLimit: 2 });
+    for (const policy of ["dtr", "msps"]) {
+      for (const ratio of [0.8, 0.6, 0.5, 0.4, 0.3, 0.2, 0.15]) {
+        const o = { budgetBytes: Math.floor(ratio * base.peakBytes), policy, overheadLimit: 3 };
+        const a = fastReplay(c, o);
+        const b = fastReplay(c, { ...o, uncachedRegions: true });
+        const at = `${name}, ${policy} at ${ratio}`;
+        assert.deepEqual(
+          [a.feasible, a.reason, a.overhead, a.evictions, a.remats, a.peakBytes, a.eagerDrops],
+          [b.feasible, b.reason, b.overhead, b.evictions, b.remats, b.peakBytes, b.eagerDrops],
+          at,
+        );
+      }
+    }
+  }
+});

@@ -18,14 +18,11 @@ import { parseArgs } from "node:util";
 import { compileTrace, FAST_POLICIES, fastReplay } from "./_sim_core.ts";
 import { lstmLikeTrace } from "./_synth_trace.ts";
 import { parseTrace } from "./trace.ts";
+import { median } from "@libra/util/stats";
 
 const cpuMs = (): number => {
   const u = cpuUsage();
   return (u.user + u.system) / 1000;
-};
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 };
 
 /** One row of the benchmark. */
