@@ -103,6 +103,7 @@ function abandoned(e: TimeLimitError, w: ReturnType<typeof watchdog>, peakBytes:
     timeMs: null,
     baselineTimeMs: null,
     error: e.message,
+    reason: "time limit",
   };
 }
 
@@ -152,6 +153,7 @@ function replayOutcome(r: ReplayResult, timeline: boolean): Outcome {
     timeMs: null,
     baselineTimeMs: null,
     error: r.error ? firstLine(r.error) : null,
+    ...(r.error ? { reason: r.error.reason } : {}),
     ...(timeline ? { timeline: timelineOf(r.timeline) } : {}),
   };
 }
@@ -389,6 +391,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
         timeMs: feasible ? r.timeMs : null,
         baselineTimeMs: r.baselineTimeMs,
         error: r.outOfBudget ? firstLine(r.outOfBudget) : null,
+        ...(r.outOfBudget ? { reason: r.outOfBudget.reason } : {}),
         ...(s.timeline && r.timeline ? { timeline: timelineOf(r.timeline) } : {}),
       });
     },

@@ -9,6 +9,9 @@
 
 import type { Backend } from "@libra/tensor/backend";
 
+/** Why an infeasible run stopped (see {@linkcode Outcome.reason}). */
+export type InfeasibleKind = "out of memory" | "thrashing" | "time limit" | "failed";
+
 /** Memory in use after one kernel call. */
 export interface TimelinePoint {
   readonly call: number;
@@ -42,6 +45,12 @@ export interface Outcome {
   readonly timeMs: number | null;
   readonly baselineTimeMs: number | null;
   readonly error: string | null;
+  /**
+   * Why an infeasible run stopped: the runtime's reason (`out of memory`,
+   * `thrashing`: past the thrash limit), `time limit` (past --time-limit) or
+   * `failed` (an error); absent when feasible.
+   */
+  readonly reason?: InfeasibleKind;
   /** Present when the run was asked to record its memory timeline. */
   readonly timeline?: {
     readonly points: readonly TimelinePoint[];

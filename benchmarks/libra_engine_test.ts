@@ -264,9 +264,34 @@ Deno.test("simulated: a run past --time-limit is reported infeasible with the re
     const r = s.results[0]!;
     assert.equal(r.feasible, false);
     assert.match(r.error!, /^time limit: stopped after 0\.001 s/);
+    assert.equal(r.reason, "time limit");
     assert.ok(r.evictions.median > 0, "evictions counted before the stop");
     assert.equal(s.failures.length, 0, "a time limit is an outcome, not a failure");
   } finally {
     await Deno.remove(path);
   }
+});
+
+Deno.test("simulated: infeasible results carry the reason: thrashing past --overhead-limit, out of memory below the floor", async () => {
+  // The chain trace (above): at 504 bytes one value is recomputed, overhead (70 + 10k) / 70 with
+  // k >= 1, so a thrash limit of 1.05 stops it; at 360 bytes no policy fits.
+  const s = await suite([
+    "--models",
+    "none",
+    "--traces",
+    CHAIN,
+    "--policies",
+    "dtr-eq",
+    "--ratios",
+    "0.84,0.6",
+    "--repeat",
+    "1",
+    "--overhead-limit",
+    "1.05",
+  ]);
+  const at = (ratio: number) => s.results.find((r) => r.ratio === ratio)!;
+  assert.equal(at(0.84).feasible, false);
+  assert.equal(at(0.84).reason, "thrashing");
+  assert.equal(at(0.84).measurements[0]!.reason, "thrashing");
+  assert.equal(at(0.6).reason, "out of memory");
 });

@@ -138,6 +138,7 @@ export function aggregate(
     bookkeepingMs: spread(measurements.map((m) => m.bookkeepingMs)),
     peakBytes: spread(measurements.map((m) => m.peakBytes)),
     error: measurements.find((m) => m.error !== null)?.error ?? null,
+    reason: measurements.find((m) => !m.feasible)?.reason ?? null,
     measurements: [...measurements],
   };
 }
@@ -162,6 +163,7 @@ function toMeasurement(o: Outcome): MeasurementJson {
       }
       : {}),
     error: o.error,
+    reason: o.feasible ? null : o.reason ?? "out of memory",
   };
 }
 
@@ -177,6 +179,7 @@ function failed(e: unknown): MeasurementJson {
     timeMs: null,
     baselineTimeMs: null,
     error: `failed: ${oneLine(e)}`,
+    reason: "failed",
   };
 }
 

@@ -10,6 +10,7 @@
  */
 
 import { z } from "zod";
+import type { InfeasibleKind } from "./engine.ts";
 
 /** Identifier of this schema version, stored in every report. */
 export const SCHEMA_ID = "libra-bench/1";
@@ -73,6 +74,8 @@ export interface MeasurementJson {
   accountedOverhead?: number | null | undefined;
   /** Why the run was infeasible or failed (e.g. the OutOfBudgetError message). */
   error: string | null;
+  /** Why it was infeasible: `out of memory`, `thrashing`, `time limit` or `failed` (absent in older reports). */
+  reason?: InfeasibleKind | null | undefined;
 }
 
 /** One experiment (workload, policy, ratio) aggregated over its repeats. */
@@ -95,6 +98,8 @@ export interface ResultJson {
   peakBytes: SpreadJson;
   /** The first repeat's error, if any. */
   error: string | null;
+  /** The first infeasible repeat's reason, if any (absent in older reports). */
+  reason?: InfeasibleKind | null | undefined;
   measurements: MeasurementJson[];
 }
 
@@ -215,6 +220,9 @@ const workload = z.object({
   steps: count.nullable(),
 });
 
+const reasonSchema = z.enum(["out of memory", "thrashing", "time limit", "failed"]).nullable()
+  .optional();
+
 const measurement = z.object({
   feasible: z.boolean(),
   overhead: z.number().positive().nullable(),
@@ -230,6 +238,7 @@ const measurement = z.object({
   cpuOverhead: z.number().positive().nullable().optional(),
   accountedOverhead: z.number().positive().nullable().optional(),
   error: z.string().nullable(),
+  reason: reasonSchema,
 }).refine((m) => m.feasible === (m.overhead !== null), {
   message: "overhead must be a number exactly when the measurement is feasible",
 });
@@ -250,6 +259,7 @@ const result = z.object({
   bookkeepingMs: spread,
   peakBytes: spread,
   error: z.string().nullable(),
+  reason: reasonSchema,
   measurements: z.array(measurement).min(1),
 }).refine((r) => r.measurements.length === r.repeats, {
   message: "measurements must hold one entry per repeat",

@@ -36,6 +36,7 @@ Deno.test("validateReport() accepts a report written by main() and keeps every f
     "feasible",
     "overhead",
     "peakBytes",
+    "reason",
     "remats",
     "swapBytes",
     "timeMs",
@@ -55,6 +56,11 @@ Deno.test("validateReport() rejects inconsistent reports, naming the field", asy
       /results\.0\.measurements\.0: overhead must be a number exactly when/,
     ],
     ["repeat count mismatch", (r) => r.results[0]!.measurements.pop(), /one entry per repeat/],
+    [
+      "unknown reason",
+      (r) => ((r.results[0]!.measurements[0]! as { reason: string }).reason = "bored"),
+      /results\.0\.measurements\.0\.reason/,
+    ],
     [
       "spread out of order",
       (r) => (r.results[0]!.evictions = { median: 5, min: 6, max: 7 }),

@@ -100,8 +100,12 @@ export function renderReport(report: BenchReport): string {
           ? "yes"
           : r.feasibleRepeats > 0
           ? `${r.feasibleRepeats}/${r.repeats}`
-          : r.error?.startsWith("time limit")
+          : r.reason === "thrashing"
+          ? "thrash"
+          : r.reason === "time limit" || r.error?.startsWith("time limit")
           ? "time"
+          : r.reason === "failed"
+          ? "failed"
           : "no",
         formatSpread(r.overhead, 3),
         formatSpread(r.evictions, 0),

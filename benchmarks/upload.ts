@@ -23,6 +23,8 @@ export interface UploadMeasurement {
   overhead: number | null;
   overheadMin?: number | null;
   overheadMax?: number | null;
+  /** Why an infeasible result was infeasible (the API knows `out of memory` and `thrashing`). */
+  reason?: "out of memory" | "thrashing" | null;
   budgetBytes?: number;
   baselinePeakBytes?: number;
   peakBytes?: number;
@@ -76,6 +78,14 @@ export function toUploadBody(report: BenchReport): BenchUploadBody {
       overhead: r.feasible ? r.overhead!.median : null,
       overheadMin: r.overhead?.min ?? null,
       overheadMax: r.overhead?.max ?? null,
+      // A run past the time limit was thrashing as far as the lab is concerned.
+      reason: r.feasible
+        ? null
+        : r.reason === "thrashing" || r.reason === "time limit"
+        ? "thrashing"
+        : r.reason === "out of memory"
+        ? "out of memory"
+        : null,
       budgetBytes: r.budgetBytes,
       baselinePeakBytes: Math.round(w.baselinePeakBytes),
       peakBytes: Math.round(r.peakBytes.median),

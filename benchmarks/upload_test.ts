@@ -36,6 +36,20 @@ Deno.test("toUploadBody() produces what the lab API's BenchUpload schema accepts
   )!;
   assert.equal(lru03.feasible, false); // the test engine's lru needs ratio >= 0.4
   assert.equal(lru03.overhead, null);
+  assert.equal(lru03.reason, "out of memory");
+  assert.ok(body.results.every((r) => r.feasible === (r.reason === null)));
+  // The lab knows two reasons: a run stopped by the time limit was thrashing; a failure has none.
+  const i = report.results.findIndex((r) => !r.feasible);
+  for (
+    const [kind, sent] of [
+      ["thrashing", "thrashing"],
+      ["time limit", "thrashing"],
+      ["failed", null],
+    ] as const
+  ) {
+    const results = report.results.map((r, j) => j === i ? { ...r, reason: kind } : r);
+    assert.equal(toUploadBody({ ...report, results }).results[i]!.reason, sent, kind);
+  }
   const withMemory = body.results.filter((r) => r.memory !== undefined);
   assert.equal(withMemory.length, report.timelines.length, "each timeline rides on its result");
   assert.equal(apiName("ResNet 32/56.log"), "resnet-32-56.log");
