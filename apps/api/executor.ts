@@ -338,10 +338,12 @@ function plannedReplay(
   planner: string,
   budgetBytes: number,
 ): { policy: import("@libra/evict").EvictionPolicy; hostLimitBytes: number } {
-  const hostLimitBytes = planner === "libra" ? Infinity : 0;
+  const made = evict.createPlanner(planner);
+  // A planner whose plans swap plans with host memory as a second tier.
+  const hostLimitBytes = evict.plannerNeeds(made).swaps ? Infinity : 0;
   const fallback = fallbackFor(planner);
   const ctx = rt.plannerContext(trace, { hostLimitBytes, fallback });
-  const plan = evict.createPlanner(planner).plan(trace, budgetBytes, ctx);
+  const plan = made.plan(trace, budgetBytes, ctx);
   return { policy: evict.planPolicy(plan, evict.createPolicy(fallback)), hostLimitBytes };
 }
 
