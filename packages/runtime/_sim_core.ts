@@ -13,7 +13,7 @@
  * stops where an earlier walk of the same choice epoch went), and a choice
  * walks only the marked candidates that can still win: a candidate's own cost
  * plus its regions' last sums (a lower bound while only evictions touched
- * them) is compared with the exact cost of the candidate of least own cost.
+ * them) is compared with the best cost found so far.
  * The choices equal a fresh walk of every candidate at every choice (tested),
  * and `simrd`'s on the published logs.
  *
@@ -36,16 +36,11 @@ import { type CompiledTrace, COMPUTE, GET, PIN, RELEASE } from "./_sim_compile.t
 
 export { type CompiledTrace, compileTrace } from "./_sim_compile.ts";
 
+/** The heuristics of the fast replayer, in the order of its internal codes. */
+const HEURISTICS = ["dtr-eq", "dtr", "dtr-local", "msps", "lru", "largest", "random"] as const;
+
 /** The policies the fast replayer implements (the dynamic ones without swapping). */
-export const FAST_POLICIES: ReadonlySet<string> = new Set([
-  "dtr",
-  "dtr-eq",
-  "dtr-local",
-  "msps",
-  "lru",
-  "largest",
-  "random",
-]);
+export const FAST_POLICIES: ReadonlySet<string> = new Set(HEURISTICS);
 
 class UF {
   parent: UF | null = null;
@@ -205,7 +200,7 @@ class Sim {
     this.#c = c;
     this.#budget = o.budgetBytes;
     this.#baseline = o.budgetBytes === Infinity;
-    const h = ["dtr-eq", "dtr", "dtr-local", "msps", "lru", "largest", "random"].indexOf(o.policy);
+    const h = (HEURISTICS as readonly string[]).indexOf(o.policy);
     if (h < 0) throw new RangeError(`fast replay: unsupported policy "${o.policy}"`);
     this.#h = h;
     this.#regions = !this.#baseline && (h === 1 || h === 3);
@@ -489,9 +484,9 @@ class Sim {
    * the material storages at the border of the evicted area around `s` are
    * stale (`simrd` absorbs or rebuilds those regions at this point), and so
    * are `s`'s own. After an eviction (`shrink` false) the regions only grew,
-   * so their cached costs stay lower bounds. The walk goes through evicted storages only, and not
-   * through one that an earlier walk of this epoch went through in the same
-   * direction (for a walk that marks regions shrunk, an earlier such walk):
+   * so their cached costs stay lower bounds. The walk goes through evicted
+   * storages only, and not through one that an earlier walk of this epoch went
+   * through in the same direction (for a walk that marks regions shrunk, an earlier such walk):
    * every material storage beyond it was marked then or by the walk of a
    * later change (marks are cleared only by a choice, which starts a new
    * epoch).
@@ -597,7 +592,11 @@ class Sim {
     return s.compute + (s.revShrunk ? 0 : s.rev);
   }
 
-  /** `msps`'s: the compute of `s`'s evicted region upstream (Infinity past `limit`, as above). */
+  /**
+   * `msps`'s: the compute of `s`'s evicted region upstream; Infinity as soon as
+   * `(s.compute + region) / den` is known to pass `limit` (the walk stops; what
+   * it summed stays as a lower bound).
+   */
   #upRegion(s: Storage, den = 1, limit = Infinity): number {
     if (this.#uncached) return this.#regionCost(s, true);
     if (s.evNb === 0) return 0;
@@ -616,46 +615,24 @@ class Sim {
     let best: Storage | null = null;
     let bestCost = Infinity;
     const h = this.#h, clock = this.clock;
-    // dtr and msps: a candidate whose own cost (without its regions, which are never
-    // negative) exceeds an achievable cost cannot be chosen, and its region costs are
-    // not needed. The exact cost of the candidate with the least own cost bounds the
-    // scan from the start.
-    let bound = Infinity;
-    if ((h === 1 || h === 3) && !this.#uncached) {
-      let least: Storage | null = null, leastOwn = Infinity;
-      for (let s = this.#head; s !== null; s = s.next) {
-        const den = h === 1 ? s.size * (clock - s.lastAccess) : s.size;
-        if (den <= 0) continue;
-        const own = s.compute / den;
-        if (own < leastOwn) {
-          leastOwn = own;
-          least = s;
-        }
-      }
-      if (least !== null) {
-        bound = h === 1
-          ? (least.compute + this.#bothRegions(least)) /
-            (least.size * (clock - least.lastAccess))
-          : (least.compute + this.#upRegion(least)) / least.size;
-      }
-    }
+    // dtr and msps: region costs are never negative, so a candidate whose own cost plus
+    // its regions' last sums (a lower bound while only evictions touched them) already
+    // loses to the best so far cannot be chosen, and its regions are not walked.
+    const prune = !this.#uncached;
     for (let s = this.#head; s !== null; s = s.next) {
       let cost: number;
       if (h <= 2) {
         const den = s.size * (clock - s.lastAccess);
         if (h === 1) {
-          const limit = this.#uncached ? Infinity : Math.min(bestCost, bound);
-          if (den > 0 && this.#lowerBoth(s) / den > limit) continue;
+          if (prune && den > 0 && this.#lowerBoth(s) / den > bestCost) continue;
           cost = den > 0 ? (s.compute + this.#bothRegions(s)) / den : Infinity;
         } else {
           const num = h === 0 ? this.#eqCost(s) : s.compute;
           cost = den > 0 ? num / den : Infinity;
         }
       } else if (h === 3) {
-        // Region costs are never negative: a storage whose own cost already loses is skipped.
-        const limit = this.#uncached ? Infinity : Math.min(bestCost, bound);
-        if (s.size > 0 && this.#lowerUp(s) / s.size > limit) continue;
-        cost = s.size > 0 ? (s.compute + this.#upRegion(s, s.size, limit)) / s.size : Infinity;
+        if (prune && s.size > 0 && this.#lowerUp(s) / s.size > bestCost) continue;
+        cost = s.size > 0 ? (s.compute + this.#upRegion(s, s.size, bestCost)) / s.size : Infinity;
       } else if (h === 4) cost = s.lastAccess;
       else if (h === 5) cost = s.size > 0 ? 1 / s.size : Infinity;
       else cost = this.#rng() + 1e-9;
