@@ -467,22 +467,35 @@ export function simulateTrace(trace: Trace, options: SimulateOptions): Simulatio
       knownFeasibleBytes: peak,
       leafRelease: rest.leafRelease ?? "keep-pinned",
     });
-    const row: SimulationResult = {
-      ratio,
-      budgetBytes,
-      feasible: r.feasible,
-      reason: r.reason ?? null,
-      overhead: r.feasible ? r.overhead : null,
-      evictions: r.stats.evictions,
-      remats: r.stats.remats,
-      bookkeepingMs: r.stats.bookkeepingNs / 1e6,
-      peakBytes: r.stats.peakBytes,
-      swaps: r.stats.swapOuts,
-    };
+    const row = simulationRow(ratio, budgetBytes, r);
     results.push(row);
     onProgress?.(results.length, ratios.length, row);
   }
   return { baseline: { peakBytes: peak, computeNs: base.stats.computeNs }, results };
+}
+
+/**
+ * The result row of a replay at `ratio` of the baseline peak, under
+ * `budgetBytes` (what {@link simulateTrace} reports per ratio); `extraMs` (e.g. planning time) is added to its bookkeeping.
+ */
+export function simulationRow(
+  ratio: number,
+  budgetBytes: number,
+  r: ReplayResult,
+  extraMs = 0,
+): SimulationResult {
+  return {
+    ratio,
+    budgetBytes,
+    feasible: r.feasible,
+    reason: r.reason ?? null,
+    overhead: r.feasible ? r.overhead : null,
+    evictions: r.stats.evictions,
+    remats: r.stats.remats,
+    bookkeepingMs: extraMs + r.stats.bookkeepingNs / 1e6,
+    peakBytes: r.stats.peakBytes,
+    swaps: r.stats.swapOuts,
+  };
 }
 
 /**

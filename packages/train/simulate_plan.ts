@@ -16,6 +16,7 @@ import {
   type SimulateOptions,
   type SimulationReport,
   type SimulationResult,
+  simulationRow,
 } from "@libra/runtime";
 
 /**
@@ -63,18 +64,7 @@ export function simulatePlanner(
       knownFeasibleBytes: peak,
       policy: planPolicy(plan, createPolicy(fallback, rest.search)),
     });
-    const row: SimulationResult = {
-      ratio,
-      budgetBytes,
-      feasible: r.feasible,
-      reason: r.reason ?? null,
-      overhead: r.feasible ? r.overhead : null,
-      evictions: r.stats.evictions,
-      remats: r.stats.remats,
-      bookkeepingMs: planMs + r.stats.bookkeepingNs / 1e6,
-      peakBytes: r.stats.peakBytes,
-      swaps: r.stats.swapOuts,
-    };
+    const row = simulationRow(ratio, budgetBytes, r, planMs);
     results.push(row);
     onProgress?.(results.length, ratios.length, row);
   }
