@@ -1,4 +1,4 @@
-/** Helpers shared by the API's security and robustness tests. @module */
+/** Helpers shared by the API's tests. @module */
 
 import type { ConfigurationInput } from "./schemas.ts";
 
@@ -40,4 +40,18 @@ export function flood(
     },
   }, { highWaterMark: 0 });
   return { stream, pulled: () => pulled };
+}
+
+/** Polls `f` every 20 ms until it returns a truthy value (returned), or throws after `ms`. */
+export async function until<T>(
+  f: () => Promise<T | null | undefined | false>,
+  ms = 5000,
+): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

@@ -3,6 +3,7 @@ import { FAKE_PEAK, fakeExecutor } from "./_fake_executor.ts";
 import { openLab } from "./lab.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import type { RunExecutor } from "./run_executor.ts";
+import { until } from "./_test_helpers.ts";
 
 const TOKEN = "test-write-token";
 const auth = { Authorization: `Bearer ${TOKEN}` };
@@ -34,16 +35,6 @@ const CONFIG = {
   steps: 3,
   seed: 1,
 };
-
-async function until<T>(f: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 Deno.test("POST /api/configurations validates every field and names it in the 400", async () => {
   const l = await lab();

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { fakeExecutor } from "./_fake_executor.ts";
 import { openLab } from "./lab.ts";
 import type { TrainSpec } from "./run_executor.ts";
+import { until } from "./_test_helpers.ts";
 
 const TOKEN = "infeasible-token";
 const json = { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" };
@@ -28,16 +29,6 @@ async function lab() {
     log: () => {},
   });
   return Object.assign(l, { executor });
-}
-
-async function until<T>(f: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 Deno.test("overheadLimit is validated (> 1, default 2), stored, patched and cloned with the configuration", async () => {
