@@ -16,7 +16,7 @@
  * @module
  */
 
-import { median } from "@libra/util/stats";
+import { median, thinSamples } from "@libra/util/stats";
 import { DEFAULT_OVERHEAD_LIMIT, type InfeasibleReason } from "./schemas.ts";
 import type {
   CurvePoint,
@@ -72,19 +72,7 @@ const loadSimulatePlan = () =>
 export const MAX_TIMELINE_SAMPLES = 20_000;
 
 /** Thins `[t, bytes]` samples to at most `max`, keeping the largest of each bucket. */
-export function thinSamples(samples: [number, number][], max: number): [number, number][] {
-  if (samples.length <= max) return samples;
-  const step = samples.length / max;
-  const out: [number, number][] = [];
-  for (let i = 0; i < max; i++) {
-    const from = Math.floor(i * step);
-    const to = Math.min(samples.length, Math.floor((i + 1) * step));
-    let best = samples[from]!;
-    for (let j = from + 1; j < to; j++) if (samples[j]![1] > best[1]) best = samples[j]!;
-    out.push(best);
-  }
-  return out;
-}
+export { thinSamples };
 
 interface TimelineLike {
   readonly calls: readonly number[];

@@ -9,6 +9,8 @@
  * @module
  */
 
+import { thinSamples } from "@libra/util/stats";
+
 /** A run's stored memory timeline (`MemoryTimeline` of `@libra/api`; not imported, as this
  * module is bundled for the browser). */
 export interface MemoryTimeline {
@@ -80,20 +82,6 @@ export interface MemoryView {
 }
 
 const isRemat = (kind: string) => kind === "remat" || kind === "swap-in";
-
-function thin(samples: [number, number][], max: number): [number, number][] {
-  if (samples.length <= max) return samples;
-  const step = samples.length / max;
-  const out: [number, number][] = [];
-  for (let i = 0; i < max; i++) {
-    const from = Math.floor(i * step);
-    const to = Math.min(samples.length, Math.floor((i + 1) * step));
-    let best = samples[from]!;
-    for (let j = from + 1; j < to; j++) if (samples[j]![1] > best[1]) best = samples[j]!;
-    out.push(best);
-  }
-  return out;
-}
 
 function totalsOf(stats: Record<string, number>): MemoryView["totals"] {
   const n = (k: string) => (typeof stats[k] === "number" ? stats[k]! : null);
@@ -170,7 +158,7 @@ export function memoryView(
       ...base,
       mode: "events",
       binUnit: perStep !== null ? "step" : "window",
-      samples: thin(rangeSamples, MAX_LINE_SAMPLES),
+      samples: thinSamples(rangeSamples, MAX_LINE_SAMPLES),
       markers: rangeMarkers.map((m) => ({
         t: m.t,
         kind: isRemat(m.kind) ? "re-materialize" : "evict",
