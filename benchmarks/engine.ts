@@ -10,7 +10,9 @@
 import type { Backend } from "@libra/tensor/backend";
 
 /** Why an infeasible run stopped (see {@linkcode Outcome.reason}). */
-export type InfeasibleKind = "out of memory" | "thrashing" | "time limit" | "failed";
+export const INFEASIBLE_KINDS = ["out of memory", "thrashing", "time limit", "failed"] as const;
+/** One of {@linkcode INFEASIBLE_KINDS}. */
+export type InfeasibleKind = typeof INFEASIBLE_KINDS[number];
 
 /** Memory in use after one kernel call. */
 export interface TimelinePoint {

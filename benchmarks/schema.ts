@@ -10,7 +10,7 @@
  */
 
 import { z } from "zod";
-import type { InfeasibleKind } from "./engine.ts";
+import { INFEASIBLE_KINDS, type InfeasibleKind } from "./engine.ts";
 
 /** Identifier of this schema version, stored in every report. */
 export const SCHEMA_ID = "libra-bench/1";
@@ -220,7 +220,7 @@ const workload = z.object({
   steps: count.nullable(),
 });
 
-const reasonSchema = z.enum(["out of memory", "thrashing", "time limit", "failed"]).nullable()
+const reasonSchema = z.enum(INFEASIBLE_KINDS).nullable()
   .optional();
 
 const measurement = z.object({
