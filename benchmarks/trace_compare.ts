@@ -108,9 +108,11 @@ export interface CompareOptions {
   readonly optimalTimeLimitS?: number;
 }
 
+/** Why a plan failed: the budget error's reason, else `failed: <message>` (a planner error is no OOM). */
 function reasonOf(e: unknown): string {
   const r = (e as { reason?: unknown } | undefined)?.reason;
-  return typeof r === "string" ? r : "out of memory";
+  if (typeof r === "string") return r;
+  return `failed: ${e instanceof Error ? e.message : String(e)}`;
 }
 
 /**
@@ -118,7 +120,11 @@ function reasonOf(e: unknown): string {
  * memory mode. In host mode the heuristics run as their `+swap` variants and
  * every run gets unlimited host memory over an asynchronous copy stream at
  * `options.link` (default `pcie5`, 55 GB/s); planners fall back to `dtr-eq` (or
- * `dtr-eq+swap`) for what their plan leaves over the budget.
+ * `dtr-eq+swap`) for what their plan leaves over the budget. Every replay
+ * follows the published simulator's semantics, as `libra simulate` does: the
+ * budget-free baseline (whose peak the ratios scale) frees every storage no
+ * handle refers to, and budgeted replays keep constants pinned, so the
+ * heuristic rows are the published figures and the planners play by the same rules.
  */
 export function compareTrace(
   label: string,
@@ -131,7 +137,12 @@ export function compareTrace(
   const swap = mode === "host" ? "+swap" : "";
   // Host memory is reached over the default link by an asynchronous copy stream.
   const link = mode === "host" ? { link: options.link ?? DEFAULT_LINK } : {};
-  const base = replayTrace(trace, { hostLimitBytes: host, timeline: mode === "device", ...link });
+  const base = replayTrace(trace, {
+    hostLimitBytes: host,
+    timeline: mode === "device",
+    leafRelease: "free",
+    ...link,
+  });
   const peak = base.stats.peakBytes;
   const bound = mode === "device"
     ? ratios.map((ratio) =>
@@ -148,7 +159,7 @@ export function compareTrace(
         recompute: r.stats.recomputeNs / r.stats.computeNs,
         copy: r.stats.swapStallNs / r.stats.computeNs,
       }
-      : { ratio, feasible: false, overhead: null, reason: reasonOf(r.error) };
+      : { ratio, feasible: false, overhead: null, reason: r.reason ?? reasonOf(r.error) };
   for (const h of options.heuristics ?? HEURISTICS) {
     const name = `${h}${swap}`;
     const cells = ratios.map((ratio) =>
@@ -159,6 +170,7 @@ export function compareTrace(
           budgetBytes: Math.floor(ratio * peak),
           hostLimitBytes: host,
           knownFeasibleBytes: peak,
+          leafRelease: "keep-pinned",
           ...link,
         }),
       )
@@ -168,7 +180,12 @@ export function compareTrace(
     options.onRow?.(row);
   }
   const fallback = `dtr-eq${swap}`;
-  const ctx = plannerContext(trace, { hostLimitBytes: host, fallback, ...link });
+  const ctx = plannerContext(trace, {
+    hostLimitBytes: host,
+    fallback,
+    leafRelease: "keep-pinned",
+    ...link,
+  });
   const planners = (options.planners ?? COMPARED_PLANNERS).filter((p) =>
     mode === "device" || p !== "checkmate"
   );
@@ -203,6 +220,7 @@ export function compareTrace(
             budgetBytes,
             hostLimitBytes: host,
             knownFeasibleBytes: peak,
+            leafRelease: "keep-pinned",
             ...link,
           }),
         );
@@ -281,6 +299,8 @@ export function renderCompare(t: CompareTable): string {
         ? "thrash"
         : c.reason === "too large"
         ? "skip"
+        : c.reason?.startsWith("failed") === true
+        ? "error"
         : "OOM"
     ),
   ]);
@@ -320,6 +340,11 @@ export function renderCompare(t: CompareTable): string {
   const line = (row: string[]) =>
     row.map((s, j) => (j === 0 ? s.padEnd(widths[j]!) : s.padStart(widths[j]!))).join("  ");
   const sp = smallestFeasible(t, "planner"), sh = smallestFeasible(t, "heuristic");
+  const errors = t.rows.flatMap((r) =>
+    r.cells.filter((c) => c.reason?.startsWith("failed") === true).map((c) =>
+      `error: ${r.name} at ${c.ratio}: ${c.reason!.slice("failed: ".length)}`
+    )
+  );
   return [
     `${t.trace}, ${
       t.mode === "device" ? "device memory only" : "host memory as a second tier"
@@ -328,6 +353,7 @@ export function renderCompare(t: CompareTable): string {
     widths.map((w) => "-".repeat(w)).join("  "),
     ...body.map(line),
     `smallest feasible ratio: planners ${sp ?? "none"}, heuristics ${sh ?? "none"}`,
+    ...errors,
   ].join("\n");
 }
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { replayTrace } from "@libra/runtime";
+import { readTrace, replayTrace, simulateTrace } from "@libra/runtime";
 import { chainTrace } from "../packages/evict/_planner_testing.ts";
 import {
   compareSummaries,
@@ -74,9 +74,9 @@ Deno.test("renderCompare() prints a row per policy, ratio columns, OOM cells and
   assert.equal(compareSummaries(table)[1]!.smallestFeasibleRatio, 0.2);
 });
 
-Deno.test("compareTrace() replays each heuristic as replayTrace does and plans each planner", () => {
+Deno.test("compareTrace() replays each heuristic as `libra simulate` does and plans each planner", () => {
   const t = chainTrace(6);
-  const peak = replayTrace(t).stats.peakBytes;
+  const peak = replayTrace(t, { leafRelease: "free" }).stats.peakBytes;
   const c = compareTrace("chain", t, "device", {
     ratios: [0.75],
     heuristics: ["dtr-eq"],
@@ -89,11 +89,13 @@ Deno.test("compareTrace() replays each heuristic as replayTrace does and plans e
   assert.ok(o.exact && o.status === "Optimal");
   assert.equal(c.rows[2]!.cells[0]!.overhead, o.bound);
   assert.ok(gapAt(c, 0)! <= 1e-12, "no planner beats the optimum of its problem here");
-  const direct = replayTrace(t, { budgetBytes: Math.floor(0.75 * peak) });
+  // heuristics replay as `libra simulate` does (the published simulator's semantics)
+  const direct = simulateTrace(t, { policy: "dtr-eq", ratios: [0.75], engine: "engine" })
+    .results[0]!;
   assert.equal(c.rows[0]!.cells[0]!.overhead, direct.overhead);
   assert.ok(c.rows[1]!.cells[0]!.feasible);
   assert.ok(
-    c.rows[1]!.cells[0]!.overhead! <= direct.overhead,
+    c.rows[1]!.cells[0]!.overhead! <= direct.overhead!,
     "lookahead keeps dtr-eq when better",
   );
   const host = compareTrace("chain", t, "host", {
@@ -104,3 +106,49 @@ Deno.test("compareTrace() replays each heuristic as replayTrace does and plans e
   assert.deepEqual(host.rows.map((r) => r.name), ["dtr-eq+swap"], "checkmate is device-only");
   assert.equal(host.optimal, null);
 });
+
+Deno.test("renderCompare() shows a planner's error as such, not as OOM, and names it", () => {
+  const failed: CompareTable = {
+    ...table,
+    rows: [
+      table.rows[0]!,
+      {
+        name: "checkmate",
+        kind: "planner",
+        cells: [
+          { ratio: 0.5, feasible: false, overhead: null, reason: "failed: solver crashed" },
+          { ratio: 0.2, feasible: false, overhead: null, reason: "out of memory" },
+        ],
+      },
+    ],
+  };
+  const text = renderCompare(failed);
+  assert.match(text, /checkmate\s+error\s+OOM/);
+  assert.match(text, /^error: checkmate at 0\.5: solver crashed$/m);
+});
+
+const SHARED = "../shared/traces";
+/** Published h_DTR^eq figures (overhead; null = OOM) by log and ratio 0.5, 0.4, 0.3, 0.2. */
+const PUBLISHED: Record<string, (number | null)[]> = {
+  "resnet32-56.log": [1.107, 1.14, 1.179, 1.332],
+  "unet-6.log": [1.159, null, null, null],
+};
+
+for (const [log, want] of Object.entries(PUBLISHED)) {
+  Deno.test(`compareTrace()'s dtr-eq row is the published figures on ${log}`, async () => {
+    let trace;
+    try {
+      trace = await readTrace(`${SHARED}/${log}`);
+    } catch {
+      console.log(`  ${SHARED}/${log} is absent: skipped`);
+      return;
+    }
+    const c = compareTrace(log, trace, "device", {
+      ratios: [0.5, 0.4, 0.3, 0.2],
+      heuristics: ["dtr-eq"],
+      planners: [],
+    });
+    const got = c.rows[0]!.cells.map((x) => (x.feasible ? Number(x.overhead!.toFixed(3)) : null));
+    assert.deepEqual(got, want);
+  });
+}

@@ -186,6 +186,13 @@ export class LookaheadPlanner implements Planner {
           skipped.push(choice.status);
           break;
         }
+        if (choice.chosen.length === 0 && choice.status === "Time limit reached") {
+          // No plan within the limit at the first target: the others are as large.
+          skipped.push(
+            `no interval plan within ${this.#timeLimitS} s (${choice.size.intervals} intervals, ${choice.size.calls} calls over the target)`,
+          );
+          break;
+        }
         if (choice.chosen.length === 0) continue;
         const steps: PlanStep[] = [];
         for (const iv of choice.chosen) {
