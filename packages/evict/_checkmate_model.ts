@@ -178,7 +178,14 @@ function problemOf(a: TraceAnalysis, base: readonly number[]): CheckmateProblem 
   });
   // Recompute candidates per stage: a call whose outputs are needed at or
   // after the stage, or read by a later candidate of the stage.
-  const lastUse = values.map((v) => (v.output ? n : v.uses.length > 0 ? v.uses.at(-1)! : -1));
+  // A value still held when a constant its producer read goes is frozen from
+  // then on; dropped before, it would keep that constant on the device (the
+  // runtime keeps what an evicted value needs), memory this model does not
+  // count. So it stays useful (retained or recomputed) until it freezes.
+  const lastUse = values.map((v) => {
+    const last = v.output ? n : v.uses.length > 0 ? v.uses.at(-1)! : -1;
+    return v.frozenFrom < v.end ? Math.max(last, v.frozenFrom - 1) : last;
+  });
   const rCand: number[][] = [];
   const rLast = new Array<number>(n).fill(-1);
   for (let t = 0; t <= n; t++) {

@@ -53,7 +53,12 @@ export class LpModel {
   objective: Expr = [];
   /** Adds `expr (<=|>=|=) rhs`. */
   row(expr: Expr, sense: "<=" | ">=" | "=", rhs: number): void {
-    if (expr.length === 0) return;
+    if (expr.length === 0) {
+      // 0 <sense> rhs: always true, or a model error (silently dropping it hides infeasibility)
+      const holds = sense === "<=" ? 0 <= rhs : sense === ">=" ? 0 >= rhs : rhs === 0;
+      if (!holds) throw new Error(`LpModel: an empty row cannot satisfy 0 ${sense} ${rhs}`);
+      return;
+    }
     this.#rows.push(` r${this.#rows.length}: ${lpExpr(expr)} ${sense} ${fmt(rhs)}`);
   }
   /** Declares a 0/1 variable (continuous in [0, 1] when relaxed). */
@@ -64,7 +69,7 @@ export class LpModel {
   /** LP text; `relax` drops integrality. */
   text(relax = false): string {
     const out = ["Minimize", ` obj: ${lpExpr(this.objective)}`, "Subject To"];
-    out.push(...this.#rows);
+    for (const r of this.#rows) out.push(r); // (a spread overflows the stack on large models)
     out.push("Bounds");
     for (const [v, [lo, hi]] of this.#bounds) out.push(` ${lo} <= ${v} <= ${hi}`);
     if (!relax && this.#binaries.size > 0) {
