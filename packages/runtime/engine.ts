@@ -377,6 +377,17 @@ export class Engine {
   }
 
   /**
+   * Before an in-place call (which {@link noteInPlace} then accounts): runs
+   * the policy's `beforeCall` hook, as {@link compute} does for other calls,
+   * so that a plan's restores before an in-place call run there.
+   */
+  beforeInPlace(): void {
+    const k = this.#k;
+    const hooks = k.policy.hooks;
+    if (hooks?.beforeCall) hooks.beforeCall(this.callIndex - this.stepBase, k.control);
+  }
+
+  /**
    * Accounts for an in-place call that ran outside {@link compute} (it is not
    * replayable, so it is not recorded in lineage): prices it, advances the
    * clock, counts it as a model call. Returns its cost.

@@ -574,6 +574,7 @@ export class Runtime implements Backend {
     const oldNames = mutated.map((s) => s.tensors[0]!.name);
     let ns = 0;
     const ext: number[] = [];
+    this.engine.beforeInPlace();
     this.engine.withInputs(tensors, () => {
       // Copy-on-write: a value that recorded calls read keeps its bytes in a
       // new storage, so everything computed from it stays recomputable.
