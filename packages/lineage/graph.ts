@@ -13,229 +13,24 @@
 
 import { jsonToDot, lineageToJSON } from "./_export.ts";
 import { type EqNode, find } from "./union_find.ts";
+import {
+  CallNode,
+  type EvictedComponent,
+  newRegionCache,
+  type RegionCache,
+  type Residency,
+  StorageNode,
+  TensorNode,
+} from "./_nodes.ts";
 
-/**
- * Where a storage's bytes are:
- * - `empty`: allocated virtually, never written or computed;
- * - `resident`: on the device;
- * - `evicted`: dropped, recomputable from lineage;
- * - `swapped`: copied to host memory;
- * - `freed`: gone for good (no one can need it again).
- */
-export type Residency = "empty" | "resident" | "evicted" | "swapped" | "freed";
-
-/** A connected set of evicted storages with its summed compute (a cache of the lineage). */
-export interface EvictedComponent {
-  /** Summed compute of the members. */
-  readonly sum: number;
-  /** Summed absolute compute of the members. */
-  readonly abs: number;
-  /** Every member's compute is an integer and `abs` is a safe integer (sums exact in any order). */
-  readonly exact: boolean;
-  /** Cache version it was built under. */
-  readonly version: number;
-}
-
-/** A storage's cached evicted region, kept by its {@link Lineage}. */
-export interface RegionCache {
-  /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `version` is current). */
-  cost: number;
-  /** Version of {@link cost}; -1 when stale. */
-  version: number;
-  /** While evicted: the connected evicted component holding it. */
-  component: EvictedComponent | null;
-}
-
-function newRegionCache(): RegionCache {
-  return { cost: 0, version: -1, component: null };
-}
-
-/** A storage: one device allocation shared by a tensor and its views. */
-export class StorageNode {
-  /** Unique id. */
-  readonly id: number;
-  /** Size in bytes. */
-  readonly bytes: number;
-  /** Tensors living in this storage; `tensors[0]` is the root (owner), the others are views. */
-  tensors: TensorNode[] = [];
-  #residency: Residency = "empty";
-  /** The graph that made this storage (told when it enters or leaves `evicted`). */
-  owner: Lineage | null = null;
-  /**
-   * The lineage's cache of its evicted region (see
-   * {@link Lineage.evictedNeighborhoodCost}); `null` until a policy that reads
-   * regions asks, so storages of other runs do not carry it.
-   */
-  regions: RegionCache | null = null;
-  /**
-   * Non-zero when the storage is known to have no evicted neighbour (see
-   * {@link Lineage.neighborClassCost}); 0 when unknown.
-   */
-  noEvictedNeighbors = 0;
-
-  /** Current residency. */
-  get residency(): Residency {
-    return this.#residency;
-  }
-  set residency(r: Residency) {
-    const o = this.owner;
-    if (o !== null && (r === "evicted") !== (this.#residency === "evicted")) {
-      if (r === "evicted") {
-        this.#residency = r;
-        if (o.tracksNeighborhoods) o.neighborhoodChanged(this);
-        if (o.cachesEvictedNeighbors) o.evictedNeighborAppeared(this);
-      } else {
-        if (o.tracksNeighborhoods) o.neighborhoodChanged(this);
-        this.#residency = r;
-      }
-      return;
-    }
-    this.#residency = r;
-  }
-  /** Temporary pins (inputs of the running call, reads); a locked storage is never evicted. */
-  locks = 0;
-  /** Permanently pinned (constants, parameters, outputs): never evicted. */
-  pinned = false;
-  /** External references (handles held by the program) over all tensors of the storage. */
-  extRefs = 0;
-  /** Clock value of the last access (staleness = clock - lastAccess). */
-  lastAccess: number = -Infinity;
-  /** Summed cost of the distinct calls producing the tensors of this storage. */
-  compute = 0;
-  /** Equivalence-class node while evicted (dtr-eq); `null` otherwise. */
-  eq: EqNode | null = null;
-  /** Position in the runtime's evictable pool, or -1. */
-  poolIndex: number = -1;
-  /** Neighbours in the runtime's evictable pool, in insertion order (null at the ends or outside). */
-  poolPrev: StorageNode | null = null;
-  /** See {@link poolPrev}. */
-  poolNext: StorageNode | null = null;
-  /** Scratch stamp for traversals. */
-  stamp = 0;
-  /** Times evicted (drop or swap). */
-  evictions = 0;
-  /** Times re-materialized (recompute or swap-in). */
-  remats = 0;
-  /** Backend payload (device or host buffer) owned by the runtime's executor. */
-  data: unknown = undefined;
-  /** Host copy while swapped. */
-  host: unknown = undefined;
-
-  /** A storage of `bytes` with identifier `id`. */
-  constructor(id: number, bytes: number) {
-    this.id = id;
-    this.bytes = bytes;
-  }
-
-  /** The owning tensor (first created in this storage). */
-  get root(): TensorNode {
-    return this.tensors[0]!;
-  }
-
-  /** True when the owning tensor has a replayable producer (so it may be dropped). */
-  get droppable(): boolean {
-    const p = this.tensors[0]?.producer;
-    return p !== null && p !== undefined && p.replayable;
-  }
-
-  /** A name for messages: the root tensor's name. */
-  get name(): string {
-    return this.tensors[0]?.name ?? `s${this.id}`;
-  }
-}
-
-/** A value: a tensor produced by a call (or a leaf), living in a storage. */
-export class TensorNode {
-  /** Unique id. */
-  readonly id: number;
-  /**
-   * Name (trace name or `t<id>`). The live runtime renames values that outlive
-   * a step (see `Runtime.endStep`), so it is not readonly.
-   */
-  name: string;
-  /** Storage holding the bytes. */
-  storage: StorageNode;
-  /** The call that produced it; `null` for leaves (constants, host writes). */
-  producer: CallNode | null;
-  /** Output index in the producer. */
-  readonly index: number;
-  /** True while the value is available on the device. */
-  defined = false;
-  /** External references to this tensor. */
-  extRefs = 0;
-  /** Calls that read this tensor. */
-  consumers: CallNode[] = [];
-
-  /** A tensor (see the fields). */
-  constructor(
-    id: number,
-    name: string,
-    storage: StorageNode,
-    producer: CallNode | null,
-    index: number,
-  ) {
-    this.id = id;
-    this.name = name;
-    this.storage = storage;
-    this.producer = producer;
-    this.index = index;
-  }
-
-  /** True when this tensor is a view of another tensor's storage. */
-  get isAlias(): boolean {
-    return this.storage.tensors[0] !== this;
-  }
-}
-
-/** A recorded call: what to replay to recompute its outputs. */
-export class CallNode {
-  /** Unique id (sequence number of recording). */
-  readonly id: number;
-  /** Operator name: a kernel-table name in live runs, any name in traces. */
-  readonly op: string;
-  /** Kernel params (incl. Philox seed/offset) replayed verbatim. */
-  readonly params: readonly number[];
-  /** Input tensors in order. */
-  readonly inputs: readonly TensorNode[];
-  /** Output tensors in order. */
-  outputs: TensorNode[] = [];
-  /** Per output: -1 for fresh storage, else the index of the input it is a view of. */
-  readonly aliases: readonly number[];
-  /** Per output: bytes of fresh storage (0 for views). */
-  readonly sizes: readonly number[];
-  /** Sum of `sizes`: the memory a (re)computation needs. */
-  readonly totalBytes: number;
-  /** Cost in nanoseconds (clock units) used for scoring and simulation. */
-  cost: number;
-  /** False once an input's value has been overwritten (in-place update): it cannot be replayed. */
-  replayable = true;
-  /** True for calls in the backward pass. */
-  backward: boolean;
-
-  /** A call (see the fields). */
-  constructor(
-    id: number,
-    op: string,
-    params: readonly number[],
-    inputs: readonly TensorNode[],
-    sizes: readonly number[],
-    aliases: readonly number[],
-    cost: number,
-    backward: boolean,
-  ) {
-    this.id = id;
-    this.op = op;
-    this.params = params;
-    this.inputs = inputs;
-    this.sizes = sizes;
-    this.aliases = aliases;
-    let total = 0;
-    for (const s of sizes) total += s;
-    this.totalBytes = total;
-    this.cost = cost;
-    this.backward = backward;
-  }
-}
+export {
+  CallNode,
+  type EvictedComponent,
+  type RegionCache,
+  type Residency,
+  StorageNode,
+  TensorNode,
+};
 
 /** Output description for {@link Lineage.addCall}. */
 export interface OutputSpec {
@@ -304,7 +99,8 @@ export class Lineage {
     const s = storage ?? this.addStorage(bytes);
     const id = this.#nextTensor++;
     const t = new TensorNode(id, name ?? `t${id}`, s, null, 0);
-    s.tensors.push(t);
+    if (s.tensors.length === 0) s.tensors = [t];
+    else s.tensors.push(t);
     return t;
   }
 
@@ -321,8 +117,17 @@ export class Lineage {
     cost: number,
     backward = false,
   ): TensorNode[] {
-    const aliases = outputs.map((o) => o.alias ?? -1);
-    const sizes = outputs.map((o, i) => (aliases[i]! >= 0 ? 0 : o.bytes));
+    const n = outputs.length;
+    let fresh = true;
+    for (let i = 0; i < n; i++) {
+      const a = outputs[i]!.alias;
+      if (a !== undefined && a >= 0) fresh = false;
+    }
+    // Calls whose outputs all own fresh storage (every live runtime call) share one aliases list.
+    const aliases = fresh ? allFresh(n) : outputs.map((o) => o.alias ?? -1);
+    const sizes = n === 1
+      ? [aliases[0]! >= 0 ? 0 : outputs[0]!.bytes]
+      : outputs.map((o, i) => (aliases[i]! >= 0 ? 0 : o.bytes));
     const call = new CallNode(
       this.#nextCall++,
       op,
@@ -333,7 +138,10 @@ export class Lineage {
       cost,
       backward,
     );
-    for (let i = 0; i < outputs.length; i++) {
+    // Lists made at their final length (a push onto an empty list reserves 17 slots, and
+    // lineage lives long enough for that waste to cost the garbage collector).
+    const outs: TensorNode[] = n === 1 ? [null as unknown as TensorNode] : new Array(n);
+    for (let i = 0; i < n; i++) {
       const spec = outputs[i]!;
       const a = aliases[i]!;
       let s: StorageNode;
@@ -350,15 +158,32 @@ export class Lineage {
       }
       const id = this.#nextTensor++;
       const t = new TensorNode(id, spec.name ?? `t${id}`, s, call, i);
-      s.tensors.push(t);
-      call.outputs.push(t);
+      if (s.tensors.length === 0) s.tensors = [t];
+      else s.tensors.push(t);
+      outs[i] = t;
     }
-    for (const inp of inputs) inp.consumers.push(call);
-    for (const t of call.outputs) t.storage.compute = storageCompute(t.storage);
+    call.outputs = outs;
+    for (let i = 0; i < inputs.length; i++) {
+      const inp = inputs[i]!;
+      if (inp.consumers.length === 0) inp.consumers = [call];
+      else inp.consumers.push(call);
+    }
+    for (let i = 0; i < n; i++) {
+      const s = outs[i]!.storage;
+      s.compute = storageCompute(s);
+    }
     if (this.cachesEvictedNeighbors) {
       // New edges between every input and output storage: their caches lapse.
-      for (const inp of inputs) inp.storage.noEvictedNeighbors = 0;
-      for (const t of call.outputs) t.storage.noEvictedNeighbors = 0;
+      for (let i = 0; i < inputs.length; i++) {
+        const s = inputs[i]!.storage;
+        s.noEvictedNeighbors = 0;
+        s.neighborListAt = 0;
+      }
+      for (let i = 0; i < n; i++) {
+        const s = outs[i]!.storage;
+        s.noEvictedNeighbors = 0;
+        s.neighborListAt = 0;
+      }
     }
     return call.outputs;
   }
@@ -425,21 +250,30 @@ export class Lineage {
    * is evicted or a call adds edges to it ({@link evictedNeighborAppeared}).
    */
   neighborClassCost(s: StorageNode): number {
-    const epoch = this.#noEvictedEpoch;
-    if (s.noEvictedNeighbors === epoch) return 0;
+    if (s.noEvictedNeighbors === NONE_EVICTED) return 0;
     if (!this.cachesEvictedNeighbors) {
       // From now on every eviction clears the caches of the storages next to it.
       this.cachesEvictedNeighbors = true;
       return this.neighborClassCost(s);
     }
-    const ns = this.evictedNeighbors(s, this.#scratch);
+    let ns: StorageNode[];
+    if (this.cachesNeighborLists) {
+      // The evicted members of the kept neighbour list: what a walk would find, in its order.
+      ns = this.#scratch;
+      const all = s.neighborListAt === this.#edgeEpoch ? s.neighborList! : this.#neighborList(s);
+      for (let i = 0; i < all.length; i++) {
+        const n = all[i]!;
+        if (n.residency === "evicted") ns.push(n);
+      }
+    } else ns = this.evictedNeighbors(s, this.#scratch);
     if (ns.length === 0) {
-      s.noEvictedNeighbors = epoch;
+      s.noEvictedNeighbors = NONE_EVICTED;
       return 0;
     }
     let sum = 0;
     const roots = this.#roots;
-    for (const n of ns) {
+    for (let i = 0; i < ns.length; i++) {
+      const n = ns[i]!;
       if (n.eq === null) continue;
       const r = find(n.eq);
       if (!roots.includes(r)) {
@@ -452,6 +286,54 @@ export class Lineage {
     return sum;
   }
 
+  /** Walks and keeps `s`'s neighbours (see {@link StorageNode.neighborList}). */
+  #neighborList(s: StorageNode): StorageNode[] {
+    const stamp = this.nextStamp();
+    s.stamp = stamp;
+    const out: StorageNode[] = [];
+    for (const t of s.tensors) {
+      const p = t.producer;
+      if (p !== null) {
+        for (const inp of p.inputs) {
+          const n = inp.storage;
+          if (n.stamp !== stamp) {
+            n.stamp = stamp;
+            out.push(n);
+          }
+        }
+      }
+      for (const c of t.consumers) {
+        for (const o of c.outputs) {
+          const n = o.storage;
+          if (n.stamp !== stamp) {
+            n.stamp = stamp;
+            out.push(n);
+          }
+        }
+      }
+    }
+    s.neighborList = out;
+    s.neighborListAt = this.#edgeEpoch;
+    return out;
+  }
+
+  /**
+   * Keep each storage's neighbours from one {@link neighborClassCost} to the
+   * next while the edges stay as they were (default true; false walks every
+   * time, with the same results).
+   */
+  cachesNeighborLists = true;
+  /** Changes with every edge removed or tensor moved (see {@link edgesChanged}); from 1. */
+  #edgeEpoch = 1;
+
+  /**
+   * Edges were cut or tensors moved between storages (a new call's edges
+   * clear the lists of its storages itself): every kept neighbour list lapses.
+   */
+  edgesChanged(): void {
+    this.#edgeEpoch++;
+  }
+
   readonly #scratch: StorageNode[] = [];
   readonly #roots: EqNode[] = [];
 
@@ -461,8 +343,6 @@ export class Lineage {
    * that up to date.
    */
   cachesEvictedNeighbors = false;
-  /** The value of {@link StorageNode.noEvictedNeighbors} that means "none" (0 never does). */
-  readonly #noEvictedEpoch = 1;
 
   /**
    * `v` has just been evicted: every storage next to it may now have an
@@ -634,6 +514,16 @@ export class Lineage {
    */
   invalidateNeighborhoods(): void {
     this.#nbhdVersion++;
+    // Edges may be gone or tensors moved: the kept neighbour lists lapse too.
+    this.#edgeEpoch++;
+  }
+
+  /**
+   * Drops every cached neighbourhood cost after storages' compute changed
+   * (the graph's edges are as they were: lists of evicted neighbours stay).
+   */
+  computeChanged(): void {
+    this.#nbhdVersion++;
   }
 
   /**
@@ -757,6 +647,16 @@ export class Lineage {
   toDot(): string {
     return jsonToDot(this.toJSON());
   }
+}
+
+/** {@link StorageNode.noEvictedNeighbors} of a storage known to have no evicted neighbour. */
+const NONE_EVICTED = 1;
+
+const FRESH: (readonly number[])[] = [];
+
+/** The shared aliases list of a call whose `n` outputs all own fresh storage. */
+function allFresh(n: number): readonly number[] {
+  return FRESH[n] ??= Object.freeze(new Array<number>(n).fill(-1));
 }
 
 /** Sum of the costs of the distinct calls producing the tensors of `s`. */

@@ -195,7 +195,7 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
       );
       for (const s of fresh) s.compute = storageCompute(s);
       for (const o of outs) if (o.isAlias) o.storage.compute = storageCompute(o.storage);
-      e.lineage.invalidateNeighborhoods();
+      e.lineage.computeChanged();
     }
     st.computeNs += call.cost;
     if (measured !== undefined) st.kernelNs += measured;

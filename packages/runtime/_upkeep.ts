@@ -382,14 +382,23 @@ export function collect(e: Engine, k: EngineState): number {
     freeStorage(e, k, s);
     freed++;
   }
+  let pruned = false;
   for (const s of e.lineage.storages.values()) {
-    for (const t of s.tensors) {
-      if (t.consumers.length === 0) continue;
-      t.consumers = t.consumers.filter((c) =>
-        c.outputs.some((o) => o.storage.residency !== "freed")
-      );
+    const ts = s.tensors;
+    for (let i = 0; i < ts.length; i++) {
+      const t = ts[i]!;
+      const cs = t.consumers;
+      // A new list only where a call is dead (a walk up the stack may be iterating this one).
+      let j = 0;
+      while (j < cs.length && !allFreed(cs[j]!)) j++;
+      if (j === cs.length) continue;
+      const kept = cs.slice(0, j);
+      for (j++; j < cs.length; j++) if (!allFreed(cs[j]!)) kept.push(cs[j]!);
+      t.consumers = kept;
+      pruned = true;
     }
   }
+  if (pruned) e.lineage.edgesChanged();
   e.stats.bookkeepingNs += (now() - t0) * 1e6;
   return freed;
 }

@@ -340,6 +340,7 @@ export class Engine {
           this.lineage.removeStorage(s);
         }
       }
+      this.lineage.invalidateNeighborhoods();
       throw e;
     }
     for (const t of tensors) t.storage.lastAccess = this.clock;

@@ -97,10 +97,31 @@ function sameBytes(a: readonly number[], b: readonly VirtualBuffer[]): boolean {
 /** Calls per step whose output names are cached. */
 const NAME_CACHE = 1 << 16;
 
-/** Names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
-const STEP_LOCAL = /^[cw]\d/;
+/** True for the names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
+function stepLocal(name: string): boolean {
+  const c = name.charCodeAt(0), d = name.charCodeAt(1);
+  return (c === 99 || c === 119) && d >= 48 && d <= 57; // [cw]\d
+}
 /** A step's call output name `c<i>.<k>`. */
 const STEP_OUTPUT = /^c(\d+)\.(\d+)$/;
+
+/** A kernel call that passed `checkKernelCall`: its params, buffer sizes and in-place inputs. */
+interface CheckedCall {
+  readonly params: number[];
+  readonly ins: number[];
+  readonly outs: number[];
+  readonly mutates: readonly number[];
+}
+
+/** The value in input buffer `i` of a call of `kernel`. */
+function inputTensor(kernel: KernelName, ins: readonly VirtualBuffer[], i: number): TensorNode {
+  const x = ins[i]!;
+  const t = x.storage.tensors[0];
+  if (t === undefined) {
+    throw new KernelError(kernel, `input ${i} (buffer ${x.id}) was never written or computed`);
+  }
+  return t;
+}
 
 function hasConsumers(s: StorageNode): boolean {
   for (const t of s.tensors) if (t.consumers.length > 0) return true;
@@ -142,10 +163,7 @@ export class Runtime implements Backend {
   /** Per call of this step (index since the step began): its output buffers. */
   readonly #callOuts: (readonly VirtualBuffer[] | undefined)[] = [];
   /** Per kernel, by a hash of params and buffer sizes: the calls that passed `checkKernelCall`. */
-  readonly #checked = new Map<
-    string,
-    Map<number, { params: number[]; ins: number[]; outs: number[]; mutates: readonly number[] }[]>
-  >();
+  readonly #checked = new Map<string, Map<number, CheckedCall[]>>();
   /** Output names `c<index>.<k>` by call index in the step. */
   readonly #outNames: string[][] = [];
   /** Scratch of `run`: its input and output buffers and output specs. */
@@ -321,7 +339,7 @@ export class Runtime implements Backend {
     this.#callOuts.length = 0;
     for (const s of this.engine.lineage.storages.values()) {
       for (const t of s.tensors) {
-        if (STEP_LOCAL.test(t.name)) t.name = prefix + t.name;
+        if (stepLocal(t.name)) t.name = prefix + t.name;
       }
       const root = s.tensors[0];
       if (root !== undefined && s.residency !== "freed") this.#names.set(root.name, s);
@@ -427,7 +445,8 @@ export class Runtime implements Backend {
     outs.length = no;
     for (let i = 0; i < ni; i++) ins[i] = this.#own(inputs[i]!, kernel);
     for (let k = 0; k < no; k++) outs[k] = this.#own(outputs[k]!, kernel);
-    const mutates = this.#check(kernel, ins, outs, params);
+    const checked = this.#check(kernel, ins, outs, params);
+    const mutates = checked.mutates;
     for (let k = 0; k < no; k++) {
       const o = outs[k]!;
       for (let i = 0; i < ni; i++) {
@@ -436,16 +455,11 @@ export class Runtime implements Backend {
         }
       }
     }
-    const tensors: TensorNode[] = new Array(ni);
-    for (let i = 0; i < ni; i++) {
-      const x = ins[i]!;
-      const t = x.storage.tensors[0];
-      if (t === undefined) {
-        throw new KernelError(kernel, `input ${i} (buffer ${x.id}) was never written or computed`);
-      }
-      tensors[i] = t;
-    }
-    const p = params.slice();
+    // Kept by the call's lineage: made at its final length (a push reserves 17 slots).
+    const tensors: TensorNode[] = ni === 1 ? [inputTensor(kernel, ins, 0)] : new Array(ni);
+    if (ni !== 1) { for (let i = 0; i < ni; i++) tensors[i] = inputTensor(kernel, ins, i); }
+    // The params equal the checked entry's copy number for number: calls share that copy.
+    const p = checked.params;
     if (mutates.length > 0) {
       if (no > 0) {
         throw new KernelError(
@@ -525,14 +539,15 @@ export class Runtime implements Backend {
    * `checkKernelCall`, skipped when a call of the kernel with the same params
    * and buffer sizes passed before (the check depends on nothing else; a
    * model repeats a few dozen distinct calls, which the wrapped backend checks
-   * again). Returns the kernel's in-place inputs (`mutates`).
+   * again). Returns the entry: the kernel's in-place inputs (`mutates`) and a
+   * copy of the params (never modified: the calls with these params share it).
    */
   #check(
     kernel: KernelName,
     ins: readonly VirtualBuffer[],
     outs: readonly VirtualBuffer[],
     params: readonly number[],
-  ): readonly number[] {
+  ): CheckedCall {
     let h = ins.length * 31 + outs.length;
     for (let i = 0; i < params.length; i++) h = (Math.imul(h, 31) + (params[i]! | 0)) | 0;
     for (let i = 0; i < ins.length; i++) h = (Math.imul(h, 31) + ins[i]!.bytes) | 0;
@@ -543,7 +558,7 @@ export class Runtime implements Backend {
     if (bucket !== undefined) {
       for (const e of bucket) {
         if (sameNumbers(e.params, params) && sameBytes(e.ins, ins) && sameBytes(e.outs, outs)) {
-          return e.mutates;
+          return e;
         }
       }
     }
@@ -555,7 +570,7 @@ export class Runtime implements Backend {
     const e = { params: params.slice(), ins: inBytes, outs: outBytes, mutates };
     if (bucket === undefined) byKernel.set(h, [e]);
     else bucket.push(e);
-    return mutates;
+    return e;
   }
 
   #runInPlace(
