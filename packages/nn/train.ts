@@ -118,8 +118,9 @@ export interface TrainStepOptions {
 }
 
 /**
- * One training step: upload the batch, forward, loss, backward, optimizer
- * update, free the gradients; every intermediate is freed before it returns
+ * One training step: upload the batch, forward, loss, backward, free the
+ * forward pass's intermediates, optimizer update, free the gradients; every
+ * intermediate is freed before it returns
  * (after `backend.sync()`). Returns the loss, or NaN on a backend without data
  * (meta). Does not change train/eval mode.
  */
@@ -128,14 +129,20 @@ export function trainStep(o: TrainStepOptions): number {
   const lossFn = o.loss ?? crossEntropyLoss;
   const backend = o.backend ?? model.parameters()[0]?.backend;
   if (!backend) throw new Error("trainStep: the model has no parameters and no backend was given");
+  // The forward pass's intermediates are freed before the update (as PyTorch
+  // frees saved tensors in backward): while they live, an in-place update of
+  // a parameter they were computed from must first copy it (copy-on-write
+  // under a runtime), and they add to the peak.
   const loss = tidy(() => {
     const x = fromTypedArray(batch.x.data, batch.x.shape, { backend });
     const y = fromTypedArray(batch.targets.data, batch.targets.shape, { backend });
     const l = lossFn(model.forward(x), y);
     l.backward();
+    return backend.hasData ? l.item() : NaN;
+  });
+  tidy(() => {
     optimizer.step();
     optimizer.zeroGrad();
-    return backend.hasData ? l.item() : NaN;
   });
   backend.sync();
   return loss;

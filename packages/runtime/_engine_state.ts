@@ -35,6 +35,8 @@ export class EngineState {
   onEvent: ((e: RuntimeEvent) => void) | undefined;
   /** A budget known to work. */
   knownFeasible: number | undefined;
+  /** Peak of the steps run while the budget was unlimited (set when a budget is set). */
+  freePeak: number | undefined = undefined;
   /** Automatic garbage collection of dead lineage. */
   readonly gc: boolean;
   /** What a release does to leaves. */

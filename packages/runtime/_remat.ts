@@ -204,7 +204,10 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
     // In the cost model's units, like computeNs (the thrash limit compares the
     // two); the measured time goes to kernelNs.
     st.recomputeNs += k.cost.measures === false ? call.cost : measured ?? call.cost;
-    if (measured !== undefined) st.kernelNs += measured;
+    if (measured !== undefined) {
+      st.kernelNs += measured;
+      st.addedKernelNs += measured;
+    }
   }
   e.clock += call.cost;
   e.copyEngine?.compute(remat ? (measured ?? call.cost) : call.cost);

@@ -223,14 +223,49 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
   }
 }
 
-/** True when a replayable call read the current value of `s` and one of its outputs still exists. */
-export function hasDependents(s: StorageNode): boolean {
-  for (const t of s.tensors) {
-    for (const c of t.consumers) {
-      if (!c.replayable) continue;
-      for (const o of c.outputs) {
-        const r = o.storage.residency;
-        if (r !== "freed" && r !== "empty") return true;
+/**
+ * Whether an in-place update of `s` must copy its current value first
+ * (copy-on-write) rather than invalidate it. Invalidating turns the values
+ * computed from `s` that the program still holds into leaves (they can no
+ * longer be dropped, only swapped) and frees those nothing needs. Under a
+ * budget where evictions may come, that can block them, so it copies whenever
+ * a value computed from `s` still exists; without a budget too, so the
+ * budget-free peak that budget ratios scale counts the copies. Where a budget
+ * is ample (at least the peak of the steps this engine ran without one: the
+ * same steps, copying less, never need an eviction) it copies only if a held
+ * value computed from `s` is off the device; so at ratio 1.0 a training step's
+ * parameter updates copy nothing, as without a runtime.
+ */
+export function mustPreserve(e: Engine, k: EngineState, s: StorageNode): boolean {
+  const ample = k.budget !== Infinity && k.freePeak !== undefined && k.budget >= k.freePeak;
+  if (!ample) {
+    for (const t of s.tensors) {
+      for (const c of t.consumers) {
+        if (!c.replayable) continue;
+        for (const o of c.outputs) {
+          const r = o.storage.residency;
+          if (r !== "freed" && r !== "empty") return true;
+        }
+      }
+    }
+    return false;
+  }
+  const stamp = e.lineage.nextStamp();
+  s.stamp = stamp;
+  const stack: StorageNode[] = [s];
+  while (stack.length > 0) {
+    const cur = stack.pop()!;
+    for (const t of cur.tensors) {
+      for (const c of t.consumers) {
+        if (!c.replayable) continue;
+        for (const o of c.outputs) {
+          const n = o.storage;
+          if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
+          n.stamp = stamp;
+          if (n.extRefs > 0 || n.pinned || n.locks > 0) {
+            if (n.residency !== "resident") return true;
+          } else stack.push(n);
+        }
       }
     }
   }
@@ -253,6 +288,8 @@ export function preserve(e: Engine, k: EngineState, s: StorageNode): number {
   k.exec.allocate(copy);
   const ns = k.exec.copy(s, copy);
   e.stats.kernelNs += ns ?? 0;
+  e.stats.addedKernelNs += ns ?? 0;
+  e.stats.copies++;
   copy.residency = "resident";
   addUsed(e, s.bytes);
   let ext = 0;

@@ -53,9 +53,9 @@ import {
   adoptLeaf,
   collect,
   freeStorage,
-  hasDependents,
   invalidate,
   isNeeded,
+  mustPreserve,
   preserve,
   release,
   retire,
@@ -206,7 +206,10 @@ export class Engine {
   /** Changes the budget (it may be below current use: later calls evict to fit). */
   setBudget(bytes: number): void {
     if (!(bytes > 0)) throw new RangeError(`budget must be > 0 bytes, got ${bytes}`);
-    this.#k.budget = bytes;
+    const k = this.#k;
+    // the peak of the steps run without a budget (see `mustPreserve`)
+    if (k.budget === Infinity) k.freePeak = Math.max(k.freePeak ?? 0, this.stats.peakBytes);
+    k.budget = bytes;
     this.stats.budgetBytes = bytes;
   }
 
@@ -473,9 +476,9 @@ export class Engine {
     invalidate(this, this.#k, s);
   }
 
-  /** True when a replayable call read the current value of `s` and one of its outputs still exists. */
-  hasDependents(s: StorageNode): boolean {
-    return hasDependents(s);
+  /** Whether an in-place update of `s` must copy it first rather than invalidate it (see `_upkeep.ts`). */
+  mustPreserve(s: StorageNode): boolean {
+    return mustPreserve(this, this.#k, s);
   }
 
   /**

@@ -594,7 +594,7 @@ export class Runtime implements Backend {
       // Copy-on-write: a value that recorded calls read keeps its bytes in a
       // new storage, so everything computed from it stays recomputable.
       for (const s of mutated) {
-        if (this.engine.hasDependents(s) && s.bytes % 4 === 0) ext.push(this.engine.preserve(s));
+        if (s.bytes % 4 === 0 && this.engine.mustPreserve(s)) ext.push(this.engine.preserve(s));
         else {
           this.engine.invalidate(s);
           ext.push(this.engine.retire(s, true));

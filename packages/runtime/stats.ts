@@ -12,6 +12,13 @@ export interface RuntimeStats {
   computeNs: number;
   /** Measured kernel time (live runs), originals and recomputations. */
   kernelNs: number;
+  /**
+   * Of `kernelNs`, the kernels the runtime added (live runs): recomputations
+   * and copy-on-write copies before in-place updates.
+   */
+  addedKernelNs: number;
+  /** Copy-on-write copies made before in-place updates (see `Engine.mustPreserve`). */
+  copies: number;
   /** Evictions chosen by the policy or a plan (drops + swap-outs). */
   evictions: number;
   /** Policy/plan drops. */
@@ -54,6 +61,8 @@ export function newStats(): RuntimeStats {
     calls: 0,
     computeNs: 0,
     kernelNs: 0,
+    addedKernelNs: 0,
+    copies: 0,
     evictions: 0,
     drops: 0,
     dropBytes: 0,

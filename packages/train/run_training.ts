@@ -614,9 +614,9 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       // runtime's counters say what it added (recomputations are always timed).
       acc.compute += a!.ms * 1e6;
       // Measured recomputation: with a cost model that prices calls without their
-      // times, only recomputations (and copy-on-write copies) are timed, into kernelNs.
+      // times, recomputations and copy-on-write copies are still timed (addedKernelNs).
       acc.recompute += cost.measures === false
-        ? k1.kernelNs - k0.kernelNs
+        ? k1.addedKernelNs - k0.addedKernelNs
         : k1.recomputeNs - k0.recomputeNs;
       acc.bookkeeping += k1.bookkeepingNs - k0.bookkeepingNs;
       acc.stall += k1.swapStallNs - k0.swapStallNs;
