@@ -79,8 +79,9 @@ export interface FastReplayOptions {
   seed?: number;
   /**
    * `dtr` and `msps`: walk every candidate's evicted regions afresh at every
-   * choice, without caches or pruning (slow; the reference the cached search
-   * is tested against: the choices are the same).
+   * choice, without caches or pruning; `dtr-eq`: sum every candidate's
+   * neighbouring classes afresh (slow; the reference the cached search is
+   * tested against: the choices are the same).
    */
   uncachedRegions?: boolean;
   /**
@@ -289,6 +290,8 @@ class Sim {
           if (ps !== ts) {
             if (!ps.material) ts.evNb++;
             if (!ts.material) ps.evNb++;
+            ts.nbVer++;
+            ps.nbVer++;
             if (ts.nbrs[ts.nbrs.length - 1] !== ps) ts.nbrs.push(ps);
             if (ps.nbrs[ps.nbrs.length - 1] !== ts) ps.nbrs.push(ts);
             if (this.#regions && !ts.up.includes(ps)) (ts.up.push(ps), ps.down.push(ts));
@@ -375,6 +378,7 @@ class Sim {
         if (s.ecn !== null) {
           const r = find(s.ecn);
           r.value -= s.compute;
+          r.ver++;
         }
         s.ecn = null;
       }
@@ -423,6 +427,7 @@ class Sim {
         if (l === r) continue;
         l.parent = r;
         r.value = l.value + r.value;
+        r.ver++;
       }
     }
   }
@@ -430,8 +435,8 @@ class Sim {
   /** `s` turned non-material (+1) or material (-1): its neighbours' counts follow. */
   #neighbours(s: Storage, d: number): void {
     for (const t of s.tensors) {
-      for (const p of t.parents) if (p.storage !== s) p.storage.evNb += d;
-      for (const c of t.children) if (c.storage !== s) c.storage.evNb += d;
+      for (const p of t.parents) if (p.storage !== s) (p.storage.evNb += d, p.storage.nbVer++);
+      for (const c of t.children) if (c.storage !== s) (c.storage.evNb += d, c.storage.nbVer++);
     }
   }
 
@@ -654,6 +659,11 @@ class Sim {
               den
             : Infinity;
         } else {
+          // dtr-eq: the class costs are never negative, so a candidate whose own cost already
+          // loses to the best so far cannot be chosen (nor stop the scan).
+          if (h === 0 && den > 0 && s.evNb > 0 && s.compute / den > bestCost && !this.#uncached) {
+            continue;
+          }
           const num = h === 0 ? this.#eqCost(s) : s.compute;
           cost = den > 0 ? num / den : Infinity;
         }
@@ -728,10 +738,22 @@ class Sim {
     const r = this.#region(s, true, s.compute, s.size, limit * SLACK);
     return r === Infinity ? Infinity : (s.compute + r) / s.size;
   }
+  /**
+   * `dtr-eq`'s numerator: `s`'s compute plus the compute of the classes of its
+   * evicted neighbours (each once); cached while its neighbours and (for up to
+   * two classes) the classes summed do not change.
+   */
   #eqCost(s: Storage): number {
     if (s.evNb === 0) return s.compute;
+    const rs = s.eqR, vs = s.eqV;
+    if (s.eqNbVer === s.nbVer && !this.#uncached) {
+      let i = 0;
+      const k = s.eqRoots;
+      while (i < k && rs[i]!.parent === null && rs[i]!.ver === vs[i]) i++;
+      if (i === k) return s.eqNum;
+    }
     const stamp = ++this.#stamp;
-    let c = s.compute;
+    let c = s.compute, k = 0;
     const ns = s.nbrs;
     for (let i = 0; i < ns.length; i++) {
       const n = ns[i]!;
@@ -740,7 +762,12 @@ class Sim {
       if (r.mark === stamp) continue;
       r.mark = stamp;
       c += r.value;
+      rs[k] = r;
+      vs[k++] = r.ver;
     }
+    s.eqNum = c;
+    s.eqRoots = k;
+    s.eqNbVer = s.nbVer;
     return c;
   }
 }

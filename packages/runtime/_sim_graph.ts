@@ -11,6 +11,8 @@
 export class UF {
   parent: UF | null = null;
   mark = 0;
+  /** Incremented when `value` changes. */
+  ver = 0;
   constructor(public value: number) {}
 }
 
@@ -68,6 +70,18 @@ export class Storage {
   stamp = 0;
   /** Incidences to non-material storages (parents' and children's, other storages): 0 = no evicted neighbour. */
   evNb = 0;
+  /** Incremented when a neighbour is linked or turns evicted or material. */
+  nbVer = 0;
+  /**
+   * `dtr-eq`: the last cost computed (valid while `nbVer` is `eqNbVer`, -1
+   * before any, and the classes summed, the first `eqRoots` of `eqR`, are
+   * still roots of the versions `eqV`).
+   */
+  eqNum = 0;
+  eqNbVer = -1;
+  eqRoots = 0;
+  readonly eqR: UF[] = [];
+  readonly eqV: number[] = [];
   /** Neighbouring storages (of parents and children; repeats possible, never itself). */
   readonly nbrs: Storage[] = [];
   /** `dtr`, `msps`: the storages of the children (`down`) and parents (`up`) of its tensors, each once, never itself. */
