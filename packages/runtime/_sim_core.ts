@@ -145,8 +145,19 @@ class Sim {
   /** The candidates of a choice whose regions may need a walk, and their lower scores. */
   readonly #cand: Storage[] = [];
   readonly #candLow: number[] = [];
-  /** The stack of the region walks. */
-  readonly #stack: Storage[] = [];
+  /**
+   * `dtr`, `msps`: the storages by `idx`, and what the region walks read of
+   * them, by `idx`: material (1) or not, compute, the last walk that reached
+   * it, and the epochs in which an invalidation walk last went upstream
+   * (downstream) through it; the walks' stack.
+   */
+  readonly #all: Storage[] = [];
+  readonly #mat: Uint8Array;
+  readonly #comp: Float64Array;
+  readonly #seen: Int32Array;
+  readonly #seenUp: Int32Array;
+  readonly #seenDown: Int32Array;
+  readonly #stack: Int32Array;
   /** Incremented by each choice, which reads (and cleans) the cached region costs. */
   #epoch = 1;
   /** The last region walk stopped at its limit. */
@@ -167,6 +178,13 @@ class Sim {
     this.#rng = seededRandom((o.seed ?? 1) ^ 0x5bd1e995);
     this.#tensors = new Array(c.tensors);
     this.#choices = o.choices;
+    const n = this.#regions ? c.tensors + 1 : 0;
+    this.#mat = new Uint8Array(n);
+    this.#comp = new Float64Array(n);
+    this.#seen = new Int32Array(n);
+    this.#seenUp = new Int32Array(n);
+    this.#seenDown = new Int32Array(n);
+    this.#stack = new Int32Array(n);
   }
 
   run(): FastReplay {
@@ -267,7 +285,13 @@ class Sim {
     for (let i = 0; i < n; i++) {
       const a = d.aliases[i]!;
       const id = d.out0 + i;
-      const st = a >= 0 ? parents[a]!.storage : new Storage(d.sizes[i]!, id);
+      let st: Storage;
+      if (a >= 0) st = parents[a]!.storage;
+      else {
+        st = new Storage(d.sizes[i]!, id);
+        st.idx = this.#all.length;
+        this.#all.push(st);
+      }
       const t = new Tensor(id, op, i, st, parents);
       st.tensors.push(t);
       st.refExt++;
@@ -277,6 +301,7 @@ class Sim {
         !st.tensors.some((u, j) => u.op === op && j < st.tensors.length - 1)
       ) {
         st.compute += op.cost;
+        if (this.#regions) this.#comp[st.idx] = st.compute;
       }
       op.outputs.push(t);
       this.#tensors[id] = t;
@@ -294,7 +319,9 @@ class Sim {
             ps.nbVer++;
             if (ts.nbrs[ts.nbrs.length - 1] !== ps) ts.nbrs.push(ps);
             if (ps.nbrs[ps.nbrs.length - 1] !== ts) ps.nbrs.push(ts);
-            if (this.#regions && !ts.up.includes(ps)) (ts.up.push(ps), ps.down.push(ts));
+            if (this.#regions && !ts.up.includes(ps.idx)) {
+              (ts.up.push(ps.idx), ps.down.push(ts.idx));
+            }
           }
         }
       }
@@ -362,6 +389,7 @@ class Sim {
     for (const u of outs) {
       if (u === t || !u.defined) {
         u.storage.material = true;
+        if (this.#regions) this.#mat[u.storage.idx] = 1;
         u.defined = true;
       } else this.used -= op.sizes[u.index]!;
     }
@@ -413,6 +441,7 @@ class Sim {
 
   #evict(s: Storage): void {
     s.material = false;
+    if (this.#regions) this.#mat[s.idx] = 0;
     this.used -= s.size;
     this.#poolRemove(s);
     for (const t of s.tensors) t.defined = false;
@@ -453,28 +482,24 @@ class Sim {
    */
   #invalidateAround(s: Storage): void {
     s.fwdDirty = s.revDirty = true;
-    const epoch = this.#epoch;
-    const stack = this.#stack;
+    const epoch = this.#epoch, si = s.idx;
+    const stack = this.#stack, mat = this.#mat, all = this.#all;
     for (let up = 0; up < 2; up++) {
-      stack[0] = s;
+      const seen = up === 1 ? this.#seenUp : this.#seenDown;
+      stack[0] = si;
       let top = 1;
       while (top > 0) {
-        const x = stack[--top]!;
+        const x = all[stack[--top]!]!;
         const next = up === 1 ? x.up : x.down;
         for (let i = 0; i < next.length; i++) {
-          const us = next[i]!;
-          if (us === s) continue;
-          if (us.material) {
-            if (up === 1) us.fwdDirty = true;
-            else us.revDirty = true;
-          } else if (up === 1) {
-            if (us.walkUp === epoch) continue;
-            us.walkUp = epoch;
-            stack[top++] = us;
-          } else {
-            if (us.walkDown === epoch) continue;
-            us.walkDown = epoch;
-            stack[top++] = us;
+          const u = next[i]!;
+          if (u === si) continue;
+          if (mat[u] === 1) {
+            if (up === 1) all[u]!.fwdDirty = true;
+            else all[u]!.revDirty = true;
+          } else if (seen[u] !== epoch) {
+            seen[u] = epoch;
+            stack[top++] = u;
           }
         }
       }
@@ -502,7 +527,7 @@ class Sim {
       else (b.rev = 0, b.revWalk = 0, b.revDirty = true);
     }
     s.refN = 0;
-    s.refCap = 16;
+    s.refCap = 32;
   }
 
   /** Lists walk `id` in `us`'s `refW`, first dropping those of walks no longer cached when it is full. */
@@ -517,7 +542,7 @@ class Sim {
         if (live[j] === 1) w[m++] = j;
       }
       n = m;
-      us.refCap = Math.max(16, 2 * m);
+      us.refCap = Math.max(32, 4 * m);
     }
     if (n === w.length) w.push(id);
     else w[n] = id;
@@ -540,26 +565,27 @@ class Sim {
   ): number {
     this.#cut = false;
     const stamp = ++this.#stamp;
-    base.stamp = stamp;
+    const stack = this.#stack, seen = this.#seen, mat = this.#mat, comp = this.#comp;
+    const all = this.#all;
+    seen[base.idx] = stamp;
     let c = 0;
-    const stack = this.#stack;
-    stack[0] = base;
+    stack[0] = base.idx;
     let top = 1;
     while (top > 0) {
-      const x = stack[--top]!;
+      const x = all[stack[--top]!]!;
       const next = reverse ? x.up : x.down;
       for (let i = 0; i < next.length; i++) {
-        const us = next[i]!;
-        if (us.stamp === stamp) continue;
-        us.stamp = stamp;
-        if (us.material) continue;
-        c += us.compute;
-        this.#ref(us, id);
+        const u = next[i]!;
+        if (seen[u] === stamp) continue;
+        seen[u] = stamp;
+        if (mat[u] === 1) continue;
+        c += comp[u]!;
+        this.#ref(all[u]!, id);
         if ((add + c) / den > limit) {
           this.#cut = true;
           return c;
         }
-        stack[top++] = us;
+        stack[top++] = u;
       }
     }
     return c;

@@ -84,9 +84,14 @@ export class Storage {
   readonly eqV: number[] = [];
   /** Neighbouring storages (of parents and children; repeats possible, never itself). */
   readonly nbrs: Storage[] = [];
-  /** `dtr`, `msps`: the storages of the children (`down`) and parents (`up`) of its tensors, each once, never itself. */
-  readonly down: Storage[] = [];
-  readonly up: Storage[] = [];
+  /**
+   * `dtr`, `msps`: the indices (`idx`) of the storages of the children
+   * (`down`) and parents (`up`) of its tensors, each once, never its own.
+   */
+  readonly down: number[] = [];
+  readonly up: number[] = [];
+  /** Index in the replay's storages (the order of creation). */
+  idx = 0;
   /**
    * A lower bound of the compute of the evicted storages reachable downstream
    * (children) through evicted storages: the sum over the storages that walk
@@ -106,9 +111,6 @@ export class Storage {
    */
   readonly refW: number[] = [];
   refN = 0;
-  refCap = 16;
-  /** The epoch in which an invalidation walk last went upstream (resp. downstream) through this storage. */
-  walkUp = 0;
-  walkDown = 0;
+  refCap = 32;
   constructor(readonly size: number, readonly rootId: number) {}
 }
