@@ -36,7 +36,7 @@
 
 import { seededRandom } from "@libra/evict";
 import { type CompiledTrace, COMPUTE, GET, PIN, RELEASE } from "./_sim_compile.ts";
-import { find, Op, Storage, Tensor, UF } from "./_sim_graph.ts";
+import { find, Op, Storage, type StorageLinks, storageLinks, Tensor, UF } from "./_sim_graph.ts";
 
 export { type CompiledTrace, compileTrace } from "./_sim_compile.ts";
 
@@ -158,6 +158,10 @@ class Sim {
   readonly #seenUp: Int32Array;
   readonly #seenDown: Int32Array;
   readonly #stack: Int32Array;
+  /** `dtr`, `msps`: the storages' links, and how many of each storage's are linked yet. */
+  readonly #links: StorageLinks | null;
+  readonly #upLen: Int32Array;
+  readonly #downLen: Int32Array;
   /** Incremented by each choice, which reads (and cleans) the cached region costs. */
   #epoch = 1;
   /** The last region walk stopped at its limit. */
@@ -178,7 +182,10 @@ class Sim {
     this.#rng = seededRandom((o.seed ?? 1) ^ 0x5bd1e995);
     this.#tensors = new Array(c.tensors);
     this.#choices = o.choices;
-    const n = this.#regions ? c.tensors + 1 : 0;
+    this.#links = this.#regions ? storageLinks(c) : null;
+    const n = this.#links !== null ? this.#links.storages : 0;
+    this.#upLen = new Int32Array(n);
+    this.#downLen = new Int32Array(n);
     this.#mat = new Uint8Array(n);
     this.#comp = new Float64Array(n);
     this.#seen = new Int32Array(n);
@@ -319,15 +326,17 @@ class Sim {
             ps.nbVer++;
             if (ts.nbrs[ts.nbrs.length - 1] !== ps) ts.nbrs.push(ps);
             if (ps.nbrs[ps.nbrs.length - 1] !== ts) ps.nbrs.push(ts);
-            if (this.#regions && !ts.up.includes(ps.idx)) {
-              (ts.up.push(ps.idx), ps.down.push(ts.idx));
-            }
           }
         }
       }
     }
     // Outputs linked under an evicted argument extend the regions above it until computed.
-    if (this.#regions) {
+    if (this.#links !== null) {
+      const l = this.#links;
+      for (let j = l.opEdges[k]!, e = l.opEdges[k + 1]!; j < e; j++) {
+        this.#upLen[l.edgeTo[j]!]!++;
+        this.#downLen[l.edgeFrom[j]!]!++;
+      }
       for (const p of parents) {
         if (!p.storage.material) {
           this.#invalidateAround(op.outputs[0]!.storage);
@@ -483,16 +492,18 @@ class Sim {
   #invalidateAround(s: Storage): void {
     s.fwdDirty = s.revDirty = true;
     const epoch = this.#epoch, si = s.idx;
-    const stack = this.#stack, mat = this.#mat, all = this.#all;
+    const stack = this.#stack, mat = this.#mat, all = this.#all, links = this.#links!;
     for (let up = 0; up < 2; up++) {
       const seen = up === 1 ? this.#seenUp : this.#seenDown;
+      const start = up === 1 ? links.upStart : links.downStart;
+      const adj = up === 1 ? links.up : links.down;
+      const len = up === 1 ? this.#upLen : this.#downLen;
       stack[0] = si;
       let top = 1;
       while (top > 0) {
-        const x = all[stack[--top]!]!;
-        const next = up === 1 ? x.up : x.down;
-        for (let i = 0; i < next.length; i++) {
-          const u = next[i]!;
+        const x = stack[--top]!;
+        for (let j = start[x]!, e = j + len[x]!; j < e; j++) {
+          const u = adj[j]!;
           if (u === si) continue;
           if (mat[u] === 1) {
             if (up === 1) all[u]!.fwdDirty = true;
@@ -566,16 +577,18 @@ class Sim {
     this.#cut = false;
     const stamp = ++this.#stamp;
     const stack = this.#stack, seen = this.#seen, mat = this.#mat, comp = this.#comp;
-    const all = this.#all;
+    const all = this.#all, links = this.#links!;
+    const start = reverse ? links.upStart : links.downStart;
+    const adj = reverse ? links.up : links.down;
+    const len = reverse ? this.#upLen : this.#downLen;
     seen[base.idx] = stamp;
     let c = 0;
     stack[0] = base.idx;
     let top = 1;
     while (top > 0) {
-      const x = all[stack[--top]!]!;
-      const next = reverse ? x.up : x.down;
-      for (let i = 0; i < next.length; i++) {
-        const u = next[i]!;
+      const x = stack[--top]!;
+      for (let j = start[x]!, e = j + len[x]!; j < e; j++) {
+        const u = adj[j]!;
         if (seen[u] === stamp) continue;
         seen[u] = stamp;
         if (mat[u] === 1) continue;

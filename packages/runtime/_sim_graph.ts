@@ -84,12 +84,6 @@ export class Storage {
   readonly eqV: number[] = [];
   /** Neighbouring storages (of parents and children; repeats possible, never itself). */
   readonly nbrs: Storage[] = [];
-  /**
-   * `dtr`, `msps`: the indices (`idx`) of the storages of the children
-   * (`down`) and parents (`up`) of its tensors, each once, never its own.
-   */
-  readonly down: number[] = [];
-  readonly up: number[] = [];
   /** Index in the replay's storages (the order of creation). */
   idx = 0;
   /**
@@ -113,4 +107,88 @@ export class Storage {
   refN = 0;
   refCap = 32;
   constructor(readonly size: number, readonly rootId: number) {}
+}
+
+/**
+ * The storages' links of a compiled trace, as the replay builds them call by
+ * call, in compressed rows: for storage `s` (numbered in order of creation),
+ * its parents' storages are `up[upStart[s] ...]` and its children's
+ * `down[downStart[s] ...]`, each once, never itself, in the order the calls
+ * link them (so the links of the calls replayed so far are a prefix); call
+ * `k` adds the links `(edgeFrom[j], edgeTo[j])` for `j` from `opEdges[k]` to
+ * `opEdges[k + 1]`.
+ */
+export interface StorageLinks {
+  readonly storages: number;
+  readonly upStart: Int32Array;
+  readonly up: Int32Array;
+  readonly downStart: Int32Array;
+  readonly down: Int32Array;
+  readonly opEdges: Int32Array;
+  readonly edgeFrom: Int32Array;
+  readonly edgeTo: Int32Array;
+}
+
+const linksOf = new WeakMap<object, StorageLinks>();
+
+/** The {@link StorageLinks} of `c` (computed once per compiled trace). */
+export function storageLinks(
+  c: {
+    readonly ops: readonly { aliases: number[]; args: number[]; out0: number }[];
+    readonly tensors: number;
+  },
+): StorageLinks {
+  const known = linksOf.get(c);
+  if (known) return known;
+  const storageOf = new Int32Array(c.tensors);
+  let storages = 0;
+  const from: number[] = [], to: number[] = [];
+  const opEdges = new Int32Array(c.ops.length + 1);
+  const seen = new Set<number>();
+  for (let k = 0; k < c.ops.length; k++) {
+    const d = c.ops[k]!;
+    const n = d.aliases.length;
+    for (let i = 0; i < n; i++) {
+      const a = d.aliases[i]!;
+      storageOf[d.out0 + i] = a >= 0 ? storageOf[d.args[a]!]! : storages++;
+    }
+    opEdges[k] = from.length;
+    for (const p of d.args) {
+      const ps = storageOf[p]!;
+      for (let i = 0; i < n; i++) {
+        const ts = storageOf[d.out0 + i]!;
+        if (ps === ts) continue;
+        const key = ps * c.tensors + ts;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        from.push(ps);
+        to.push(ts);
+      }
+    }
+  }
+  opEdges[c.ops.length] = from.length;
+  const upStart = new Int32Array(storages + 1), downStart = new Int32Array(storages + 1);
+  for (let j = 0; j < from.length; j++) (upStart[to[j]! + 1]!++, downStart[from[j]! + 1]!++);
+  for (let s = 0; s < storages; s++) {
+    upStart[s + 1]! += upStart[s]!;
+    downStart[s + 1]! += downStart[s]!;
+  }
+  const up = new Int32Array(from.length), down = new Int32Array(from.length);
+  const upFill = upStart.slice(0, storages), downFill = downStart.slice(0, storages);
+  for (let j = 0; j < from.length; j++) {
+    up[upFill[to[j]!]!++] = from[j]!;
+    down[downFill[from[j]!]!++] = to[j]!;
+  }
+  const links = {
+    storages,
+    upStart,
+    up,
+    downStart,
+    down,
+    opEdges,
+    edgeFrom: Int32Array.from(from),
+    edgeTo: Int32Array.from(to),
+  };
+  linksOf.set(c, links);
+  return links;
 }
