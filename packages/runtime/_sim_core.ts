@@ -36,7 +36,16 @@
 
 import { seededRandom } from "@libra/evict";
 import { type CompiledTrace, COMPUTE, GET, PIN, RELEASE } from "./_sim_compile.ts";
-import { find, Op, Storage, type StorageLinks, storageLinks, Tensor, UF } from "./_sim_graph.ts";
+import {
+  find,
+  Op,
+  Storage,
+  type StorageLinks,
+  storageLinks,
+  Tensor,
+  UF,
+  WalkLists,
+} from "./_sim_graph.ts";
 
 export { type CompiledTrace, compileTrace } from "./_sim_compile.ts";
 
@@ -134,22 +143,16 @@ class Sim {
   eager = 0;
   policyNs = 0;
   #stamp = 0;
-  /** By walk id: the storage walked from. */
-  readonly #walkOf: Storage[] = [];
-  /** By walk id: 1 while a storage's `fwd` or `rev` sums that walk's storages. */
-  #live = new Uint8Array(1024);
-  /** The last walk id given. */
-  #walkId = 0;
   /** The last `seq` given. */
   #seq = 0;
   /** The candidates of a choice whose regions may need a walk, and their lower scores. */
   readonly #cand: Storage[] = [];
   readonly #candLow: number[] = [];
   /**
-   * `dtr`, `msps`: the storages by `idx`, and what the region walks read of
-   * them, by `idx`: material (1) or not, compute, the last walk that reached
-   * it, and the epochs in which an invalidation walk last went upstream
-   * (downstream) through it; the walks' stack.
+   * `dtr`, `msps`, by storage index: the storages, material (1) or not, compute, the last walk
+   * that reached it, the epochs in which an invalidation walk last went upstream (downstream)
+   * through it, the walks that counted it while evicted; the storages' links and how many of
+   * each storage's are linked yet; the walks' stack.
    */
   readonly #all: Storage[] = [];
   readonly #mat: Uint8Array;
@@ -157,11 +160,11 @@ class Sim {
   readonly #seen: Int32Array;
   readonly #seenUp: Int32Array;
   readonly #seenDown: Int32Array;
-  readonly #stack: Int32Array;
-  /** `dtr`, `msps`: the storages' links, and how many of each storage's are linked yet. */
+  readonly #refs: WalkLists | null;
   readonly #links: StorageLinks | null;
   readonly #upLen: Int32Array;
   readonly #downLen: Int32Array;
+  readonly #stack: Int32Array;
   /** Incremented by each choice, which reads (and cleans) the cached region costs. */
   #epoch = 1;
   /** The last region walk stopped at its limit. */
@@ -186,6 +189,7 @@ class Sim {
     const n = this.#links !== null ? this.#links.storages : 0;
     this.#upLen = new Int32Array(n);
     this.#downLen = new Int32Array(n);
+    this.#refs = this.#links !== null ? new WalkLists(n) : null;
     this.#mat = new Uint8Array(n);
     this.#comp = new Float64Array(n);
     this.#seen = new Int32Array(n);
@@ -519,7 +523,7 @@ class Sim {
 
   /**
    * `s` turned material: the regions that counted it shrank. The walks that
-   * counted it are the ones listed in its `refW`; their storages lose those
+   * counted it are the ones listed in its walk list; their storages lose those
    * cached sums (no lower bound any more). Regions that did not count `s` are
    * unchanged, and cached sums of walks that did not go through `s` stay lower
    * bounds (their storages are still evicted and linked the same way). `s`'s
@@ -528,36 +532,16 @@ class Sim {
    */
   #regionsShrink(s: Storage): void {
     s.fwdDirty = s.revDirty = true;
-    const w = s.refW, live = this.#live;
-    for (let i = 0; i < s.refN; i++) {
-      const id = w[i]!;
+    const refs = this.#refs!, a = refs.arena, live = refs.live, at = refs.at[s.idx]!;
+    for (let i = at, e = at + refs.n[s.idx]!; i < e; i++) {
+      const id = a[i]!;
       if (live[id] !== 1) continue;
       live[id] = 0;
-      const b = this.#walkOf[id]!;
+      const b = refs.from[id]!;
       if (b.fwdWalk === id) (b.fwd = 0, b.fwdWalk = 0, b.fwdDirty = true);
       else (b.rev = 0, b.revWalk = 0, b.revDirty = true);
     }
-    s.refN = 0;
-    s.refCap = 32;
-  }
-
-  /** Lists walk `id` in `us`'s `refW`, first dropping those of walks no longer cached when it is full. */
-  #ref(us: Storage, id: number): void {
-    const w = us.refW;
-    let n = us.refN;
-    if (n >= us.refCap) {
-      const live = this.#live;
-      let m = 0;
-      for (let i = 0; i < n; i++) {
-        const j = w[i]!;
-        if (live[j] === 1) w[m++] = j;
-      }
-      n = m;
-      us.refCap = Math.max(32, 4 * m);
-    }
-    if (n === w.length) w.push(id);
-    else w[n] = id;
-    us.refN = n + 1;
+    refs.n[s.idx] = 0;
   }
 
   /**
@@ -577,7 +561,7 @@ class Sim {
     this.#cut = false;
     const stamp = ++this.#stamp;
     const stack = this.#stack, seen = this.#seen, mat = this.#mat, comp = this.#comp;
-    const all = this.#all, links = this.#links!;
+    const refs = this.#refs!, links = this.#links!;
     const start = reverse ? links.upStart : links.downStart;
     const adj = reverse ? links.up : links.down;
     const len = reverse ? this.#upLen : this.#downLen;
@@ -593,7 +577,7 @@ class Sim {
         seen[u] = stamp;
         if (mat[u] === 1) continue;
         c += comp[u]!;
-        this.#ref(all[u]!, id);
+        refs.add(u, id);
         if ((add + c) / den > limit) {
           this.#cut = true;
           return c;
@@ -638,15 +622,9 @@ class Sim {
    */
   #region(s: Storage, reverse: boolean, add: number, den: number, limit: number): number {
     if (reverse ? !s.revDirty : !s.fwdDirty) return reverse ? s.rev : s.fwd;
-    const id = ++this.#walkId;
-    if (id === this.#live.length) {
-      const x = new Uint8Array(2 * id);
-      x.set(this.#live);
-      this.#live = x;
-    }
-    this.#walkOf[id] = s;
+    const id = this.#refs!.newWalk(s);
     const c = this.#regionCost(s, reverse, add, den, limit, id);
-    const cut = this.#cut, live = this.#live;
+    const cut = this.#cut, live = this.#refs!.live;
     if (reverse) {
       if (!cut || c > s.rev) (live[s.revWalk] = 0, s.rev = c, s.revWalk = id, live[id] = 1);
       if (!cut) s.revDirty = false;

@@ -99,13 +99,6 @@ export class Storage {
   /** The walk whose storages `fwd` (`rev`) sums (ids are never reused; 0: none). */
   fwdWalk = 0;
   revWalk = 0;
-  /**
-   * While evicted: the ids of the walks that counted it (the first `refN`;
-   * those of walks no longer cached are dropped when `refN` reaches `refCap`).
-   */
-  readonly refW: number[] = [];
-  refN = 0;
-  refCap = 32;
   constructor(readonly size: number, readonly rootId: number) {}
 }
 
@@ -191,4 +184,88 @@ export function storageLinks(
   };
   linksOf.set(c, links);
   return links;
+}
+
+/**
+ * The region walks (by id: `live`, 1 while a storage's `fwd` or `rev` sums
+ * that walk's storages; `from`, the storage walked from) and per storage (by
+ * index), the ids of the walks that counted it, in segments of one growing
+ * arena: storage `u`'s are `arena[at[u] ...]`, `n[u]` of them.
+ */
+export class WalkLists {
+  live = new Uint8Array(1024);
+  readonly from: Storage[] = [];
+  #last = 0;
+  arena = new Int32Array(1 << 16);
+  #top = 0;
+  readonly at: Int32Array;
+  readonly n: Int32Array;
+  readonly #cap: Int32Array;
+
+  constructor(storages: number) {
+    this.at = new Int32Array(storages);
+    this.n = new Int32Array(storages);
+    this.#cap = new Int32Array(storages);
+  }
+
+  /** A new walk id, of a walk from `s`. */
+  newWalk(s: Storage): number {
+    const id = ++this.#last;
+    if (id === this.live.length) {
+      const x = new Uint8Array(2 * id);
+      x.set(this.live);
+      this.live = x;
+    }
+    this.from[id] = s;
+    return id;
+  }
+
+  /**
+   * Adds walk `id` to `u`'s list; a full list first drops the walks that
+   * `live` no longer marks, and moves to a segment 4 times what stays when
+   * that leaves less than half of it free.
+   */
+  add(u: number, id: number): void {
+    const live = this.live;
+    let n = this.n[u]!;
+    const cap = this.#cap[u]!;
+    if (n === cap) {
+      const a = this.arena, at = this.at[u]!;
+      let m = 0;
+      for (let i = at; i < at + n; i++) {
+        const j = a[i]!;
+        if (live[j] === 1) a[at + m++] = j;
+      }
+      n = m;
+      if (2 * m >= cap) {
+        const size = Math.max(8, 4 * m);
+        if (this.#top + size > this.arena.length) this.#collect(size);
+        const to = this.#top;
+        this.arena.copyWithin(to, this.at[u]!, this.at[u]! + m);
+        this.at[u] = to;
+        this.#cap[u] = size;
+        this.#top += size;
+      }
+    }
+    this.arena[this.at[u]! + n] = id;
+    this.n[u] = n + 1;
+  }
+
+  /** Copies the segments in use into an arena with room for `size` more. */
+  #collect(size: number): void {
+    let used = size;
+    for (let u = 0; u < this.#cap.length; u++) used += this.#cap[u]!;
+    const old = this.arena;
+    const next = new Int32Array(Math.max(old.length, 2 * used));
+    let top = 0;
+    for (let u = 0; u < this.#cap.length; u++) {
+      const cap = this.#cap[u]!;
+      if (cap === 0) continue;
+      next.set(old.subarray(this.at[u]!, this.at[u]! + this.n[u]!), top);
+      this.at[u] = top;
+      top += cap;
+    }
+    this.arena = next;
+    this.#top = top;
+  }
 }
