@@ -256,7 +256,7 @@ export class WalkLists {
     let used = size;
     for (let u = 0; u < this.#cap.length; u++) used += this.#cap[u]!;
     const old = this.arena;
-    const next = new Int32Array(Math.max(old.length, 2 * used));
+    const next = new Int32Array(Math.max(old.length, 4 * used));
     let top = 0;
     for (let u = 0; u < this.#cap.length; u++) {
       const cap = this.#cap[u]!;
