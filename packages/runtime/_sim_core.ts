@@ -39,6 +39,7 @@ import { type CompiledTrace, COMPUTE, GET, PIN, RELEASE } from "./_sim_compile.t
 import {
   find,
   Op,
+  PoolHeap,
   Storage,
   type StorageLinks,
   storageLinks,
@@ -87,10 +88,10 @@ export interface FastReplayOptions {
   /** Seed of `random`. Default 1. */
   seed?: number;
   /**
-   * `dtr` and `msps`: walk every candidate's evicted regions afresh at every
-   * choice, without caches or pruning; `dtr-eq`: sum every candidate's
-   * neighbouring classes afresh (slow; the reference the cached search is
-   * tested against: the choices are the same).
+   * The reference the fast searches are tested against (the choices are the
+   * same): every choice scans the pool (`lru`, `largest`: no heap) and scores
+   * every candidate afresh (`dtr`, `msps`: walks its regions; `dtr-eq`: sums
+   * its neighbouring classes), without caches or pruning (slow).
    */
   uncachedRegions?: boolean;
   /**
@@ -101,10 +102,9 @@ export interface FastReplayOptions {
 }
 
 /**
- * A region walk of a candidate that cannot win goes on until its sum passes
- * the best score so far by this factor: the lower bound it leaves keeps the
- * candidate out of the next choices while its staleness grows (a walk cut at
- * the best score itself is walked again at almost every choice).
+ * A region walk of a candidate that cannot win goes on until its sum passes the best score so far
+ * by this factor: the lower bound it leaves keeps the candidate out of the next choices while its
+ * staleness grows (a walk cut at the best score itself is walked again at almost every choice).
  */
 const SLACK = 4;
 
@@ -165,6 +165,8 @@ class Sim {
   readonly #upLen: Int32Array;
   readonly #downLen: Int32Array;
   readonly #stack: Int32Array;
+  /** `lru`, `largest`: the pool as a heap (null: scanned). */
+  readonly #heap: PoolHeap | null;
   /** Incremented by each choice, which reads (and cleans) the cached region costs. */
   #epoch = 1;
   /** The last region walk stopped at its limit. */
@@ -190,6 +192,8 @@ class Sim {
     this.#upLen = new Int32Array(n);
     this.#downLen = new Int32Array(n);
     this.#refs = this.#links !== null ? new WalkLists(n) : null;
+    const heap = !this.#baseline && !this.#uncached && (h === 4 || h === 5);
+    this.#heap = heap ? new PoolHeap(h === 4 ? (s) => s.lastAccess : (s) => 1 / s.size) : null;
     this.#mat = new Uint8Array(n);
     this.#comp = new Float64Array(n);
     this.#seen = new Int32Array(n);
@@ -248,6 +252,12 @@ class Sim {
 
   // ---------------------------------------------------------------- pool
 
+  /** `s` is read or written now. */
+  #touch(s: Storage): void {
+    s.lastAccess = this.clock;
+    if (s.inPool && this.#h === 4) this.#heap?.push(s);
+  }
+
   #poolAdd(s: Storage): void {
     if (s.inPool) return;
     s.inPool = true;
@@ -258,6 +268,7 @@ class Sim {
     else this.#tail.next = s;
     this.#tail = s;
     this.#poolSize++;
+    this.#heap?.push(s);
   }
 
   #poolRemove(s: Storage): void {
@@ -349,12 +360,12 @@ class Sim {
       }
     }
     this.#materialize(op.outputs[0]!, false);
-    for (const t of op.outputs) t.storage.lastAccess = this.clock;
+    for (const t of op.outputs) this.#touch(t.storage);
   }
 
   #materialize(t: Tensor, remat: boolean): void {
     const ps = t.parents;
-    for (let i = 0; i < ps.length; i++) ps[i]!.storage.lastAccess = this.clock;
+    for (let i = 0; i < ps.length; i++) this.#touch(ps[i]!.storage);
     const undef: Tensor[] = [];
     for (let i = 0; i < ps.length; i++) {
       const p = ps[i]!;
@@ -635,10 +646,7 @@ class Sim {
     return cut ? Infinity : c;
   }
 
-  /**
-   * `dtr`'s cost of `s` (`(compute + regions downstream and upstream) / den`),
-   * or Infinity once it is known to pass `limit`.
-   */
+  /** `dtr`'s cost of `s` (`(compute + regions down and up) / den`), or Infinity once past `limit`. */
   #dtrCost(s: Storage, den: number, limit: number): number {
     const f = this.#region(s, false, s.compute + s.rev, den, limit * SLACK);
     if (f === Infinity) return Infinity;
@@ -656,12 +664,10 @@ class Sim {
     return cost === 0 ? s.seq < best.seq : s.seq > best.seq;
   }
 
-  /**
-   * The choice: the storage of the pool (scanned in order) of least score, the
-   * last of equal scores, the first of score zero.
-   */
+  /** The choice: the pool storage (in order) of least score; of equal ones the last, of 0 the first. */
   #choose(): Storage {
     if (this.#regions && !this.#uncached) return this.#chooseRegions();
+    if (this.#heap !== null) return this.#heap.top(this.#poolSize)!;
     let best: Storage | null = null;
     let bestCost = Infinity;
     const h = this.#h, clock = this.clock;

@@ -234,7 +234,7 @@ Deno.test("dtr and msps: the cached region search makes the choices of a fresh w
   }
 });
 
-Deno.test("dtr, msps and dtr-eq: the cached search chooses what a fresh walk of every candidate chooses, choice by choice", () => {
+Deno.test("dtr, msps, dtr-eq, lru, largest: the fast search chooses what a scan scoring every candidate afresh chooses, choice by choice", () => {
   // LSTM-like traces of several shapes and seeds (their evicted regions are long chains
   // that rematerializations cut), budgets from loose to thrashing; the whole sequence of
   // evicted storages must be the same as the uncached reference's.
@@ -243,7 +243,7 @@ Deno.test("dtr, msps and dtr-eq: the cached search chooses what a fresh walk of 
   for (const [steps, layers, seed] of shapes) {
     const c = compileTrace(parseTrace(lstmLikeTrace({ steps, layers, seed })));
     const base = fastReplay(c, { budgetBytes: Infinity, policy: "dtr", overheadLimit: 2 });
-    for (const policy of ["dtr", "msps", "dtr-eq"]) {
+    for (const policy of ["dtr", "msps", "dtr-eq", "lru", "largest"]) {
       for (const ratio of [0.7, 0.5, 0.35, 0.3, 0.25, 0.2]) {
         const o = { budgetBytes: Math.floor(ratio * base.peakBytes), policy, overheadLimit: 4 };
         const a: number[] = [], b: number[] = [];

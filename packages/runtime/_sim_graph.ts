@@ -269,3 +269,100 @@ export class WalkLists {
     this.#top = top;
   }
 }
+
+/**
+ * The pool of `lru` or `largest` as a binary heap by (key ascending, pool
+ * order descending): the top is what a scan of the pool in order keeping the
+ * last storage of least key finds. Entries are pushed when a storage enters
+ * the pool or (`lru`) its key changes there, and dropped when they surface
+ * stale (the storage left the pool, re-entered it, or has another key).
+ */
+export class PoolHeap {
+  #key = new Float64Array(1024);
+  #seq = new Int32Array(1024);
+  #s: Storage[] = [];
+  #n = 0;
+
+  /** `key(s)`: the storage's score (`lru`: its last access; `largest`: 1 / size). */
+  constructor(readonly key: (s: Storage) => number) {}
+
+  /** Adds an entry for `s` (in the pool) at its current key. */
+  push(s: Storage): void {
+    if (this.#n === this.#key.length) {
+      const k = new Float64Array(2 * this.#n), q = new Int32Array(2 * this.#n);
+      k.set(this.#key);
+      q.set(this.#seq);
+      this.#key = k;
+      this.#seq = q;
+    }
+    let i = this.#n++;
+    const key = this.key(s), seq = s.seq;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.#before(key, seq, p)) break;
+      this.#move(p, i);
+      i = p;
+    }
+    this.#set(i, key, seq, s);
+  }
+
+  /** The storage a scan of the pool would choose (null: the pool is empty). */
+  top(poolSize: number): Storage | null {
+    if (this.#n > 2 * poolSize + 1024) this.#rebuild();
+    while (this.#n > 0) {
+      const s = this.#s[0]!;
+      if (s.inPool && s.seq === this.#seq[0] && this.key(s) === this.#key[0]) return s;
+      const n = --this.#n;
+      const key = this.#key[n]!, seq = this.#seq[n]!, last = this.#s[n]!;
+      this.#s.length = n;
+      if (n > 0) this.#siftDown(0, key, seq, last);
+    }
+    return null;
+  }
+
+  #before(key: number, seq: number, j: number): boolean {
+    const kj = this.#key[j]!;
+    return key < kj || (key === kj && seq > this.#seq[j]!);
+  }
+
+  #set(i: number, key: number, seq: number, s: Storage): void {
+    this.#key[i] = key;
+    this.#seq[i] = seq;
+    this.#s[i] = s;
+  }
+
+  #move(from: number, to: number): void {
+    this.#set(to, this.#key[from]!, this.#seq[from]!, this.#s[from]!);
+  }
+
+  #siftDown(i: number, key: number, seq: number, s: Storage): void {
+    const n = this.#n;
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && this.#before(this.#key[c + 1]!, this.#seq[c + 1]!, c)) c++;
+      if (!this.#beforeEntry(c, key, seq)) break;
+      this.#move(c, i);
+      i = c;
+    }
+    this.#set(i, key, seq, s);
+  }
+
+  /** Whether entry `c` comes before (key, seq). */
+  #beforeEntry(c: number, key: number, seq: number): boolean {
+    const kc = this.#key[c]!;
+    return kc < key || (kc === key && this.#seq[c]! > seq);
+  }
+
+  /** Keeps the entries still valid only. */
+  #rebuild(): void {
+    const keep: Storage[] = [];
+    for (let i = 0; i < this.#n; i++) {
+      const s = this.#s[i]!;
+      if (s.inPool && s.seq === this.#seq[i] && this.key(s) === this.#key[i]) keep.push(s);
+    }
+    this.#n = 0;
+    this.#s.length = 0;
+    for (const s of keep) this.push(s);
+  }
+}
