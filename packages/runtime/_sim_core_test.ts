@@ -233,3 +233,29 @@ Deno.test("dtr and msps: the cached region search makes the choices of a fresh w
     }
   }
 });
+
+Deno.test("dtr, msps, dtr-eq, lru, largest: the fast search chooses what a scan scoring every candidate afresh chooses, choice by choice", () => {
+  // LSTM-like traces of several shapes and seeds (their evicted regions are long chains
+  // that rematerializations cut), budgets from loose to thrashing; the whole sequence of
+  // evicted storages must be the same as the uncached reference's.
+  let choices = 0;
+  const shapes: [number, number, number][] = [[16, 1, 5], [10, 2, 6], [8, 3, 7], [20, 2, 8]];
+  for (const [steps, layers, seed] of shapes) {
+    const c = compileTrace(parseTrace(lstmLikeTrace({ steps, layers, seed })));
+    const base = fastReplay(c, { budgetBytes: Infinity, policy: "dtr", overheadLimit: 2 });
+    for (const policy of ["dtr", "msps", "dtr-eq", "lru", "largest"]) {
+      for (const ratio of [0.7, 0.5, 0.35, 0.3, 0.25, 0.2]) {
+        const o = { budgetBytes: Math.floor(ratio * base.peakBytes), policy, overheadLimit: 4 };
+        const a: number[] = [], b: number[] = [];
+        const x = fastReplay(c, { ...o, choices: a });
+        const y = fastReplay(c, { ...o, choices: b, uncachedRegions: true });
+        const at = `steps ${steps}, layers ${layers}, seed ${seed}: ${policy} at ${ratio}`;
+        assert.equal(a.length, x.evictions, at);
+        assert.deepEqual(a, b, at);
+        assert.deepEqual([x.reason, x.overhead, x.remats], [y.reason, y.overhead, y.remats], at);
+        choices += a.length;
+      }
+    }
+  }
+  assert.ok(choices > 1000, `only ${choices} choices compared`);
+});

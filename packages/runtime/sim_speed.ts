@@ -9,6 +9,7 @@
  * inflates less than wall time; each figure is the median of `--runs` runs.
  *
  * Run: `deno run -A packages/runtime/sim_speed.ts [--runs 3] [--policies dtr-eq,dtr,...]`
+ * (`--help` prints the options).
  *
  * @module
  */
@@ -104,10 +105,36 @@ if (import.meta.main) {
     options: {
       runs: { type: "string", default: "3" },
       policies: { type: "string", default: [...FAST_POLICIES].join(",") },
+      help: { type: "boolean", default: false },
     },
   });
-  const runs = Math.max(1, Number(values.runs) | 0);
+  if (values.help) {
+    console.log(
+      `usage: deno run -A packages/runtime/sim_speed.ts [--runs N] [--policies P,...]
+
+  --runs N        runs per figure, the median is printed (default 3)
+  --policies P,.. policies to time (default ${[...FAST_POLICIES].join(",")})
+
+Prints per log (the shared DTR logs in ../shared/traces/ when present, and a generated
+LSTM-like log of ~48k lines) and policy: the CPU ms of parsing and compiling, of the
+budget-free baseline, of the replays at 0.5 and 0.3 of its peak, their sum, how many
+times faster that is than the published simulator's whole-process time where known,
+and the overheads at 0.5 and 0.3.`,
+    );
+    Deno.exit(0);
+  }
+  const runs = Number(values.runs);
+  if (!Number.isInteger(runs) || runs < 1) {
+    throw new RangeError(`sim_speed: --runs must be a positive integer, not "${values.runs}"`);
+  }
   const policies = values.policies.split(",");
+  for (const p of policies) {
+    if (!FAST_POLICIES.has(p)) {
+      throw new RangeError(
+        `sim_speed: unknown policy "${p}" (one of ${[...FAST_POLICIES].join(", ")})`,
+      );
+    }
+  }
   const logs: [string, string][] = [];
   for (const name of ["resnet32-56.log", "unet-6.log", "unroll_gan-512.log"]) {
     try {
