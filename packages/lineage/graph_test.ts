@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type CallNode, Lineage, type StorageNode, type TensorNode } from "./graph.ts";
+import { type CallNode, costCaches, Lineage, type StorageNode, type TensorNode } from "./graph.ts";
 import { classValue, EqNode, find, merge } from "./union_find.ts";
 
 /**
@@ -56,10 +56,10 @@ Deno.test("Lineage.evictedNeighborhood() follows evicted storages transitively",
 Deno.test("Lineage.neighborClassCost() counts each evicted equivalence class once", () => {
   const { g, a, b, c, d } = diamond();
   evict(b, c);
-  b.storage.eq = new EqNode(2);
-  c.storage.eq = new EqNode(4);
+  const bq = costCaches(b.storage).eq = new EqNode(2);
+  const cq = costCaches(c.storage).eq = new EqNode(4);
   assert.equal(g.neighborClassCost(d.storage), 6, "two classes");
-  merge(b.storage.eq, c.storage.eq);
+  merge(bq, cq);
   assert.equal(g.neighborClassCost(d.storage), 6, "one class of 6, counted once");
   assert.equal(g.neighborClassCost(a.storage), 6);
 });
@@ -157,7 +157,9 @@ Deno.test("Lineage.neighborClassCost() remembers storages without evicted neighb
     }
     nbrs.delete(s);
     const roots = new Set<EqNode>();
-    for (const n of nbrs) if (n.residency === "evicted" && n.eq !== null) roots.add(find(n.eq));
+    for (const n of nbrs) {
+      if (n.residency === "evicted" && n.caches?.eq) roots.add(find(n.caches.eq));
+    }
     let sum = 0;
     for (const r of roots) sum += r.value;
     return sum;
@@ -183,17 +185,15 @@ Deno.test("Lineage.neighborClassCost() remembers storages without evicted neighb
       const s = ts[Math.floor(rnd() * ts.length)]!.storage;
       if (s.residency === "resident" && rnd() < 0.6) {
         s.residency = "evicted";
-        s.eq = new EqNode(s.compute);
-        for (const n of g.evictedNeighbors(s)) if (n.eq !== null) merge(n.eq, s.eq);
+        g.joinEvictedClass(s);
       } else if (s.residency === "evicted") {
         s.residency = "resident";
-        if (s.eq !== null) find(s.eq).value -= s.compute;
-        s.eq = null;
+        g.leaveClass(s);
       }
     }
     for (const t of ts) {
       const s = t.storage;
-      const known = s.noEvictedNeighbors !== 0;
+      const known = (s.caches?.noEvictedNeighbors ?? 0) !== 0;
       assert.equal(g.neighborClassCost(s), brute(s), `step ${step}, storage ${s.id}`);
       if (known) hits++;
     }

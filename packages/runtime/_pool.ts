@@ -9,7 +9,8 @@ import type { StorageNode } from "@libra/lineage";
 
 /**
  * The evictable pool: an array for O(1) random access (sampling) and an
- * intrusive doubly linked list through the storages for insertion order (a
+ * intrusive doubly linked list through the storages' `PoolLinks` (`s.pool`,
+ * which only this pool reads or writes) for insertion order (a
  * `Set` reallocates its table when a small pool churns, which cost more than a
  * whole kernel call). Not to be modified while iterated.
  */
@@ -34,34 +35,36 @@ export class Pool implements EvictablePool {
   }
   /** Adds `s` at the end (no-op when it is a member). */
   add(s: StorageNode): void {
-    if (s.poolIndex >= 0) return;
-    s.poolIndex = this.items.length;
+    const l = s.pool;
+    if (l.index >= 0) return;
+    l.index = this.items.length;
     this.items.push(s);
     const tail = this.#tail;
-    s.poolPrev = tail;
-    s.poolNext = null;
+    l.prev = tail;
+    l.next = null;
     if (tail === null) this.#head = s;
-    else tail.poolNext = s;
+    else tail.pool.next = s;
     this.#tail = s;
     this.bytes += s.bytes;
   }
   /** Removes `s` (no-op when it is not a member). */
   remove(s: StorageNode): void {
-    const i = s.poolIndex;
+    const l = s.pool;
+    const i = l.index;
     if (i < 0) return;
     const last = this.items.pop()!;
     if (last !== s) {
       this.items[i] = last;
-      last.poolIndex = i;
+      last.pool.index = i;
     }
-    s.poolIndex = -1;
-    const prev = s.poolPrev, next = s.poolNext;
+    l.index = -1;
+    const prev = l.prev, next = l.next;
     if (prev === null) this.#head = next;
-    else prev.poolNext = next;
+    else prev.pool.next = next;
     if (next === null) this.#tail = prev;
-    else next.poolPrev = prev;
-    s.poolPrev = null;
-    s.poolNext = null;
+    else next.pool.prev = prev;
+    l.prev = null;
+    l.next = null;
     this.bytes -= s.bytes;
   }
 }
@@ -74,7 +77,7 @@ class PoolIterator implements Iterator<StorageNode> {
   next(): IteratorResult<StorageNode> {
     const c = this.#cur;
     if (c === null) return { done: true, value: undefined };
-    this.#cur = c.poolNext;
+    this.#cur = c.pool.next;
     return { done: false, value: c };
   }
 }
