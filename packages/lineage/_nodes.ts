@@ -30,78 +30,46 @@ export interface EvictedComponent {
   readonly version: number;
 }
 
-/**
- * A storage's caches for the lineage's cost questions, owned by its
- * {@link Lineage} (`null` on a storage until a cost function asks about it or
- * near it, so storages of runs whose policy asks nothing carry none).
- *
- * - `regionCost`, `regionVersion`, `component`: the evicted region
- *   ({@link Lineage.evictedNeighborhoodCost}, `dtr`);
- * - `noEvictedNeighbors`, `neighbors`, `neighborsAt`: the neighbour list and
- *   "no evicted neighbour" flag ({@link Lineage.neighborClassCost}, `dtr-eq`);
- * - `eq`: the storage's `dtr-eq` equivalence class while evicted, which the
- *   runtime keeps through {@link Lineage.joinEvictedClass},
- *   {@link Lineage.leaveClass} and {@link Lineage.forgetClass} once a policy
- *   needs classes.
- *
- * Every field is set in the constructor (one shape for all records).
- */
-export class CostCaches {
-  /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `regionVersion` is current). */
-  regionCost = 0;
-  /** Version of {@link regionCost}; -1 when stale. */
-  regionVersion: number = -1;
-  /** While evicted: the connected evicted component holding the storage (cached by version). */
-  component: EvictedComponent | null = null;
-  /** Non-zero when the storage is known to have no evicted neighbour; 0 when unknown. */
-  noEvictedNeighbors = 0;
-  /**
-   * Every neighbour (evicted or not) in the order {@link Lineage.evictedNeighbors}
-   * walks them, kept while the edges stay as they were (valid when
-   * {@link neighborsAt} is the lineage's edge epoch).
-   */
-  neighbors: StorageNode[] | null = null;
-  /** Edge epoch {@link neighbors} was walked at; 0 when it lapsed. */
-  neighborsAt = 0;
-  /** Equivalence-class node while evicted (`dtr-eq`); `null` otherwise. */
-  eq: EqNode | null = null;
+/** A storage's cached evicted region, kept by its {@link Lineage}. */
+export interface RegionCache {
+  /** Cached {@link Lineage.evictedNeighborhoodCost} (valid while `version` is current). */
+  cost: number;
+  /** Version of {@link cost}; -1 when stale. */
+  version: number;
+  /** While evicted: the connected evicted component holding it. */
+  component: EvictedComponent | null;
 }
 
-/** The {@link CostCaches} of `s`, made (empty) on first use. */
-export function costCaches(s: StorageNode): CostCaches {
-  return s.caches ??= new CostCaches();
-}
-
-/**
- * A storage's links in the runtime's evictable pool, owned by that pool
- * (`@libra/runtime`); the lineage never reads them. One record per storage,
- * made with it: the pool's insert and remove touch nothing else.
- */
-export class PoolLinks {
-  /** Position in the pool's array of members, or -1 outside the pool. */
-  index: number = -1;
-  /** Previous member in insertion order (null at the head or outside). */
-  prev: StorageNode | null = null;
-  /** Next member in insertion order (null at the tail or outside). */
-  next: StorageNode | null = null;
+/** An empty region cache (stale, no component). */
+export function newRegionCache(): RegionCache {
+  return { cost: 0, version: -1, component: null };
 }
 
 /**
  * A storage: one device allocation shared by a tensor and its views.
  *
- * Its state is grouped by owner:
- * - graph facts on the node itself: identity and size, the tensors, residency,
- *   pins, locks, references, compute, last access and the counters of
- *   evictions and re-materializations; the lineage makes and links the node,
- *   the runtime updates residency, pins, locks, references and clock, and
- *   policies read them;
- * - {@link caches}: the lineage's {@link CostCaches} (evicted regions,
- *   neighbour lists, `dtr-eq` classes), kept by its cost functions;
- * - {@link pool}: the runtime's {@link PoolLinks};
- * - {@link data} and {@link host}: the runtime executor's payloads;
- * - {@link stamp}: traversal scratch shared by every walk (lineage and
- *   runtime alike draw stamps from {@link Lineage.nextStamp}), flat because
- *   each step of a walk reads it.
+ * Its state, by owner (every field lives on the node: the owners' records
+ * stay flat because the hot loops read them per storage, where a record of
+ * their own would add a memory load, often a cache miss, per storage; grouped
+ * that way, eviction-heavy bookkeeping and pool updates were measurably
+ * slower):
+ * - graph facts: `id`, `bytes`, `tensors`, `owner`, `residency`, `compute`
+ *   (the lineage makes and links the node and sums `compute`), `locks`,
+ *   `pinned`, `extRefs`, `lastAccess` and the counters `evictions` and
+ *   `remats` (the runtime updates them; policies read them);
+ * - the lineage's cost caches, kept by its cost functions and by nothing
+ *   else: {@link regions} (`dtr`'s evicted regions, one record made on first
+ *   use, off the per-call path), {@link noEvictedNeighbors},
+ *   {@link neighborList}, {@link neighborListAt} and {@link eq} (`dtr-eq`,
+ *   read for every sampled candidate and its evicted neighbours; the runtime
+ *   keeps the classes only through {@link Lineage.joinEvictedClass},
+ *   {@link Lineage.leaveClass} and {@link Lineage.forgetClass});
+ * - the runtime's: the evictable pool's links {@link poolIndex},
+ *   {@link poolPrev} and {@link poolNext} (written on every insert and
+ *   remove, several per call; the lineage never reads them) and the
+ *   executor's payloads {@link data} and {@link host};
+ * - {@link stamp}: traversal scratch of every walk (lineage and runtime alike
+ *   draw stamps from {@link Lineage.nextStamp}).
  */
 export class StorageNode {
   /** Unique id. */
@@ -114,12 +82,24 @@ export class StorageNode {
   /** The graph that made this storage (told when it enters or leaves `evicted`). */
   owner: Lineage | null = null;
   /**
-   * The lineage's cost caches; `null` until a cost function asks about this
-   * storage or a neighbour's class is kept (see {@link CostCaches}).
+   * The lineage's cache of its evicted region (see
+   * {@link Lineage.evictedNeighborhoodCost}); `null` until a policy that reads
+   * regions asks, so storages of other runs do not carry it.
    */
-  caches: CostCaches | null = null;
-  /** Links in the runtime's evictable pool (see {@link PoolLinks}). */
-  readonly pool: PoolLinks = new PoolLinks();
+  regions: RegionCache | null = null;
+  /**
+   * Non-zero when the storage is known to have no evicted neighbour (see
+   * {@link Lineage.neighborClassCost}); 0 when unknown.
+   */
+  noEvictedNeighbors = 0;
+  /**
+   * Every neighbour (evicted or not) in the order {@link Lineage.evictedNeighbors}
+   * walks them, kept by {@link Lineage.neighborClassCost} while the edges stay
+   * as they were (valid when {@link neighborListAt} is the lineage's edge epoch).
+   */
+  neighborList: StorageNode[] | null = null;
+  /** See {@link neighborList}; 0 when it lapsed. */
+  neighborListAt = 0;
 
   /** Current residency. */
   get residency(): Residency {
@@ -150,6 +130,17 @@ export class StorageNode {
   lastAccess: number = -Infinity;
   /** Summed cost of the distinct calls producing the tensors of this storage. */
   compute = 0;
+  /**
+   * `dtr-eq`'s equivalence-class node while evicted and classes are kept;
+   * `null` otherwise (written only through the lineage's class methods).
+   */
+  eq: EqNode | null = null;
+  /** Position in the runtime's evictable pool, or -1 (owned by the pool). */
+  poolIndex: number = -1;
+  /** Previous member of the runtime's evictable pool in insertion order (null at the head or outside). */
+  poolPrev: StorageNode | null = null;
+  /** Next member of the runtime's evictable pool in insertion order (null at the tail or outside). */
+  poolNext: StorageNode | null = null;
   /** Scratch stamp for traversals (see {@link Lineage.nextStamp}). */
   stamp = 0;
   /** Times evicted (drop or swap), counted by the runtime. */

@@ -15,10 +15,9 @@ import { jsonToDot, lineageToJSON } from "./_export.ts";
 import { addToClass, EqNode, find, merge } from "./union_find.ts";
 import {
   CallNode,
-  CostCaches,
-  costCaches,
   type EvictedComponent,
-  PoolLinks,
+  newRegionCache,
+  type RegionCache,
   type Residency,
   StorageNode,
   TensorNode,
@@ -26,10 +25,8 @@ import {
 
 export {
   CallNode,
-  CostCaches,
-  costCaches,
   type EvictedComponent,
-  PoolLinks,
+  type RegionCache,
   type Residency,
   StorageNode,
   TensorNode,
@@ -177,8 +174,16 @@ export class Lineage {
     }
     if (this.cachesEvictedNeighbors) {
       // New edges between every input and output storage: their caches lapse.
-      for (let i = 0; i < inputs.length; i++) lapseNeighbors(inputs[i]!.storage.caches);
-      for (let i = 0; i < n; i++) lapseNeighbors(outs[i]!.storage.caches);
+      for (let i = 0; i < inputs.length; i++) {
+        const s = inputs[i]!.storage;
+        s.noEvictedNeighbors = 0;
+        s.neighborListAt = 0;
+      }
+      for (let i = 0; i < n; i++) {
+        const s = outs[i]!.storage;
+        s.noEvictedNeighbors = 0;
+        s.neighborListAt = 0;
+      }
     }
     return call.outputs;
   }
@@ -245,8 +250,7 @@ export class Lineage {
    * is evicted or a call adds edges to it ({@link evictedNeighborAppeared}).
    */
   neighborClassCost(s: StorageNode): number {
-    const sc = s.caches;
-    if (sc !== null && sc.noEvictedNeighbors === NONE_EVICTED) return 0;
+    if (s.noEvictedNeighbors === NONE_EVICTED) return 0;
     if (!this.cachesEvictedNeighbors) {
       // From now on every eviction clears the caches of the storages next to it.
       this.cachesEvictedNeighbors = true;
@@ -256,24 +260,22 @@ export class Lineage {
     if (this.cachesNeighborLists) {
       // The evicted members of the kept neighbour list: what a walk would find, in its order.
       ns = this.#scratch;
-      const all = sc !== null && sc.neighborsAt === this.#edgeEpoch
-        ? sc.neighbors!
-        : this.#neighborList(s);
+      const all = s.neighborListAt === this.#edgeEpoch ? s.neighborList! : this.#neighborList(s);
       for (let i = 0; i < all.length; i++) {
         const n = all[i]!;
         if (n.residency === "evicted") ns.push(n);
       }
     } else ns = this.evictedNeighbors(s, this.#scratch);
     if (ns.length === 0) {
-      costCaches(s).noEvictedNeighbors = NONE_EVICTED;
+      s.noEvictedNeighbors = NONE_EVICTED;
       return 0;
     }
     let sum = 0;
     const roots = this.#roots;
     for (let i = 0; i < ns.length; i++) {
-      const nc = ns[i]!.caches;
-      if (nc === null || nc.eq === null) continue;
-      const r = find(nc.eq);
+      const n = ns[i]!;
+      if (n.eq === null) continue;
+      const r = find(n.eq);
       if (!roots.includes(r)) {
         roots.push(r);
         sum += r.value;
@@ -287,14 +289,14 @@ export class Lineage {
   /**
    * `dtr-eq`'s classes: evicted `s` gets a class of its own compute, merged
    * with the classes of its evicted neighbours (the runtime calls it on every
-   * drop once a policy needs classes, see {@link CostCaches.eq}).
+   * drop once a policy needs classes; see {@link StorageNode.eq}).
    */
   joinEvictedClass(s: StorageNode): void {
-    const eq = costCaches(s).eq = new EqNode(s.compute);
+    const eq = s.eq = new EqNode(s.compute);
     const ns = this.evictedNeighbors(s, this.#scratch);
     for (let i = 0; i < ns.length; i++) {
-      const nc = ns[i]!.caches;
-      if (nc !== null && nc.eq !== null) merge(nc.eq, eq);
+      const n = ns[i]!;
+      if (n.eq !== null) merge(n.eq, eq);
     }
     ns.length = 0;
   }
@@ -304,25 +306,23 @@ export class Lineage {
    * split) and it holds none any more. No-op without a class.
    */
   leaveClass(s: StorageNode): void {
-    const c = s.caches;
-    if (c !== null && c.eq !== null) {
-      addToClass(c.eq, -s.compute);
-      c.eq = null;
+    if (s.eq !== null) {
+      addToClass(s.eq, -s.compute);
+      s.eq = null;
     }
   }
 
-  /** `s`'s value is gone (freed or retired): it holds no class, which keeps its value. */
+  /** `s`'s value is gone (freed or retired): it holds no class (the class keeps its value). */
   forgetClass(s: StorageNode): void {
-    const c = s.caches;
-    if (c !== null) c.eq = null;
+    s.eq = null;
   }
 
-  /** `s`'s `dtr-eq` class node, or `null` (see {@link CostCaches.eq}). */
+  /** `s`'s `dtr-eq` class node, or `null` (see {@link StorageNode.eq}). */
   classOf(s: StorageNode): EqNode | null {
-    return s.caches?.eq ?? null;
+    return s.eq;
   }
 
-  /** Walks and keeps `s`'s neighbours (see {@link CostCaches.neighbors}). */
+  /** Walks and keeps `s`'s neighbours (see {@link StorageNode.neighborList}). */
   #neighborList(s: StorageNode): StorageNode[] {
     const stamp = this.nextStamp();
     s.stamp = stamp;
@@ -348,9 +348,8 @@ export class Lineage {
         }
       }
     }
-    const c = costCaches(s);
-    c.neighbors = out;
-    c.neighborsAt = this.#edgeEpoch;
+    s.neighborList = out;
+    s.neighborListAt = this.#edgeEpoch;
     return out;
   }
 
@@ -389,16 +388,10 @@ export class Lineage {
     for (const t of v.tensors) {
       const p = t.producer;
       if (p !== null) {
-        for (const inp of p.inputs) {
-          const c = inp.storage.caches;
-          if (c !== null) c.noEvictedNeighbors = 0;
-        }
+        for (const inp of p.inputs) inp.storage.noEvictedNeighbors = 0;
       }
       for (const c of t.consumers) {
-        for (const o of c.outputs) {
-          const oc = o.storage.caches;
-          if (oc !== null) oc.noEvictedNeighbors = 0;
-        }
+        for (const o of c.outputs) o.storage.noEvictedNeighbors = 0;
       }
     }
   }
@@ -448,18 +441,18 @@ export class Lineage {
       this.tracksNeighborhoods = true;
       this.#nbhdVersion++;
     }
-    const rc = s.caches;
-    if (rc !== null && rc.regionVersion === this.#nbhdVersion && s.residency !== "evicted") {
-      return rc.regionCost;
+    const rc = s.regions;
+    if (rc !== null && rc.version === this.#nbhdVersion && s.residency !== "evicted") {
+      return rc.cost;
     }
     let sum = s.residency === "evicted" ? -1 : this.#componentSum(s);
     if (sum < 0) {
       sum = 0;
       for (const n of this.evictedNeighborhood(s)) sum += n.compute;
     }
-    const r = costCaches(s);
-    r.regionCost = sum;
-    r.regionVersion = this.#nbhdVersion;
+    const r = s.regions ??= newRegionCache();
+    r.cost = sum;
+    r.version = this.#nbhdVersion;
     return sum;
   }
 
@@ -503,7 +496,7 @@ export class Lineage {
 
   /** The evicted component holding `v` (evicted), built by a walk when not cached. */
   #component(v: StorageNode): EvictedComponent {
-    const cached = v.caches?.component ?? null;
+    const cached = v.regions?.component ?? null;
     if (cached !== null && cached.version === this.#nbhdVersion) return cached;
     const members: StorageNode[] = [v];
     const stamp = this.nextStamp();
@@ -543,7 +536,7 @@ export class Lineage {
       exact: ints && abs <= Number.MAX_SAFE_INTEGER,
       version: this.#nbhdVersion,
     };
-    for (const m of members) costCaches(m).component = comp;
+    for (const m of members) (m.regions ??= newRegionCache()).component = comp;
     return comp;
   }
 
@@ -575,9 +568,9 @@ export class Lineage {
    * evicted component holding `v`, the only storages whose neighbourhood changes.
    */
   neighborhoodChanged(v: StorageNode): void {
-    const rv = v.caches;
+    const rv = v.regions;
     if (rv !== null) {
-      rv.regionVersion = -1;
+      rv.version = -1;
       rv.component = null;
     }
     const stamp = this.nextStamp();
@@ -586,14 +579,14 @@ export class Lineage {
     const visit = (n: StorageNode): void => {
       if (n.stamp === stamp) return;
       n.stamp = stamp;
-      const r = n.caches;
+      const r = n.regions;
       if (n.residency === "evicted") {
         if (r !== null) {
-          r.regionVersion = -1;
+          r.version = -1;
           r.component = null;
         }
         stack.push(n);
-      } else if (r !== null) r.regionVersion = -1;
+      } else if (r !== null) r.version = -1;
     };
     while (stack.length > 0) {
       const cur = stack.pop()!;
@@ -692,16 +685,8 @@ export class Lineage {
   }
 }
 
-/** {@link CostCaches.noEvictedNeighbors} of a storage known to have no evicted neighbour. */
+/** {@link StorageNode.noEvictedNeighbors} of a storage known to have no evicted neighbour. */
 const NONE_EVICTED = 1;
-
-/** New edges at a storage: its kept neighbour list and "no evicted neighbour" flag lapse. */
-function lapseNeighbors(c: CostCaches | null): void {
-  if (c !== null) {
-    c.noEvictedNeighbors = 0;
-    c.neighborsAt = 0;
-  }
-}
 
 const FRESH: (readonly number[])[] = [];
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type CallNode, costCaches, Lineage, type StorageNode, type TensorNode } from "./graph.ts";
+import { type CallNode, Lineage, type StorageNode, type TensorNode } from "./graph.ts";
 import { classValue, EqNode, find, merge } from "./union_find.ts";
 
 /**
@@ -56,10 +56,10 @@ Deno.test("Lineage.evictedNeighborhood() follows evicted storages transitively",
 Deno.test("Lineage.neighborClassCost() counts each evicted equivalence class once", () => {
   const { g, a, b, c, d } = diamond();
   evict(b, c);
-  const bq = costCaches(b.storage).eq = new EqNode(2);
-  const cq = costCaches(c.storage).eq = new EqNode(4);
+  b.storage.eq = new EqNode(2);
+  c.storage.eq = new EqNode(4);
   assert.equal(g.neighborClassCost(d.storage), 6, "two classes");
-  merge(bq, cq);
+  merge(b.storage.eq, c.storage.eq);
   assert.equal(g.neighborClassCost(d.storage), 6, "one class of 6, counted once");
   assert.equal(g.neighborClassCost(a.storage), 6);
 });
@@ -157,9 +157,7 @@ Deno.test("Lineage.neighborClassCost() remembers storages without evicted neighb
     }
     nbrs.delete(s);
     const roots = new Set<EqNode>();
-    for (const n of nbrs) {
-      if (n.residency === "evicted" && n.caches?.eq) roots.add(find(n.caches.eq));
-    }
+    for (const n of nbrs) if (n.residency === "evicted" && n.eq !== null) roots.add(find(n.eq));
     let sum = 0;
     for (const r of roots) sum += r.value;
     return sum;
@@ -193,7 +191,7 @@ Deno.test("Lineage.neighborClassCost() remembers storages without evicted neighb
     }
     for (const t of ts) {
       const s = t.storage;
-      const known = (s.caches?.noEvictedNeighbors ?? 0) !== 0;
+      const known = s.noEvictedNeighbors !== 0;
       assert.equal(g.neighborClassCost(s), brute(s), `step ${step}, storage ${s.id}`);
       if (known) hits++;
     }

@@ -60,7 +60,7 @@ export class EngineState {
   /** The model call whose cost the cost model sets after its first execution. */
   pricing: CallNode | null = null;
   /**
-   * Keep `dtr-eq`'s evicted equivalence classes (`CostCaches.eq`, through
+   * Keep `dtr-eq`'s evicted equivalence classes (`StorageNode.eq`, through
    * the lineage's `joinEvictedClass`, `leaveClass`, `forgetClass`): on from
    * the first policy that needs them (see `PolicyNeeds`), for good.
    */

@@ -9,8 +9,7 @@ import type { StorageNode } from "@libra/lineage";
 
 /**
  * The evictable pool: an array for O(1) random access (sampling) and an
- * intrusive doubly linked list through the storages' `PoolLinks` (`s.pool`,
- * which only this pool reads or writes) for insertion order (a
+ * intrusive doubly linked list through the storages for insertion order (a
  * `Set` reallocates its table when a small pool churns, which cost more than a
  * whole kernel call). Not to be modified while iterated.
  */
@@ -35,36 +34,34 @@ export class Pool implements EvictablePool {
   }
   /** Adds `s` at the end (no-op when it is a member). */
   add(s: StorageNode): void {
-    const l = s.pool;
-    if (l.index >= 0) return;
-    l.index = this.items.length;
+    if (s.poolIndex >= 0) return;
+    s.poolIndex = this.items.length;
     this.items.push(s);
     const tail = this.#tail;
-    l.prev = tail;
-    l.next = null;
+    s.poolPrev = tail;
+    s.poolNext = null;
     if (tail === null) this.#head = s;
-    else tail.pool.next = s;
+    else tail.poolNext = s;
     this.#tail = s;
     this.bytes += s.bytes;
   }
   /** Removes `s` (no-op when it is not a member). */
   remove(s: StorageNode): void {
-    const l = s.pool;
-    const i = l.index;
+    const i = s.poolIndex;
     if (i < 0) return;
     const last = this.items.pop()!;
     if (last !== s) {
       this.items[i] = last;
-      last.pool.index = i;
+      last.poolIndex = i;
     }
-    l.index = -1;
-    const prev = l.prev, next = l.next;
+    s.poolIndex = -1;
+    const prev = s.poolPrev, next = s.poolNext;
     if (prev === null) this.#head = next;
-    else prev.pool.next = next;
+    else prev.poolNext = next;
     if (next === null) this.#tail = prev;
-    else next.pool.prev = prev;
-    l.prev = null;
-    l.next = null;
+    else next.poolPrev = prev;
+    s.poolPrev = null;
+    s.poolNext = null;
     this.bytes -= s.bytes;
   }
 }
@@ -77,7 +74,7 @@ class PoolIterator implements Iterator<StorageNode> {
   next(): IteratorResult<StorageNode> {
     const c = this.#cur;
     if (c === null) return { done: true, value: undefined };
-    this.#cur = c.pool.next;
+    this.#cur = c.poolNext;
     return { done: false, value: c };
   }
 }
