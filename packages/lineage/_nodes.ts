@@ -48,11 +48,11 @@ export function newRegionCache(): RegionCache {
 /**
  * A storage: one device allocation shared by a tensor and its views.
  *
- * Its state, by owner (every field lives on the node: the owners' records
- * stay flat because the hot loops read them per storage, where a record of
- * their own would add a memory load, often a cache miss, per storage; grouped
- * that way, eviction-heavy bookkeeping and pool updates were measurably
- * slower):
+ * Its state, by owner. Apart from `regions`, the fields live flat on the
+ * node rather than in one record per owner: the hot loops read them per
+ * storage, where a record of their own adds a memory load (often a cache
+ * miss) per storage; grouped that way, eviction-heavy bookkeeping and pool
+ * updates were measurably slower.
  * - graph facts: `id`, `bytes`, `tensors`, `owner`, `residency`, `compute`
  *   (the lineage makes and links the node and sums `compute`), `locks`,
  *   `pinned`, `extRefs`, `lastAccess` and the counters `evictions` and
