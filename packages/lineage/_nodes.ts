@@ -45,7 +45,32 @@ export function newRegionCache(): RegionCache {
   return { cost: 0, version: -1, component: null };
 }
 
-/** A storage: one device allocation shared by a tensor and its views. */
+/**
+ * A storage: one device allocation shared by a tensor and its views.
+ *
+ * Its state, by owner. Apart from `regions`, the fields live flat on the
+ * node rather than in one record per owner: the hot loops read them per
+ * storage, where a record of their own adds a memory load (often a cache
+ * miss) per storage; grouped that way, eviction-heavy bookkeeping and pool
+ * updates were measurably slower.
+ * - graph facts: `id`, `bytes`, `tensors`, `owner`, `residency`, `compute`
+ *   (the lineage makes and links the node and sums `compute`), `locks`,
+ *   `pinned`, `extRefs`, `lastAccess` and the counters `evictions` and
+ *   `remats` (the runtime updates them; policies read them);
+ * - the lineage's cost caches, kept by its cost functions and by nothing
+ *   else: {@link regions} (`dtr`'s evicted regions, one record made on first
+ *   use, off the per-call path), {@link noEvictedNeighbors},
+ *   {@link neighborList}, {@link neighborListAt} and {@link eq} (`dtr-eq`,
+ *   read for every sampled candidate and its evicted neighbours; the runtime
+ *   keeps the classes only through {@link Lineage.joinEvictedClass},
+ *   {@link Lineage.leaveClass} and {@link Lineage.forgetClass});
+ * - the runtime's: the evictable pool's links {@link poolIndex},
+ *   {@link poolPrev} and {@link poolNext} (written on every insert and
+ *   remove, several per call; the lineage never reads them) and the
+ *   executor's payloads {@link data} and {@link host};
+ * - {@link stamp}: traversal scratch of every walk (lineage and runtime alike
+ *   draw stamps from {@link Lineage.nextStamp}).
+ */
 export class StorageNode {
   /** Unique id. */
   readonly id: number;
@@ -105,23 +130,26 @@ export class StorageNode {
   lastAccess: number = -Infinity;
   /** Summed cost of the distinct calls producing the tensors of this storage. */
   compute = 0;
-  /** Equivalence-class node while evicted (dtr-eq); `null` otherwise. */
+  /**
+   * `dtr-eq`'s equivalence-class node while evicted and classes are kept;
+   * `null` otherwise (written only through the lineage's class methods).
+   */
   eq: EqNode | null = null;
-  /** Position in the runtime's evictable pool, or -1. */
+  /** Position in the runtime's evictable pool, or -1 (owned by the pool). */
   poolIndex: number = -1;
-  /** Neighbours in the runtime's evictable pool, in insertion order (null at the ends or outside). */
+  /** Previous member of the runtime's evictable pool in insertion order (null at the head or outside). */
   poolPrev: StorageNode | null = null;
-  /** See {@link poolPrev}. */
+  /** Next member of the runtime's evictable pool in insertion order (null at the tail or outside). */
   poolNext: StorageNode | null = null;
-  /** Scratch stamp for traversals. */
+  /** Scratch stamp for traversals (see {@link Lineage.nextStamp}). */
   stamp = 0;
-  /** Times evicted (drop or swap). */
+  /** Times evicted (drop or swap), counted by the runtime. */
   evictions = 0;
-  /** Times re-materialized (recompute or swap-in). */
+  /** Times re-materialized (recompute or swap-in), counted by the runtime. */
   remats = 0;
   /** Backend payload (device or host buffer) owned by the runtime's executor. */
   data: unknown = undefined;
-  /** Host copy while swapped. */
+  /** Host copy while swapped (owned by the runtime's executor). */
   host: unknown = undefined;
 
   /** A storage of `bytes` with identifier `id`. */

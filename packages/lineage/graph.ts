@@ -12,7 +12,7 @@
  */
 
 import { jsonToDot, lineageToJSON } from "./_export.ts";
-import { type EqNode, find } from "./union_find.ts";
+import { addToClass, EqNode, find, merge } from "./union_find.ts";
 import {
   CallNode,
   type EvictedComponent,
@@ -284,6 +284,42 @@ export class Lineage {
     ns.length = 0;
     roots.length = 0;
     return sum;
+  }
+
+  /**
+   * `dtr-eq`'s classes: evicted `s` gets a class of its own compute, merged
+   * with the classes of its evicted neighbours (the runtime calls it on every
+   * drop once a policy needs classes; see {@link StorageNode.eq}).
+   */
+  joinEvictedClass(s: StorageNode): void {
+    const eq = s.eq = new EqNode(s.compute);
+    const ns = this.evictedNeighbors(s, this.#scratch);
+    for (let i = 0; i < ns.length; i++) {
+      const n = ns[i]!;
+      if (n.eq !== null) merge(n.eq, eq);
+    }
+    ns.length = 0;
+  }
+
+  /**
+   * `s` is re-materialized: its compute leaves its class (classes never
+   * split) and it holds none any more. No-op without a class.
+   */
+  leaveClass(s: StorageNode): void {
+    if (s.eq !== null) {
+      addToClass(s.eq, -s.compute);
+      s.eq = null;
+    }
+  }
+
+  /** `s`'s value is gone (freed or retired): it holds no class (the class keeps its value). */
+  forgetClass(s: StorageNode): void {
+    s.eq = null;
+  }
+
+  /** `s`'s `dtr-eq` class node, or `null` (see {@link StorageNode.eq}). */
+  classOf(s: StorageNode): EqNode | null {
+    return s.eq;
   }
 
   /** Walks and keeps `s`'s neighbours (see {@link StorageNode.neighborList}). */

@@ -183,12 +183,10 @@ Deno.test("Lineage.neighborClassCost() remembers storages without evicted neighb
       const s = ts[Math.floor(rnd() * ts.length)]!.storage;
       if (s.residency === "resident" && rnd() < 0.6) {
         s.residency = "evicted";
-        s.eq = new EqNode(s.compute);
-        for (const n of g.evictedNeighbors(s)) if (n.eq !== null) merge(n.eq, s.eq);
+        g.joinEvictedClass(s);
       } else if (s.residency === "evicted") {
         s.residency = "resident";
-        if (s.eq !== null) find(s.eq).value -= s.compute;
-        s.eq = null;
+        g.leaveClass(s);
       }
     }
     for (const t of ts) {

@@ -62,7 +62,8 @@ export class EngineState {
   /** The model call whose cost the cost model sets after its first execution. */
   pricing: CallNode | null = null;
   /**
-   * Keep `dtr-eq`'s evicted equivalence classes (`StorageNode.eq`): on from
+   * Keep `dtr-eq`'s evicted equivalence classes (`StorageNode.eq`, through
+   * the lineage's `joinEvictedClass`, `leaveClass`, `forgetClass`): on from
    * the first policy that needs them (see `PolicyNeeds`), for good.
    */
   eqClasses = false;
@@ -77,8 +78,6 @@ export class EngineState {
   readonly fresh: StorageNode[] = [];
   /** Scratch: the walk of `reapAncestors` (see `_upkeep.ts`). */
   readonly reapStack: StorageNode[] = [];
-  /** Scratch: evicted neighbours found when a dropped storage joins their classes. */
-  readonly neighbors: StorageNode[] = [];
   /** The control surface plan hooks get (set by the engine). */
   control!: PlanControl;
 

@@ -8,7 +8,7 @@
  */
 
 import { type EvictAction, type EvictionPolicy, needsOf, type Victim } from "@libra/evict";
-import { EqNode, merge, type StorageNode, type TensorNode } from "@libra/lineage";
+import type { StorageNode, TensorNode } from "@libra/lineage";
 import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
 import { OutOfBudgetError, ThrashingError } from "./errors.ts";
@@ -142,20 +142,11 @@ export function adoptPolicy(e: Engine, k: EngineState, policy: EvictionPolicy): 
   if (needsOf(policy).equivalenceClasses && !k.eqClasses) {
     k.eqClasses = true;
     for (const s of e.lineage.storages.values()) {
-      if (s.residency === "evicted" && s.eq === null) joinClasses(e, k, s);
+      if (s.residency === "evicted" && e.lineage.classOf(s) === null) {
+        e.lineage.joinEvictedClass(s);
+      }
     }
   }
-}
-
-/** Gives evicted `s` a class of its own cost, merged with its evicted neighbours' classes. */
-function joinClasses(e: Engine, k: EngineState, s: StorageNode): void {
-  const eq = s.eq = new EqNode(s.compute);
-  const ns = e.lineage.evictedNeighbors(s, k.neighbors);
-  for (let i = 0; i < ns.length; i++) {
-    const n = ns[i]!;
-    if (n.eq !== null) merge(n.eq, eq);
-  }
-  ns.length = 0;
 }
 
 /** Evicts a resident, unlocked, unpinned storage by dropping or swapping it. */
@@ -199,7 +190,7 @@ function drop(e: Engine, k: EngineState, s: StorageNode, why: "policy" | "eager"
   const eager = why === "eager";
   if (k.eqClasses) {
     const t0 = eager ? 0 : now();
-    joinClasses(e, k, s);
+    e.lineage.joinEvictedClass(s);
     if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
   }
   if (e.recordDecisions && why !== "eager") e.decisions.push(`drop:${s.name}`);

@@ -8,13 +8,7 @@
  * @module
  */
 
-import {
-  addToClass,
-  type CallNode,
-  storageCompute,
-  type StorageNode,
-  type TensorNode,
-} from "@libra/lineage";
+import { type CallNode, storageCompute, type StorageNode, type TensorNode } from "@libra/lineage";
 import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
 import {
@@ -224,10 +218,7 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
   }
   for (const s of fresh) {
     s.residency = "resident";
-    if (s.eq !== null) {
-      addToClass(s.eq, -s.compute);
-      s.eq = null;
-    }
+    e.lineage.leaveClass(s);
     if (remat) {
       s.remats++;
       st.rematBytes += s.bytes;

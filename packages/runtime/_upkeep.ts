@@ -214,7 +214,7 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
     for (const n of between) {
       if (n.residency === "freed") continue;
       if (!isNeeded(e, n)) {
-        n.eq = null;
+        e.lineage.forgetClass(n);
         freeStorage(e, k, n);
       } else if (n.residency === "resident") refreshPool(k, n);
     }
@@ -342,7 +342,7 @@ export function retire(e: Engine, k: EngineState, s: StorageNode, keepMemory: bo
   }
   s.tensors = [];
   s.extRefs -= ext;
-  s.eq = null;
+  e.lineage.forgetClass(s);
   s.compute = 0;
   if (keepMemory && s.extRefs === 0 && !s.pinned) k.orphans.add(s); // resident, no value yet
   if (!keepMemory) {

@@ -50,16 +50,24 @@ Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materiali
   const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
   e.evict(a.storage, "drop", "policy");
   e.evict(c.storage, "drop", "policy");
-  assert.notEqual(classValue(a.storage.eq!), classValue(c.storage.eq!) + 1, "two classes");
-  assert.equal(classValue(a.storage.eq!), 10);
-  assert.equal(classValue(c.storage.eq!), 40);
+  assert.notEqual(
+    classValue(e.lineage.classOf(a.storage)!),
+    classValue(e.lineage.classOf(c.storage)!) + 1,
+    "two classes",
+  );
+  assert.equal(classValue(e.lineage.classOf(a.storage)!), 10);
+  assert.equal(classValue(e.lineage.classOf(c.storage)!), 40);
   assert.equal(e.lineage.neighborClassCost(b.storage), 50);
   e.evict(b.storage, "drop", "policy");
-  assert.equal(classValue(a.storage.eq!), 70, "b joined a and c into one class");
+  assert.equal(classValue(e.lineage.classOf(a.storage)!), 70, "b joined a and c into one class");
   assert.equal(e.lineage.neighborClassCost(d.storage), 70);
   e.materialize(b); // recomputes a then b
-  assert.equal(a.storage.eq, null);
-  assert.equal(classValue(c.storage.eq!), 40, "subtracted a and b; the class is not split");
+  assert.equal(e.lineage.classOf(a.storage), null);
+  assert.equal(
+    classValue(e.lineage.classOf(c.storage)!),
+    40,
+    "subtracted a and b; the class is not split",
+  );
   assert.equal(e.stats.remats, 2);
 });
 
@@ -74,17 +82,17 @@ Deno.test("Engine keeps equivalence classes only for a policy that needs them", 
   const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
   e.evict(a.storage, "drop", "policy");
   e.evict(c.storage, "drop", "policy");
-  assert.equal(a.storage.eq, null, "lru reads no classes: none kept");
-  assert.equal(c.storage.eq, null);
+  assert.equal(e.lineage.classOf(a.storage), null, "lru reads no classes: none kept");
+  assert.equal(e.lineage.classOf(c.storage), null);
   e.setPolicy(createPolicy("dtr-eq"));
-  assert.equal(classValue(a.storage.eq!), 10, "{a} and {c} are separate regions");
-  assert.equal(classValue(c.storage.eq!), 40);
+  assert.equal(classValue(e.lineage.classOf(a.storage)!), 10, "{a} and {c} are separate regions");
+  assert.equal(classValue(e.lineage.classOf(c.storage)!), 40);
   e.evict(b.storage, "drop", "policy");
-  assert.equal(classValue(a.storage.eq!), 70, "kept from then on: b joins a and c");
+  assert.equal(classValue(e.lineage.classOf(a.storage)!), 70, "kept from then on: b joins a and c");
   assert.equal(e.lineage.neighborClassCost(d.storage), 70);
   e.setPolicy(createPolicy("lru"));
   e.evict(d.storage, "drop", "policy");
-  assert.equal(classValue(d.storage.eq!), 150, "once on, classes stay on");
+  assert.equal(classValue(e.lineage.classOf(d.storage)!), 150, "once on, classes stay on");
 });
 
 Deno.test("Runtime gives host memory by a policy's declared needs, not its name", () => {
