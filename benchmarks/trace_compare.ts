@@ -62,6 +62,8 @@ export interface CompareCell {
   readonly overhead: number | null;
   /** Why it is infeasible (`out of memory`, `thrashing`, ...), when it is. */
   readonly reason?: string;
+  /** A planner's message where it found no plan (shown under the table). */
+  readonly detail?: string;
   /** Of the overhead: recomputation over compute, and exposed copy time over compute. */
   readonly recompute?: number;
   readonly copy?: number;
@@ -234,7 +236,10 @@ export function compareTrace(
             solveMs: performance.now() - t0,
           });
         }
-        return { ratio, feasible: false, overhead: null, reason: reasonOf(e) };
+        const reason = reasonOf(e);
+        return reason.startsWith("failed")
+          ? { ratio, feasible: false, overhead: null, reason }
+          : { ratio, feasible: false, overhead: null, reason, detail: (e as Error).message };
       }
     });
     const row: CompareRow = { name: p, kind: "planner", cells };
@@ -341,8 +346,12 @@ export function renderCompare(t: CompareTable): string {
     row.map((s, j) => (j === 0 ? s.padEnd(widths[j]!) : s.padStart(widths[j]!))).join("  ");
   const sp = smallestFeasible(t, "planner"), sh = smallestFeasible(t, "heuristic");
   const errors = t.rows.flatMap((r) =>
-    r.cells.filter((c) => c.reason?.startsWith("failed") === true).map((c) =>
-      `error: ${r.name} at ${c.ratio}: ${c.reason!.slice("failed: ".length)}`
+    r.cells.flatMap((c) =>
+      c.reason?.startsWith("failed") === true
+        ? [`error: ${r.name} at ${c.ratio}: ${c.reason.slice("failed: ".length)}`]
+        : c.detail !== undefined
+        ? [`note: ${r.name} at ${c.ratio}: ${c.detail}`]
+        : []
     )
   );
   return [

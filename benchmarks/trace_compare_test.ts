@@ -117,7 +117,13 @@ Deno.test("renderCompare() shows a planner's error as such, not as OOM, and name
         kind: "planner",
         cells: [
           { ratio: 0.5, feasible: false, overhead: null, reason: "failed: solver crashed" },
-          { ratio: 0.2, feasible: false, overhead: null, reason: "out of memory" },
+          {
+            ratio: 0.2,
+            feasible: false,
+            overhead: null,
+            reason: "out of memory",
+            detail: "no plan fits",
+          },
         ],
       },
     ],
@@ -125,6 +131,7 @@ Deno.test("renderCompare() shows a planner's error as such, not as OOM, and name
   const text = renderCompare(failed);
   assert.match(text, /checkmate\s+error\s+OOM/);
   assert.match(text, /^error: checkmate at 0\.5: solver crashed$/m);
+  assert.match(text, /^note: checkmate at 0\.2: no plan fits$/m);
 });
 
 const SHARED = "../shared/traces";

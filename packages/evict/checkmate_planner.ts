@@ -318,7 +318,10 @@ export class CheckmatePlanner implements Planner {
     const floor = floorOf(p);
     const stageName = floor.stage === p.n ? "the end of the step" : `call ${floor.stage}`;
     const infeasible = (why: string) =>
-      new RangeError(`checkmate: no plan fits the budget of ${budgetBytes} bytes (${why})`);
+      Object.assign(
+        new RangeError(`checkmate: no plan fits the budget of ${budgetBytes} bytes (${why})`),
+        { reason: "out of memory" },
+      );
     if (floor.bytes > budgetBytes) {
       throw infeasible(
         `stage ${stageName} needs at least ${floor.bytes} bytes with every other value dropped`,

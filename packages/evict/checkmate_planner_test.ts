@@ -153,8 +153,9 @@ Deno.test("checkmate: a budget below what a stage needs is reported infeasible, 
   const ctx = plannerContext(t);
   assert.throws(
     () => new CheckmatePlanner().plan(t, 3 * K, ctx),
-    (e: Error) =>
-      e instanceof RangeError && /no plan fits the budget of 3072 bytes/.test(e.message) &&
+    (e: Error & { reason?: string }) =>
+      e instanceof RangeError && e.reason === "out of memory" &&
+      /no plan fits the budget of 3072 bytes/.test(e.message) &&
       /stage call \d+ needs at least \d+ bytes with every other value dropped/.test(e.message),
   );
   assert.throws(() => new CheckmatePlanner().plan(t, 0, ctx), /budget must be > 0/);
