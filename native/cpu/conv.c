@@ -469,6 +469,13 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
     if (q.K * CRS > 0) memset(GW, 0, sizeof(float) * (size_t)(q.K * CRS));
     return LIBRA_OK;
   }
+  if (use_small(&q) && q.sh == 1 && q.sw == 1) {
+    if (libra_conv_wgrad_s1(q.N, q.C, q.H, q.W, q.K, q.R, q.S, q.ph, q.pw, q.dh, q.dw, X, GY, GW)) {
+      return set_error(LIBRA_ERR_OUT_OF_MEMORY,
+                       "libra_run(%s): could not allocate conv weight-gradient scratch", c->name);
+    }
+    return LIBRA_OK;
+  }
   if (use_small(&q)) return conv_backward_weight_small(c, &q, X, GY, GW);
   const int direct = G == 1 && is_pointwise(&q);
   float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);

@@ -1,0 +1,179 @@
+/*
+ * conv_wgrad.c - the weight gradient of a stride-1 conv2d as register-tiled dot
+ * products over whole padded rows, with no column matrix:
+ *
+ *   gw[k, ch, r, s] = sum_n sum_t gyp_n[k, t] xp_n[ch*Hp*Wp + r*dh*Wp + s*dw + t]
+ *
+ * where xp_n is image n zero-padded to Hp x Wp and gyp_n is gy_n with each output row
+ * widened to Wp (zeros in columns OW..Wp-1) and the whole run zero-padded to a multiple
+ * of 16: column t = oh*Wp + ow of gyp meets padded input (oh + r*dh, ow + s*dw), and the
+ * extra columns only add products with a zero. Both operands of every dot product are
+ * contiguous, so a 4 x NB tile of (k, row of gw^T) keeps 4*NB vector accumulators in
+ * registers, loading 4 + NB vectors per 4*NB fused multiply-adds.
+ *
+ * Determinism: lane j of an accumulator sums the terms t = j (mod 16) in (n, t) order;
+ * the 16 lanes are added in a fixed tree at the end. Threads split the tiles, never
+ * the images, so every element is computed the same way at any thread count.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef float v16 __attribute__((vector_size(64), aligned(4)));
+
+enum { VL = 16, MK = 4 };
+#ifdef __AVX512F__
+enum { NB = 6 }; /* 24 accumulators + 4 gy vectors + 1 x vector of 32 zmm */
+#else
+enum { NB = 2 }; /* a v16 is two ymm (AVX2) or four xmm: keep the tile small */
+#endif
+
+/* Buffers kept between calls on this thread (padded x, padded gy, vector accumulators);
+ * over KEEP bytes they are released after the call. */
+#define KEEP ((int64_t)64 << 20)
+static _Thread_local float* buf[3];
+static _Thread_local int64_t cap[3];
+
+static float* get(int slot, int64_t floats) {
+  if (floats < 1) floats = 1;
+  if (cap[slot] >= floats) return buf[slot];
+  free(buf[slot]);
+  /* 64-byte aligned: whole cache lines for the gy vectors */
+  buf[slot] = aligned_alloc(64, (sizeof(float) * (size_t)floats + 63) / 64 * 64);
+  cap[slot] = buf[slot] ? floats : 0;
+  return buf[slot];
+}
+
+static void done(void) {
+  for (int i = 0; i < 3; i++) {
+    if (cap[i] * 4 > KEEP) {
+      free(buf[i]);
+      buf[i] = NULL;
+      cap[i] = 0;
+    }
+  }
+}
+
+/* acc[a][b] += sum over images i < n, then t < len (step 16), of
+ * g[i*gn + a*gs + t] * x[b][i*xn + t]. */
+__attribute__((noinline, optimize("fp-contract=fast"))) static void tile(
+    const float* g, int64_t gs, int64_t gn, const float* const* x, int64_t xn, int64_t n,
+    int64_t len, v16 acc[MK][NB]) {
+  v16 c[MK][NB];
+  for (int a = 0; a < MK; a++) {
+    for (int b = 0; b < NB; b++) c[a][b] = acc[a][b];
+  }
+  const float* xb[NB];
+  for (int b = 0; b < NB; b++) xb[b] = x[b];
+  for (int64_t i = 0; i < n; i++, g += gn) {
+  for (int b = 0; b < NB; b++) xb[b] = x[b] + i * xn;
+  for (int64_t t = 0; t < len; t += VL) {
+    v16 gv[MK];
+    for (int a = 0; a < MK; a++) gv[a] = *(const v16*)(g + a * gs + t);
+    for (int b = 0; b < NB; b++) {
+      v16 xv = *(const v16*)(xb[b] + t);
+#if defined(__AVX512F__)
+      __asm__("" : "+v"(xv)); /* one load per x vector, not one per multiply-add */
+#endif
+      for (int a = 0; a < MK; a++) c[a][b] += gv[a] * xv;
+    }
+  }
+  }
+  for (int a = 0; a < MK; a++) {
+    for (int b = 0; b < NB; b++) acc[a][b] = c[a][b];
+  }
+}
+
+static float hsum(v16 v) {
+  float h[VL];
+  memcpy(h, &v, sizeof h);
+  for (int w = VL / 2; w > 0; w /= 2) {
+    for (int i = 0; i < w; i++) h[i] += h[i + w];
+  }
+  return h[0];
+}
+
+int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R,
+                        int64_t S, int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float* X,
+                        const float* GY, float* GW) {
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
+  const int64_t OH = Hp - dh * (R - 1), OW = Wp - dw * (S - 1);
+  const int64_t CRS = C * R * S, HpWp = Hp * Wp;
+  const int64_t Lp = (OH * Wp + VL - 1) / VL * VL; /* padded run length */
+  const int64_t XS = C * HpWp + Wp + VL;           /* room for the last shifted run */
+  const int64_t K4 = (K + MK - 1) / MK * MK, J = (CRS + NB - 1) / NB * NB;
+  const int64_t KT = K4 / MK, JT = J / NB;
+  float* xp = get(0, N * XS);
+  float* gyp = get(1, N * K4 * Lp);
+  float* vacc = get(2, K4 * J * VL + (int64_t)J * 2); /* + the stream offsets */
+  if (!xp || !gyp || !vacc) {
+    done();
+    return -1;
+  }
+  int64_t* offs = (int64_t*)(vacc + K4 * J * VL);
+  for (int64_t j = 0; j < J; j++) {
+    const int64_t p = j < CRS ? j : 0; /* padding rows repeat row 0; discarded */
+    const int64_t ch = p / (R * S), r = (p / S) % R, s = p % S;
+    offs[j] = ch * HpWp + r * dh * Wp + s * dw;
+  }
+  const int64_t L = OH * OW;
+  PAR_FOR(N > 1 && libra_threads() > 1 && N * (XS + K4 * Lp) > PAR_MIN,
+  for (int64_t n = 0; n < N; n++) {
+    float* x = xp + n * XS;
+    memset(x, 0, sizeof(float) * (size_t)XS);
+    for (int64_t ch = 0; ch < C; ch++) {
+      for (int64_t h = 0; h < H; h++) {
+        memcpy(x + ch * HpWp + (h + ph) * Wp + pw, X + ((n * C + ch) * H + h) * W,
+               sizeof(float) * (size_t)W);
+      }
+    }
+    float* g = gyp + n * K4 * Lp;
+    memset(g, 0, sizeof(float) * (size_t)(K4 * Lp));
+    for (int64_t k = 0; k < K; k++) {
+      for (int64_t oh = 0; oh < OH; oh++) {
+        memcpy(g + k * Lp + oh * Wp, GY + (n * K + k) * L + oh * OW, sizeof(float) * (size_t)OW);
+      }
+    }
+  });
+  memset(vacc, 0, sizeof(float) * (size_t)(K4 * J * VL));
+  /* images per chunk: enough columns that loading and storing the accumulators is noise
+   * (fixed by the shapes) */
+  const int64_t chunk = (2048 + Lp - 1) / Lp;
+  const int64_t tiles = KT * JT;
+  const int64_t T0 = libra_threads();
+  const int64_t T = T0 < tiles ? T0 : tiles;
+  PAR_FOR(T > 1 && K * CRS * L * N > PAR_MIN,
+  for (int64_t th = 0; th < T; th++) {
+    const int64_t t0 = tiles * th / T, t1 = tiles * (th + 1) / T;
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const int64_t n1 = n0 + chunk < N ? n0 + chunk : N;
+      for (int64_t ti = t0; ti < t1; ti++) {
+        const int64_t kt = ti / JT, jt = ti % JT;
+        v16 acc[MK][NB];
+        for (int a = 0; a < MK; a++) {
+          for (int b = 0; b < NB; b++) {
+            memcpy(&acc[a][b], vacc + ((kt * MK + a) * J + jt * NB + b) * VL, sizeof(v16));
+          }
+        }
+        const float* xs[NB];
+        for (int b = 0; b < NB; b++) xs[b] = xp + n0 * XS + offs[jt * NB + b];
+        tile(gyp + (n0 * K4 + kt * MK) * Lp, Lp, K4 * Lp, xs, XS, n1 - n0, Lp, acc);
+        for (int a = 0; a < MK; a++) {
+          for (int b = 0; b < NB; b++) {
+            memcpy(vacc + ((kt * MK + a) * J + jt * NB + b) * VL, &acc[a][b], sizeof(v16));
+          }
+        }
+      }
+    }
+  });
+  for (int64_t k = 0; k < K; k++) {
+    for (int64_t j = 0; j < CRS; j++) {
+      v16 v;
+      memcpy(&v, vacc + (k * J + j) * VL, sizeof v);
+      GW[k * CRS + j] = hsum(v);
+    }
+  }
+  done();
+  return 0;
+}
