@@ -1,15 +1,15 @@
 /*
  * conv_wgrad.c - the weight gradient of a stride-1 conv2d as register-tiled dot
- * products over whole padded rows, with no column matrix:
+ * products over whole images, with no column matrix:
  *
- *   gw[k, ch, r, s] = sum_n sum_t gyp_n[k, t] xp_n[ch*Hp*Wp + r*dh*Wp + s*dw + t]
+ *   gw[k, ch, r, s] = sum_n sum_t gy_n[k, t] xs_n[s][(ch*Hp + r*dh)*OW + t]
  *
- * where xp_n is image n zero-padded to Hp x Wp and gyp_n is gy_n with each output row
- * widened to Wp (zeros in columns OW..Wp-1) and the whole run zero-padded to a multiple
- * of 16: column t = oh*Wp + ow of gyp meets padded input (oh + r*dh, ow + s*dw), and the
- * extra columns only add products with a zero. Both operands of every dot product are
- * contiguous, so a 4 x NB tile of (k, row of gw^T) keeps 4*NB vector accumulators in
- * registers, loading 4 + NB vectors per 4*NB fused multiply-adds.
+ * where plane set xs_n[s] holds image n zero-padded to Hp rows and shifted by s*dw
+ * columns, cut to OW columns (xs[s][ch, h, ow] = padded x[ch, h, ow + s*dw]), so output
+ * pixel t = oh*OW + ow meets padded input (oh + r*dh, ow + s*dw) at offset t of the tap's
+ * run. Both operands of every dot product are contiguous runs of OH*OW floats (gy
+ * zero-padded to a multiple of 16), so a 4 x NB tile of (k, row of gw^T) keeps 4*NB
+ * vector accumulators in registers, loading 4 + NB vectors per 4*NB fused multiply-adds.
  *
  * Determinism: lane j of an accumulator sums the terms t = j (mod 16) in (n, t) order;
  * the 16 lanes are added in a fixed tree at the end. Threads split the tiles, never
@@ -98,10 +98,11 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
                         int64_t S, int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float* X,
                         const float* GY, float* GW) {
   const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
-  const int64_t OH = Hp - dh * (R - 1), OW = Wp - dw * (S - 1);
-  const int64_t CRS = C * R * S, HpWp = Hp * Wp;
-  const int64_t Lp = (OH * Wp + VL - 1) / VL * VL; /* padded run length */
-  const int64_t XS = C * HpWp + Wp + VL;           /* room for the last shifted run */
+  const int64_t OH = Hp - dh * (R - 1), OW = Wp - dw * (S - 1), L = OH * OW;
+  const int64_t CRS = C * R * S;
+  const int64_t Lp = (L + VL - 1) / VL * VL; /* run length, zero-padded to whole vectors */
+  const int64_t PS = C * Hp * OW + VL;       /* one shifted plane set, room for the last run */
+  const int64_t XS = S * PS;                 /* per image */
   const int64_t K4 = (K + MK - 1) / MK * MK, J = (CRS + NB - 1) / NB * NB;
   const int64_t KT = K4 / MK, JT = J / NB;
   float* xp = get(0, N * XS);
@@ -115,24 +116,41 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
   for (int64_t j = 0; j < J; j++) {
     const int64_t p = j < CRS ? j : 0; /* padding rows repeat row 0; discarded */
     const int64_t ch = p / (R * S), r = (p / S) % R, s = p % S;
-    offs[j] = ch * HpWp + r * dh * Wp + s * dw;
+    offs[j] = s * PS + (ch * Hp + r * dh) * OW;
   }
-  const int64_t L = OH * OW;
   PAR_FOR(N > 1 && libra_threads() > 1 && N * (XS + K4 * Lp) > PAR_MIN,
   for (int64_t n = 0; n < N; n++) {
+    /* plane s: xs[ch, h, ow] = padded x[ch, h, ow + s*dw] (h over the padded rows) */
     float* x = xp + n * XS;
-    memset(x, 0, sizeof(float) * (size_t)XS);
-    for (int64_t ch = 0; ch < C; ch++) {
-      for (int64_t h = 0; h < H; h++) {
-        memcpy(x + ch * HpWp + (h + ph) * Wp + pw, X + ((n * C + ch) * H + h) * W,
-               sizeof(float) * (size_t)W);
+    for (int64_t s = 0; s < S; s++) {
+      const int64_t a = s * dw - pw; /* input column of ow = 0 */
+      const int64_t lo = a < 0 ? (-a < OW ? -a : OW) : 0;
+      int64_t hi = W - a < OW ? W - a : OW;
+      if (hi < lo) hi = lo;
+      float* xs = x + s * PS;
+      for (int64_t ch = 0; ch < C; ch++) {
+        for (int64_t h = 0; h < Hp; h++) {
+          float* d = xs + (ch * Hp + h) * OW;
+          const int64_t ih = h - ph;
+          if (ih < 0 || ih >= H) {
+            memset(d, 0, sizeof(float) * (size_t)OW);
+            continue;
+          }
+          const float* src = X + ((n * C + ch) * H + ih) * W + a;
+          for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+          memcpy(d + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
+          for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+        }
       }
+      memset(xs + C * Hp * OW, 0, sizeof(float) * VL);
     }
     float* g = gyp + n * K4 * Lp;
-    memset(g, 0, sizeof(float) * (size_t)(K4 * Lp));
-    for (int64_t k = 0; k < K; k++) {
-      for (int64_t oh = 0; oh < OH; oh++) {
-        memcpy(g + k * Lp + oh * Wp, GY + (n * K + k) * L + oh * OW, sizeof(float) * (size_t)OW);
+    for (int64_t k = 0; k < K4; k++) {
+      if (k < K) {
+        memcpy(g + k * Lp, GY + (n * K + k) * L, sizeof(float) * (size_t)L);
+        memset(g + k * Lp + L, 0, sizeof(float) * (size_t)(Lp - L));
+      } else {
+        memset(g + k * Lp, 0, sizeof(float) * (size_t)Lp);
       }
     }
   });
