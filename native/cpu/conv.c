@@ -173,6 +173,12 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
    * padded row ch, oh + r*dh shifted by s*dw), so no column matrix is written. */
   const int implicit = !direct && q->sh == 1 && q->sw == 1 && q->OW % 16 == 0;
   const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw;
+  /* the weights are packed once, on this thread, and read by every thread */
+  const float* ap = libra_sgemm_pack(q->K, CRS, Wt, CRS, 1);
+  if (!ap) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
+                     c->name);
+  }
   PAR_FOR(par_images(q),
   for (int64_t n = 0; n < q->N; n++) {
     int32_t st = 0;
@@ -198,11 +204,6 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
                  sizeof(float) * (size_t)q->W);
         }
       }
-      const float* ap = libra_sgemm_pack(q->K, CRS, Wt, CRS, 1);
-      if (!ap) {
-        failed = 1;
-        continue;
-      }
       for (int64_t oh = 0; oh < q->OH; oh++) {
         const float* base = xp + oh * Wp;
         for (int64_t p = 0; p < CRS; p++) rows[p] = base + offs[p];
@@ -215,10 +216,7 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
         continue;
       }
       if (!direct) im2col(q, X + n * CHW, col, L, 0);
-      if (libra_sgemm_small(q->K, L, CRS, Wt, CRS, 1, col, L, y, L, 0)) {
-        failed = 1;
-        continue;
-      }
+      libra_sgemm_packed(q->K, L, CRS, ap, col, L, y, L, 0);
     }
     if (B) {
       for (int64_t k = 0; k < q->K; k++) {
@@ -270,6 +268,12 @@ static int32_t conv_backward_input_small(const kcall* c, const convp* q, const f
     }
   }
   int failed = 0;
+  /* col = W^T gy_n: A[i, p] = W[p, i], packed once on this thread and read by every thread */
+  const float* ap = libra_sgemm_pack(CRS, q->K, Wt, 1, CRS);
+  if (!ap) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
+                     c->name);
+  }
   PAR_FOR(par_images(q),
   for (int64_t n = 0; n < q->N; n++) {
     int32_t st = 0;
@@ -278,11 +282,7 @@ static int32_t conv_backward_input_small(const kcall* c, const convp* q, const f
       failed = 1;
       continue;
     }
-    /* col = W^T gy_n: A[i, p] = W[p, i] */
-    if (libra_sgemm_small(CRS, L, q->K, Wt, 1, CRS, GY + n * q->K * L, L, col, L, 0)) {
-      failed = 1;
-      continue;
-    }
+    libra_sgemm_packed(CRS, L, q->K, ap, GY + n * q->K * L, L, col, L, 0);
     if (!direct) col2im(q, col, L, GX + n * CHW, 0);
   });
   scratch_done();
