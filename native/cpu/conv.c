@@ -172,7 +172,12 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
    * copy of the image (row p = (ch, r, s) of the column matrix, output row oh, is the
    * padded row ch, oh + r*dh shifted by s*dw), so no column matrix is written. */
   const int implicit = !direct && q->sh == 1 && q->sw == 1 && q->OW % 16 == 0;
-  const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw;
+  /* Other stride-1 widths: copies of the zero-padded image shifted by each column tap and
+   * cut to the output width (libra_conv_shifted): row p = (ch, r, s) of the column matrix
+   * is the run of OH*OW floats at plane s, row ch*Hp + r*dh, so one GEMM per image reads
+   * its right-hand side through row pointers and no column matrix is written. */
+  const int shifted = !direct && !implicit && q->sh == 1 && q->sw == 1;
+  const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw, PS = q->C * Hp * q->OW;
   /* the weights are packed once, on this thread, and read by every thread */
   const float* ap = libra_sgemm_pack(q->K, CRS, Wt, CRS, 1);
   if (!ap) {
@@ -209,6 +214,19 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
         for (int64_t p = 0; p < CRS; p++) rows[p] = base + offs[p];
         libra_sgemm_packed_rows(q->K, q->OW, CRS, ap, rows, y + oh * q->OW, L);
       }
+    } else if (shifted) {
+      float* xs = scratch_get(c, 1, q->S * PS, &st);
+      const float** rows = (const float**)scratch_get(c, 0, 2 * CRS, &st);
+      if (!xs || !rows) {
+        failed = 1;
+        continue;
+      }
+      libra_conv_shifted(X + n * CHW, q->C, q->H, q->W, q->S, q->ph, q->pw, q->dw, q->OW, xs, PS);
+      for (int64_t p = 0; p < CRS; p++) {
+        const int64_t ch = p / (q->R * q->S), r = (p / q->S) % q->R, sx = p % q->S;
+        rows[p] = xs + sx * PS + (ch * Hp + r * q->dh) * q->OW;
+      }
+      libra_sgemm_packed_rows(q->K, L, CRS, ap, rows, y, L);
     } else {
       float* col = direct ? (float*)X + n * CHW : scratch_get(c, 0, CRS * L, &st);
       if (!col) {

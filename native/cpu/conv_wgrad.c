@@ -94,6 +94,31 @@ static float hsum(v16 v) {
   return h[0];
 }
 
+void libra_conv_shifted(const float* X, int64_t C, int64_t H, int64_t W, int64_t S, int64_t ph,
+                        int64_t pw, int64_t dw, int64_t OW, float* xs, int64_t PS) {
+  const int64_t Hp = H + 2 * ph;
+  for (int64_t s = 0; s < S; s++) {
+    const int64_t a = s * dw - pw; /* input column of ow = 0 */
+    const int64_t lo = a < 0 ? (-a < OW ? -a : OW) : 0;
+    int64_t hi = W - a < OW ? W - a : OW;
+    if (hi < lo) hi = lo;
+    for (int64_t ch = 0; ch < C; ch++) {
+      for (int64_t h = 0; h < Hp; h++) {
+        float* d = xs + s * PS + (ch * Hp + h) * OW;
+        const int64_t ih = h - ph;
+        if (ih < 0 || ih >= H) {
+          memset(d, 0, sizeof(float) * (size_t)OW);
+          continue;
+        }
+        const float* src = X + (ch * H + ih) * W + a;
+        for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+        memcpy(d + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
+        for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+      }
+    }
+  }
+}
+
 int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R,
                         int64_t S, int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float* X,
                         const float* GY, float* GW) {
@@ -120,30 +145,9 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
   }
   PAR_FOR(N > 1 && libra_threads() > 1 && N * (XS + K4 * Lp) > PAR_MIN,
   for (int64_t n = 0; n < N; n++) {
-    /* plane s: xs[ch, h, ow] = padded x[ch, h, ow + s*dw] (h over the padded rows) */
     float* x = xp + n * XS;
-    for (int64_t s = 0; s < S; s++) {
-      const int64_t a = s * dw - pw; /* input column of ow = 0 */
-      const int64_t lo = a < 0 ? (-a < OW ? -a : OW) : 0;
-      int64_t hi = W - a < OW ? W - a : OW;
-      if (hi < lo) hi = lo;
-      float* xs = x + s * PS;
-      for (int64_t ch = 0; ch < C; ch++) {
-        for (int64_t h = 0; h < Hp; h++) {
-          float* d = xs + (ch * Hp + h) * OW;
-          const int64_t ih = h - ph;
-          if (ih < 0 || ih >= H) {
-            memset(d, 0, sizeof(float) * (size_t)OW);
-            continue;
-          }
-          const float* src = X + ((n * C + ch) * H + ih) * W + a;
-          for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-          memcpy(d + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
-          for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
-        }
-      }
-      memset(xs + C * Hp * OW, 0, sizeof(float) * VL);
-    }
+    libra_conv_shifted(X + n * C * H * W, C, H, W, S, ph, pw, dw, OW, x, PS);
+    for (int64_t s = 0; s < S; s++) memset(x + s * PS + C * Hp * OW, 0, sizeof(float) * VL);
     float* g = gyp + n * K4 * Lp;
     for (int64_t k = 0; k < K4; k++) {
       if (k < K) {
