@@ -130,10 +130,20 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
   const int64_t XS = S * PS;                 /* per image */
   const int64_t K4 = (K + MK - 1) / MK * MK, J = (CRS + NB - 1) / NB * NB;
   const int64_t KT = K4 / MK, JT = J / NB;
-  float* xp = get(0, N * XS);
-  float* gyp = get(1, N * K4 * Lp);
+  /* gy is read in place when its rows are whole vectors and whole tiles */
+  const int gy_direct = L % VL == 0 && K % MK == 0;
+  const int64_t GS = gy_direct ? L : Lp, GN = gy_direct ? K * L : K4 * Lp;
+  /* Images are prepared and consumed a chunk at a time, so the chunk stays in cache: about
+   * 2048 columns, at most 2 MiB of operands (fixed by the shapes). */
+  const int64_t per_image = XS + (gy_direct ? 0 : GN);
+  int64_t chunk = (2048 + Lp - 1) / Lp;
+  if (chunk * per_image > ((int64_t)1 << 19)) chunk = ((int64_t)1 << 19) / per_image;
+  if (chunk < 1) chunk = 1;
+  if (chunk > N) chunk = N;
+  float* xp = get(0, chunk * XS);
+  float* gyp = gy_direct ? NULL : get(1, chunk * GN);
   float* vacc = get(2, K4 * J * VL + (int64_t)J * 2); /* + the stream offsets */
-  if (!xp || !gyp || !vacc) {
+  if (!xp || (!gy_direct && !gyp) || !vacc) {
     done();
     return -1;
   }
@@ -143,33 +153,38 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
     const int64_t ch = p / (R * S), r = (p / S) % R, s = p % S;
     offs[j] = s * PS + (ch * Hp + r * dh) * OW;
   }
-  PAR_FOR(N > 1 && libra_threads() > 1 && N * (XS + K4 * Lp) > PAR_MIN,
-  for (int64_t n = 0; n < N; n++) {
-    float* x = xp + n * XS;
-    libra_conv_shifted(X + n * C * H * W, C, H, W, S, ph, pw, dw, OW, x, PS);
-    for (int64_t s = 0; s < S; s++) memset(x + s * PS + C * Hp * OW, 0, sizeof(float) * VL);
-    float* g = gyp + n * K4 * Lp;
-    for (int64_t k = 0; k < K4; k++) {
-      if (k < K) {
-        memcpy(g + k * Lp, GY + (n * K + k) * L, sizeof(float) * (size_t)L);
-        memset(g + k * Lp + L, 0, sizeof(float) * (size_t)(Lp - L));
-      } else {
-        memset(g + k * Lp, 0, sizeof(float) * (size_t)Lp);
-      }
-    }
-  });
   memset(vacc, 0, sizeof(float) * (size_t)(K4 * J * VL));
-  /* images per chunk: enough columns that loading and storing the accumulators is noise
-   * (fixed by the shapes) */
-  const int64_t chunk = (2048 + Lp - 1) / Lp;
   const int64_t tiles = KT * JT;
   const int64_t T0 = libra_threads();
   const int64_t T = T0 < tiles ? T0 : tiles;
-  PAR_FOR(T > 1 && K * CRS * L * N > PAR_MIN,
-  for (int64_t th = 0; th < T; th++) {
-    const int64_t t0 = tiles * th / T, t1 = tiles * (th + 1) / T;
-    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
-      const int64_t n1 = n0 + chunk < N ? n0 + chunk : N;
+  const int par = T > 1 && K * CRS * L * N > PAR_MIN;
+  /* one parallel region: each chunk is prepared (images split across threads), then its
+   * tiles are computed (tiles split across threads); the barriers of the two loops order
+   * them */
+#pragma omp parallel if (par)
+  for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+    const int64_t n1 = n0 + chunk < N ? n0 + chunk : N;
+#pragma omp for schedule(static)
+    for (int64_t n = n0; n < n1; n++) {
+      float* x = xp + (n - n0) * XS;
+      libra_conv_shifted(X + n * C * H * W, C, H, W, S, ph, pw, dw, OW, x, PS);
+      for (int64_t s = 0; s < S; s++) memset(x + s * PS + C * Hp * OW, 0, sizeof(float) * VL);
+      if (!gy_direct) {
+        float* g = gyp + (n - n0) * GN;
+        for (int64_t k = 0; k < K4; k++) {
+          if (k < K) {
+            memcpy(g + k * Lp, GY + (n * K + k) * L, sizeof(float) * (size_t)L);
+            memset(g + k * Lp + L, 0, sizeof(float) * (size_t)(Lp - L));
+          } else {
+            memset(g + k * Lp, 0, sizeof(float) * (size_t)Lp);
+          }
+        }
+      }
+    }
+    const float* gbase = gy_direct ? GY + n0 * GN : gyp;
+#pragma omp for schedule(static)
+    for (int64_t th = 0; th < T; th++) {
+      const int64_t t0 = tiles * th / T, t1 = tiles * (th + 1) / T;
       for (int64_t ti = t0; ti < t1; ti++) {
         const int64_t kt = ti / JT, jt = ti % JT;
         v16 acc[MK][NB];
@@ -179,8 +194,8 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
           }
         }
         const float* xs[NB];
-        for (int b = 0; b < NB; b++) xs[b] = xp + n0 * XS + offs[jt * NB + b];
-        tile(gyp + (n0 * K4 + kt * MK) * Lp, Lp, K4 * Lp, xs, XS, n1 - n0, Lp, acc);
+        for (int b = 0; b < NB; b++) xs[b] = xp + offs[jt * NB + b];
+        tile(gbase + kt * MK * GS, GS, GN, xs, XS, n1 - n0, Lp, acc);
         for (int a = 0; a < MK; a++) {
           for (int b = 0; b < NB; b++) {
             memcpy(vacc + ((kt * MK + a) * J + jt * NB + b) * VL, &acc[a][b], sizeof(v16));
@@ -188,7 +203,7 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
         }
       }
     }
-  });
+  }
   for (int64_t k = 0; k < K; k++) {
     for (int64_t j = 0; j < CRS; j++) {
       v16 v;
