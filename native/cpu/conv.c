@@ -172,7 +172,18 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
    * copy of the image (row p = (ch, r, s) of the column matrix, output row oh, is the
    * padded row ch, oh + r*dh shifted by s*dw), so no column matrix is written. */
   const int implicit = !direct && q->sh == 1 && q->sw == 1 && q->OW % 16 == 0;
-  const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw;
+  /* Other stride-1 widths: copies of the zero-padded image shifted by each column tap and
+   * cut to the output width (libra_conv_shifted): row p = (ch, r, s) of the column matrix
+   * is the run of OH*OW floats at plane s, row ch*Hp + r*dh, so one GEMM per image reads
+   * its right-hand side through row pointers and no column matrix is written. */
+  const int shifted = !direct && !implicit && q->sh == 1 && q->sw == 1;
+  const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw, PS = q->C * Hp * q->OW;
+  /* the weights are packed once, on this thread, and read by every thread */
+  const float* ap = libra_sgemm_pack(q->K, CRS, Wt, CRS, 1);
+  if (!ap) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
+                     c->name);
+  }
   PAR_FOR(par_images(q),
   for (int64_t n = 0; n < q->N; n++) {
     int32_t st = 0;
@@ -198,16 +209,24 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
                  sizeof(float) * (size_t)q->W);
         }
       }
-      const float* ap = libra_sgemm_pack(q->K, CRS, Wt, CRS, 1);
-      if (!ap) {
-        failed = 1;
-        continue;
-      }
       for (int64_t oh = 0; oh < q->OH; oh++) {
         const float* base = xp + oh * Wp;
         for (int64_t p = 0; p < CRS; p++) rows[p] = base + offs[p];
         libra_sgemm_packed_rows(q->K, q->OW, CRS, ap, rows, y + oh * q->OW, L);
       }
+    } else if (shifted) {
+      float* xs = scratch_get(c, 1, q->S * PS, &st);
+      const float** rows = (const float**)scratch_get(c, 0, 2 * CRS, &st);
+      if (!xs || !rows) {
+        failed = 1;
+        continue;
+      }
+      libra_conv_shifted(X + n * CHW, q->C, q->H, q->W, q->S, q->ph, q->pw, q->dw, q->OW, xs, PS);
+      for (int64_t p = 0; p < CRS; p++) {
+        const int64_t ch = p / (q->R * q->S), r = (p / q->S) % q->R, sx = p % q->S;
+        rows[p] = xs + sx * PS + (ch * Hp + r * q->dh) * q->OW;
+      }
+      libra_sgemm_packed_rows(q->K, L, CRS, ap, rows, y, L);
     } else {
       float* col = direct ? (float*)X + n * CHW : scratch_get(c, 0, CRS * L, &st);
       if (!col) {
@@ -215,10 +234,7 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
         continue;
       }
       if (!direct) im2col(q, X + n * CHW, col, L, 0);
-      if (libra_sgemm_small(q->K, L, CRS, Wt, CRS, 1, col, L, y, L, 0)) {
-        failed = 1;
-        continue;
-      }
+      libra_sgemm_packed(q->K, L, CRS, ap, col, L, y, L, 0);
     }
     if (B) {
       for (int64_t k = 0; k < q->K; k++) {
@@ -270,6 +286,12 @@ static int32_t conv_backward_input_small(const kcall* c, const convp* q, const f
     }
   }
   int failed = 0;
+  /* col = W^T gy_n: A[i, p] = W[p, i], packed once on this thread and read by every thread */
+  const float* ap = libra_sgemm_pack(CRS, q->K, Wt, 1, CRS);
+  if (!ap) {
+    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
+                     c->name);
+  }
   PAR_FOR(par_images(q),
   for (int64_t n = 0; n < q->N; n++) {
     int32_t st = 0;
@@ -278,11 +300,7 @@ static int32_t conv_backward_input_small(const kcall* c, const convp* q, const f
       failed = 1;
       continue;
     }
-    /* col = W^T gy_n: A[i, p] = W[p, i] */
-    if (libra_sgemm_small(CRS, L, q->K, Wt, 1, CRS, GY + n * q->K * L, L, col, L, 0)) {
-      failed = 1;
-      continue;
-    }
+    libra_sgemm_packed(CRS, L, q->K, ap, GY + n * q->K * L, L, col, L, 0);
     if (!direct) col2im(q, col, L, GX + n * CHW, 0);
   });
   scratch_done();
@@ -467,6 +485,13 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
   const int64_t CHW = q.C * q.H * q.W;
   if (q.N == 0) {
     if (q.K * CRS > 0) memset(GW, 0, sizeof(float) * (size_t)(q.K * CRS));
+    return LIBRA_OK;
+  }
+  if (use_small(&q) && q.sh == 1 && q.sw == 1) {
+    if (libra_conv_wgrad_s1(q.N, q.C, q.H, q.W, q.K, q.R, q.S, q.ph, q.pw, q.dh, q.dw, X, GY, GW)) {
+      return set_error(LIBRA_ERR_OUT_OF_MEMORY,
+                       "libra_run(%s): could not allocate conv weight-gradient scratch", c->name);
+    }
     return LIBRA_OK;
   }
   if (use_small(&q)) return conv_backward_weight_small(c, &q, X, GY, GW);

@@ -339,6 +339,9 @@ function convCases(): KernelCase[] {
     ["implicit GEMM, dilation 2, 32 columns", [2, 3, 12, 32, 5, 3, 3, 1, 1, 2, 2, 2, 2, 1]],
     ["implicit GEMM, no padding, 48 columns", [2, 3, 6, 50, 9, 3, 3, 1, 1, 0, 0, 1, 1, 0]],
     ["large weights (grouped sgemm path)", [3, 64, 5, 5, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["stride 1, unequal pads, dilations 1x3", [3, 5, 7, 10, 6, 3, 2, 1, 1, 2, 0, 1, 3, 0]],
+    ["stride 1, images in chunks of 2 and 1", [3, 4, 32, 32, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
+    ["stride 1, gy read in place, chunks", [3, 2, 32, 32, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
   ];
   for (const [label, p] of convs) {
     out.push({ kernel: "conv2d", label, params: p, tol: GEMM });
