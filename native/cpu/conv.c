@@ -172,12 +172,14 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
    * copy of the image (row p = (ch, r, s) of the column matrix, output row oh, is the
    * padded row ch, oh + r*dh shifted by s*dw), so no column matrix is written. */
   const int implicit = !direct && q->sh == 1 && q->sw == 1 && q->OW % 16 == 0;
-  /* Other stride-1 widths: copies of the zero-padded image shifted by each column tap and
-   * cut to the output width (libra_conv_shifted): row p = (ch, r, s) of the column matrix
-   * is the run of OH*OW floats at plane s, row ch*Hp + r*dh, so one GEMM per image reads
+  /* Other widths and strides: copies of the zero-padded image, split into row phases
+   * (stride sh), sampled at each column tap and cut to the output width
+   * (libra_conv_shifted): row p = (ch, r, s) of the column matrix is the run of OH*OW
+   * floats at plane s, row phase r*dh % sh, row r*dh / sh, so one GEMM per image reads
    * its right-hand side through row pointers and no column matrix is written. */
-  const int shifted = !direct && !implicit && q->sh == 1 && q->sw == 1;
-  const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw, PS = q->C * Hp * q->OW;
+  const int shifted = !direct && !implicit;
+  const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw, Hq = (Hp + q->sh - 1) / q->sh;
+  const int64_t PS = q->C * q->sh * Hq * q->OW;
   /* the weights are packed once, on this thread, and read by every thread */
   const float* ap = libra_sgemm_pack(q->K, CRS, Wt, CRS, 1);
   if (!ap) {
@@ -221,10 +223,12 @@ static int32_t conv_forward_small(const kcall* c, const convp* q, const float* X
         failed = 1;
         continue;
       }
-      libra_conv_shifted(X + n * CHW, q->C, q->H, q->W, q->S, q->ph, q->pw, q->dw, q->OW, xs, PS);
+      libra_conv_shifted(X + n * CHW, q->C, q->H, q->W, q->S, q->ph, q->pw, q->sh, q->sw, q->dw,
+                         q->OW, xs, PS);
       for (int64_t p = 0; p < CRS; p++) {
         const int64_t ch = p / (q->R * q->S), r = (p / q->S) % q->R, sx = p % q->S;
-        rows[p] = xs + sx * PS + (ch * Hp + r * q->dh) * q->OW;
+        const int64_t hr = r * q->dh;
+        rows[p] = xs + sx * PS + ((ch * q->sh + hr % q->sh) * Hq + hr / q->sh) * q->OW;
       }
       libra_sgemm_packed_rows(q->K, L, CRS, ap, rows, y, L);
     } else {
@@ -385,95 +389,6 @@ int32_t k_conv2d_backward_input(const kcall* c) {
   return LIBRA_OK;
 }
 
-static int32_t conv_backward_weight_small(const kcall* c, const convp* q, const float* X,
-                                          const float* GY, float* GW) {
-  const int64_t CRS = q->C * q->R * q->S, L = q->OH * q->OW, CHW = q->C * q->H * q->W;
-  const int direct = is_pointwise(q);
-  int32_t st = 0;
-  float* gwt = scratch_get(c, 2, CRS * q->K, &st);
-  if (!gwt) return st;
-  /* gw^T[CRS, K] = sum over images, in order, of col_n [CRS, L] gy_n^T [L, K]. The rows
-   * of gw^T are split across threads in one parallel region: each thread builds its own
-   * rows of col_n and its own copy of gy_n^T, so every element is summed by one thread
-   * in (n, l) order whatever the thread count. */
-  const int threads = libra_threads();
-  const int64_t blocks = (CRS + 7) / 8;
-  const int64_t T = threads < blocks ? threads : blocks;
-  const int par = T > 1 && q->K * CRS * L > PAR_MIN;
-  int failed = 0;
-  PAR_FOR(par,
-  for (int64_t t = 0; t < T; t++) {
-    const int64_t b0 = blocks * t / T, b1 = blocks * (t + 1) / T;
-    const int64_t r0 = b0 * 8, r1 = b1 * 8 < CRS ? b1 * 8 : CRS;
-    if (r1 <= r0) continue;
-    int32_t st2 = 0;
-    /* stride 1: A (rows r0..r1 of col_n) is packed straight from a zero-padded copy of
-     * the image, without writing the column matrix */
-    const int implicit = !direct && q->sh == 1 && q->sw == 1;
-    const int64_t Hp = q->H + 2 * q->ph, Wp = q->W + 2 * q->pw, m = r1 - r0;
-    float* col = direct ? NULL
-                        : scratch_get(c, 0, implicit ? q->C * Hp * Wp : (r1 - r0) * L, &st2);
-    float* gyt = scratch_get(c, 1, L * q->K, &st2);
-    float* ap = implicit ? libra_sgemm_pack_buffer((m + 7) / 8 * 8 * L) : NULL;
-    if ((!direct && !col) || !gyt || (implicit && !ap)) {
-      failed = 1;
-      continue;
-    }
-    for (int64_t n = 0; n < q->N; n++) {
-      const float* a = direct ? X + n * CHW + r0 * L : col;
-      if (implicit) {
-        const float* x = X + n * CHW;
-        memset(col, 0, sizeof(float) * (size_t)(q->C * Hp * Wp));
-        for (int64_t ch = 0; ch < q->C; ch++) {
-          for (int64_t h = 0; h < q->H; h++) {
-            memcpy(col + (ch * Hp + h + q->ph) * Wp + q->pw, x + (ch * q->H + h) * q->W,
-                   sizeof(float) * (size_t)q->W);
-          }
-        }
-        for (int64_t ib = 0; ib < (m + 7) / 8; ib++) {
-          float* dst = ap + ib * 8 * L;
-          for (int i = 0; i < 8; i++) {
-            const int64_t row = r0 + ib * 8 + i;
-            if (row >= r1) {
-              for (int64_t l = 0; l < L; l++) dst[l * 8 + i] = 0.0f;
-              continue;
-            }
-            const int64_t ch = row / (q->R * q->S), r = (row / q->S) % q->R, sx = row % q->S;
-            const float* src = col + (ch * Hp + r * q->dh) * Wp + sx * q->dw;
-            for (int64_t oh = 0; oh < q->OH; oh++) {
-              float* d = dst + oh * q->OW * 8 + i;
-              const float* sr = src + oh * Wp;
-              for (int64_t ow = 0; ow < q->OW; ow++) d[ow * 8] = sr[ow];
-            }
-          }
-        }
-      } else if (!direct) {
-        for (int64_t row = r0; row < r1; row++) im2col_row(q, X + n * CHW, col + (row - r0) * L, row);
-      }
-      const float* gy = GY + n * q->K * L;
-      for (int64_t l = 0; l < L; l++) {
-        for (int64_t k = 0; k < q->K; k++) gyt[l * q->K + k] = gy[k * L + l];
-      }
-      if (implicit) {
-        libra_sgemm_packed(m, q->K, L, ap, gyt, q->K, gwt + r0 * q->K, q->K, n > 0);
-      } else if (libra_sgemm_small(m, q->K, L, a, L, 1, gyt, q->K, gwt + r0 * q->K, q->K, n > 0)) {
-        failed = 1;
-        break;
-      }
-    }
-  });
-  if (failed) {
-    scratch_done();
-    return set_error(LIBRA_ERR_OUT_OF_MEMORY, "libra_run(%s): could not allocate conv scratch",
-                     c->name);
-  }
-  for (int64_t k = 0; k < q->K; k++) {
-    for (int64_t r = 0; r < CRS; r++) GW[k * CRS + r] = gwt[r * q->K + k];
-  }
-  scratch_done();
-  return LIBRA_OK;
-}
-
 int32_t k_conv2d_backward_weight(const kcall* c) {
 
   convp q;
@@ -487,14 +402,14 @@ int32_t k_conv2d_backward_weight(const kcall* c) {
     if (q.K * CRS > 0) memset(GW, 0, sizeof(float) * (size_t)(q.K * CRS));
     return LIBRA_OK;
   }
-  if (use_small(&q) && q.sh == 1 && q.sw == 1) {
-    if (libra_conv_wgrad_s1(q.N, q.C, q.H, q.W, q.K, q.R, q.S, q.ph, q.pw, q.dh, q.dw, X, GY, GW)) {
+  if (use_small(&q)) {
+    if (libra_conv_wgrad(q.N, q.C, q.H, q.W, q.K, q.R, q.S, q.ph, q.pw, q.sh, q.sw, q.dh, q.dw, X,
+                         GY, GW)) {
       return set_error(LIBRA_ERR_OUT_OF_MEMORY,
                        "libra_run(%s): could not allocate conv weight-gradient scratch", c->name);
     }
     return LIBRA_OK;
   }
-  if (use_small(&q)) return conv_backward_weight_small(c, &q, X, GY, GW);
   const int direct = G == 1 && is_pointwise(&q);
   float* col = direct ? NULL : scratch_get(c, 0, CRS * G * L, &st);
   float* gyg = G > 1 ? scratch_get(c, 1, q.K * G * L, &st) : NULL;

@@ -1,13 +1,15 @@
 /*
- * conv_wgrad.c - the weight gradient of a stride-1 conv2d as register-tiled dot
- * products over whole images, with no column matrix:
+ * conv_wgrad.c - the weight gradient of a conv2d as register-tiled dot products over
+ * whole images, with no column matrix:
  *
- *   gw[k, ch, r, s] = sum_n sum_t gy_n[k, t] xs_n[s][(ch*Hp + r*dh)*OW + t]
+ *   gw[k, ch, r, s] = sum_n sum_t gy_n[k, t] xs_n[s][((ch*sh + r*dh % sh)*Hq + r*dh / sh)*OW + t]
  *
- * where plane set xs_n[s] holds image n zero-padded to Hp rows and shifted by s*dw
- * columns, cut to OW columns (xs[s][ch, h, ow] = padded x[ch, h, ow + s*dw]), so output
- * pixel t = oh*OW + ow meets padded input (oh + r*dh, ow + s*dw) at offset t of the tap's
- * run. Both operands of every dot product are contiguous runs of OH*OW floats (gy
+ * where plane set xs_n[s] holds image n zero-padded to Hp rows, split into sh row phases
+ * of Hq = ceil(Hp/sh) rows, sampled at columns ow*sw + s*dw and cut to OW columns
+ * (xs[s][ch, p, i, ow] = padded x[ch, i*sh + p, ow*sw + s*dw]), so output pixel
+ * t = oh*OW + ow meets padded input (oh*sh + r*dh, ow*sw + s*dw) at offset t of the tap's
+ * run. For stride 1 there is one phase and the planes are the padded image shifted by
+ * each column tap. Both operands of every dot product are contiguous runs of OH*OW floats (gy
  * zero-padded to a multiple of 16), so a 4 x NB tile of (k, row of gw^T) keeps 4*NB
  * vector accumulators in registers, loading 4 + NB vectors per 4*NB fused multiply-adds.
  *
@@ -95,38 +97,49 @@ static float hsum(v16 v) {
 }
 
 void libra_conv_shifted(const float* X, int64_t C, int64_t H, int64_t W, int64_t S, int64_t ph,
-                        int64_t pw, int64_t dw, int64_t OW, float* xs, int64_t PS) {
-  const int64_t Hp = H + 2 * ph;
+                        int64_t pw, int64_t sh, int64_t sw, int64_t dw, int64_t OW, float* xs,
+                        int64_t PS) {
+  const int64_t Hp = H + 2 * ph, Hq = (Hp + sh - 1) / sh;
   for (int64_t s = 0; s < S; s++) {
     const int64_t a = s * dw - pw; /* input column of ow = 0 */
-    const int64_t lo = a < 0 ? (-a < OW ? -a : OW) : 0;
-    int64_t hi = W - a < OW ? W - a : OW;
+    /* output columns whose input column a + ow*sw lies in [0, W): [lo, hi) */
+    int64_t lo = a < 0 ? (-a + sw - 1) / sw : 0;
+    int64_t hi = W - 1 - a < 0 ? 0 : (W - 1 - a) / sw + 1;
+    if (lo > OW) lo = OW;
+    if (hi > OW) hi = OW;
     if (hi < lo) hi = lo;
     for (int64_t ch = 0; ch < C; ch++) {
-      for (int64_t h = 0; h < Hp; h++) {
-        float* d = xs + s * PS + (ch * Hp + h) * OW;
-        const int64_t ih = h - ph;
-        if (ih < 0 || ih >= H) {
-          memset(d, 0, sizeof(float) * (size_t)OW);
-          continue;
+      for (int64_t ph2 = 0; ph2 < sh; ph2++) {
+        for (int64_t i = 0; i < Hq; i++) {
+          float* d = xs + s * PS + ((ch * sh + ph2) * Hq + i) * OW;
+          const int64_t ih = i * sh + ph2 - ph;
+          if (ih < 0 || ih >= H) {
+            memset(d, 0, sizeof(float) * (size_t)OW);
+            continue;
+          }
+          const float* src = X + (ch * H + ih) * W + a;
+          for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+          if (sw == 1) {
+            memcpy(d + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
+          } else {
+            for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * sw];
+          }
+          for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
         }
-        const float* src = X + (ch * H + ih) * W + a;
-        for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-        memcpy(d + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
-        for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
       }
     }
   }
 }
 
-int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R,
-                        int64_t S, int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float* X,
-                        const float* GY, float* GW) {
-  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
-  const int64_t OH = Hp - dh * (R - 1), OW = Wp - dw * (S - 1), L = OH * OW;
+int libra_conv_wgrad(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
+                     int64_t ph, int64_t pw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                     const float* X, const float* GY, float* GW) {
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw, Hq = (Hp + sh - 1) / sh;
+  const int64_t OH = (Hp - dh * (R - 1) - 1) / sh + 1, OW = (Wp - dw * (S - 1) - 1) / sw + 1;
+  const int64_t L = OH * OW;
   const int64_t CRS = C * R * S;
   const int64_t Lp = (L + VL - 1) / VL * VL; /* run length, zero-padded to whole vectors */
-  const int64_t PS = C * Hp * OW + VL;       /* one shifted plane set, room for the last run */
+  const int64_t PS = C * sh * Hq * OW + VL;  /* one shifted plane set, room for the last run */
   const int64_t XS = S * PS;                 /* per image */
   const int64_t K4 = (K + MK - 1) / MK * MK, J = (CRS + NB - 1) / NB * NB;
   const int64_t KT = K4 / MK, JT = J / NB;
@@ -151,7 +164,7 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
   for (int64_t j = 0; j < J; j++) {
     const int64_t p = j < CRS ? j : 0; /* padding rows repeat row 0; discarded */
     const int64_t ch = p / (R * S), r = (p / S) % R, s = p % S;
-    offs[j] = s * PS + (ch * Hp + r * dh) * OW;
+    offs[j] = s * PS + ((ch * sh + r * dh % sh) * Hq + r * dh / sh) * OW;
   }
   memset(vacc, 0, sizeof(float) * (size_t)(K4 * J * VL));
   const int64_t tiles = KT * JT;
@@ -167,8 +180,8 @@ int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
 #pragma omp for schedule(static)
     for (int64_t n = n0; n < n1; n++) {
       float* x = xp + (n - n0) * XS;
-      libra_conv_shifted(X + n * C * H * W, C, H, W, S, ph, pw, dw, OW, x, PS);
-      for (int64_t s = 0; s < S; s++) memset(x + s * PS + C * Hp * OW, 0, sizeof(float) * VL);
+      libra_conv_shifted(X + n * C * H * W, C, H, W, S, ph, pw, sh, sw, dw, OW, x, PS);
+      for (int64_t s = 0; s < S; s++) memset(x + s * PS + C * sh * Hq * OW, 0, sizeof(float) * VL);
       if (!gy_direct) {
         float* g = gyp + (n - n0) * GN;
         for (int64_t k = 0; k < K4; k++) {

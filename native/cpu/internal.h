@@ -88,16 +88,21 @@ void libra_sgemm_packed_rows(int64_t m, int64_t n, int64_t k, const float* ap,
 void libra_sgemm_packed(int64_t m, int64_t n, int64_t k, const float* ap, const float* b,
                         int64_t ldb, float* c, int64_t ldc, int accumulate);
 float* libra_sgemm_pack_buffer(int64_t floats);
-/* One image x [C, H, W] zero-padded to H + 2*ph rows and shifted by s*dw - pw columns, cut
- * to OW columns, for each column tap s < S: xs[s*PS + (ch*(H + 2*ph) + h)*OW + ow] (the
- * operand of a stride-1 conv as contiguous runs, conv_wgrad.c). */
+/* One image x [C, H, W] zero-padded to Hp = H + 2*ph rows, split into sh row phases of
+ * Hq = ceil(Hp/sh) rows, and for each column tap s < S sampled at columns ow*sw + s*dw - pw,
+ * ow < OW: xs[s*PS + ((ch*sh + p)*Hq + i)*OW + ow] = padded x[ch, i*sh + p, ow*sw + s*dw]
+ * (0 outside; rows past Hp are 0). Row (ch, r, s) of a conv's column matrix is then the
+ * contiguous run of OH*OW floats at s*PS + ((ch*sh + r*dh % sh)*Hq + r*dh / sh)*OW
+ * (conv_wgrad.c). */
 void libra_conv_shifted(const float* X, int64_t C, int64_t H, int64_t W, int64_t S, int64_t ph,
-                        int64_t pw, int64_t dw, int64_t OW, float* xs, int64_t PS);
-/* The weight gradient of a stride-1 conv2d (conv_wgrad.c): x [N, C, H, W], gy [N, K, OH, OW],
- * gw [K, C, R, S] with padding ph, pw and dilation dh, dw. -1 when out of memory. */
-int libra_conv_wgrad_s1(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R,
-                        int64_t S, int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float* X,
-                        const float* GY, float* GW);
+                        int64_t pw, int64_t sh, int64_t sw, int64_t dw, int64_t OW, float* xs,
+                        int64_t PS);
+/* The weight gradient of a conv2d (conv_wgrad.c): x [N, C, H, W], gy [N, K, OH, OW],
+ * gw [K, C, R, S] with padding ph, pw, stride sh, sw and dilation dh, dw. -1 when out of
+ * memory. */
+int libra_conv_wgrad(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
+                     int64_t ph, int64_t pw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                     const float* X, const float* GY, float* GW);
 /* Philox4x32-10 on one block. */
 #include "libra_philox.h"
 

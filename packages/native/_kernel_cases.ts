@@ -342,6 +342,11 @@ function convCases(): KernelCase[] {
     ["stride 1, unequal pads, dilations 1x3", [3, 5, 7, 10, 6, 3, 2, 1, 1, 2, 0, 1, 3, 0]],
     ["stride 1, images in chunks of 2 and 1", [3, 4, 32, 32, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
     ["stride 1, gy read in place, chunks", [3, 2, 32, 32, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["stride 2, dilation 2, odd sizes", [2, 3, 13, 11, 5, 3, 3, 2, 2, 1, 1, 2, 2, 0]],
+    ["stride 3x2, pads 2x0, dilation 1x2", [2, 3, 14, 11, 5, 3, 3, 3, 2, 2, 0, 1, 2, 1]],
+    ["1x1 stride 2 shortcut, odd sizes", [3, 5, 9, 7, 6, 1, 1, 2, 2, 0, 0, 1, 1, 0]],
+    ["stride 2, images in chunks of 2 and 1", [3, 2, 70, 70, 5, 3, 3, 2, 2, 1, 1, 1, 1, 0]],
+    ["stride 2, gy read in place, chunks", [3, 2, 64, 64, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1]],
   ];
   for (const [label, p] of convs) {
     out.push({ kernel: "conv2d", label, params: p, tol: GEMM });

@@ -437,6 +437,10 @@ Deno.test("cpu kernels give the same bits at 1 and 2 threads", () => {
     ["conv2d_backward_weight", [6, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
     ["conv2d_backward_weight", [4, 8, 5, 5, 2000, 1, 1, 1, 1, 0, 0, 1, 1, 0]],
     ["conv2d_backward_weight", [3, 8, 32, 32, 8, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
+    ["conv2d", [6, 16, 33, 31, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1]],
+    ["conv2d_backward_weight", [3, 16, 32, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 0]],
+    ["conv2d_backward_weight", [5, 5, 33, 31, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0]],
+    ["conv2d_backward_weight", [4, 16, 32, 32, 32, 1, 1, 2, 2, 0, 0, 1, 1, 0]],
     ["sum_to", [2, 3000, 700, 1, 700]],
     ["gelu_tanh_backward", [300_000]],
   ];
