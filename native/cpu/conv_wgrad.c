@@ -59,7 +59,7 @@ static void done(void) {
 
 /* acc[a][b] += sum over images i < n, then t < len (step 16), of
  * g[i*gn + a*gs + t] * x[b][i*xn + t]. */
-__attribute__((noinline, optimize("fp-contract=fast"))) static void tile(
+__attribute__((always_inline, optimize("fp-contract=fast"))) static inline void tile_body(
     const float* g, int64_t gs, int64_t gn, const float* const* x, int64_t xn, int64_t n,
     int64_t len, v16 acc[MK][NB]) {
   v16 c[MK][NB];
@@ -84,6 +84,18 @@ __attribute__((noinline, optimize("fp-contract=fast"))) static void tile(
   }
   for (int a = 0; a < MK; a++) {
     for (int b = 0; b < NB; b++) acc[a][b] = c[a][b];
+  }
+}
+
+/* tile_body with the run length fixed at compile time for short runs (8x8 outputs: 4
+ * vectors per image), so the per-image loop is straight-line code */
+__attribute__((noinline, optimize("fp-contract=fast"))) static void tile(
+    const float* g, int64_t gs, int64_t gn, const float* const* x, int64_t xn, int64_t n,
+    int64_t len, v16 acc[MK][NB]) {
+  if (len == 4 * VL) {
+    tile_body(g, gs, gn, x, xn, n, 4 * VL, acc);
+  } else {
+    tile_body(g, gs, gn, x, xn, n, len, acc);
   }
 }
 
@@ -199,7 +211,8 @@ int libra_conv_wgrad(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int6
     for (int64_t th = 0; th < T; th++) {
       const int64_t t0 = tiles * th / T, t1 = tiles * (th + 1) / T;
       for (int64_t ti = t0; ti < t1; ti++) {
-        const int64_t kt = ti / JT, jt = ti % JT;
+        /* k fastest: the NB x runs of a tile stay in cache across k */
+        const int64_t kt = ti % KT, jt = ti / KT;
         v16 acc[MK][NB];
         for (int a = 0; a < MK; a++) {
           for (int b = 0; b < NB; b++) {

@@ -347,6 +347,9 @@ function convCases(): KernelCase[] {
     ["1x1 stride 2 shortcut, odd sizes", [3, 5, 9, 7, 6, 1, 1, 2, 2, 0, 0, 1, 1, 0]],
     ["stride 2, images in chunks of 2 and 1", [3, 2, 70, 70, 5, 3, 3, 2, 2, 1, 1, 1, 1, 0]],
     ["stride 2, gy read in place, chunks", [3, 2, 64, 64, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1]],
+    ["8x8 outputs, 40 images in chunks of 32 and 8", [40, 3, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
+    ["8x8 outputs, gy read in place, odd channels", [6, 7, 8, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
+    ["stride 2 to 8x8 outputs, 35 images", [35, 5, 16, 16, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0]],
   ];
   for (const [label, p] of convs) {
     out.push({ kernel: "conv2d", label, params: p, tol: GEMM });

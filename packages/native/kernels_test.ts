@@ -441,6 +441,7 @@ Deno.test("cpu kernels give the same bits at 1 and 2 threads", () => {
     ["conv2d_backward_weight", [3, 16, 32, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 0]],
     ["conv2d_backward_weight", [5, 5, 33, 31, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0]],
     ["conv2d_backward_weight", [4, 16, 32, 32, 32, 1, 1, 2, 2, 0, 0, 1, 1, 0]],
+    ["conv2d_backward_weight", [40, 9, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
     ["sum_to", [2, 3000, 700, 1, 700]],
     ["gelu_tanh_backward", [300_000]],
   ];
