@@ -167,18 +167,22 @@ int libra_conv_wgrad(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int6
   if (chunk > N) chunk = N;
   float* xp = get(0, chunk * XS);
   float* gyp = gy_direct ? NULL : get(1, chunk * GN);
-  float* vacc = get(2, K4 * J * VL + (int64_t)J * 2); /* + the stream offsets */
+  /* the vector accumulators live in vacc between chunks; with one chunk they never leave
+   * the registers */
+  const int multi = chunk < N;
+  const int64_t VA = multi ? K4 * J * VL : 0;
+  float* vacc = get(2, VA + (int64_t)J * 2); /* + the stream offsets */
   if (!xp || (!gy_direct && !gyp) || !vacc) {
     done();
     return -1;
   }
-  int64_t* offs = (int64_t*)(vacc + K4 * J * VL);
+  int64_t* offs = (int64_t*)(vacc + VA);
   for (int64_t j = 0; j < J; j++) {
     const int64_t p = j < CRS ? j : 0; /* padding rows repeat row 0; discarded */
     const int64_t ch = p / (R * S), r = (p / S) % R, s = p % S;
     offs[j] = s * PS + ((ch * sh + r * dh % sh) * Hq + r * dh / sh) * OW;
   }
-  memset(vacc, 0, sizeof(float) * (size_t)(K4 * J * VL));
+  if (N == 0) memset(GW, 0, sizeof(float) * (size_t)(K * CRS));
   const int64_t tiles = KT * JT;
   const int64_t T0 = libra_threads();
   const int64_t T = T0 < tiles ? T0 : tiles;
@@ -216,7 +220,11 @@ int libra_conv_wgrad(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int6
         v16 acc[MK][NB];
         for (int a = 0; a < MK; a++) {
           for (int b = 0; b < NB; b++) {
-            memcpy(&acc[a][b], vacc + ((kt * MK + a) * J + jt * NB + b) * VL, sizeof(v16));
+            if (n0 == 0) {
+              acc[a][b] = (v16){0};
+            } else {
+              memcpy(&acc[a][b], vacc + ((kt * MK + a) * J + jt * NB + b) * VL, sizeof(v16));
+            }
           }
         }
         const float* xs[NB];
@@ -224,17 +232,15 @@ int libra_conv_wgrad(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int6
         tile(gbase + kt * MK * GS, GS, GN, xs, XS, n1 - n0, Lp, acc);
         for (int a = 0; a < MK; a++) {
           for (int b = 0; b < NB; b++) {
-            memcpy(vacc + ((kt * MK + a) * J + jt * NB + b) * VL, &acc[a][b], sizeof(v16));
+            const int64_t k = kt * MK + a, j = jt * NB + b;
+            if (n1 < N) {
+              memcpy(vacc + (k * J + j) * VL, &acc[a][b], sizeof(v16));
+            } else if (k < K && j < CRS) {
+              GW[k * CRS + j] = hsum(acc[a][b]);
+            }
           }
         }
       }
-    }
-  }
-  for (int64_t k = 0; k < K; k++) {
-    for (int64_t j = 0; j < CRS; j++) {
-      v16 v;
-      memcpy(&v, vacc + (k * J + j) * VL, sizeof v);
-      GW[k * CRS + j] = hsum(v);
     }
   }
   done();
