@@ -99,19 +99,63 @@ __attribute__((noinline, optimize("fp-contract=fast"))) static void tile(
   }
 }
 
+/* the 16 lanes in a fixed tree: lane i += lane i + 8, then i + 4, i + 2, i + 1 */
 static float hsum(v16 v) {
-  float h[VL];
-  memcpy(h, &v, sizeof h);
-  for (int w = VL / 2; w > 0; w /= 2) {
-    for (int i = 0; i < w; i++) h[i] += h[i + w];
+  typedef float v8h __attribute__((vector_size(32)));
+  typedef float v4h __attribute__((vector_size(16)));
+  const v8h h8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                 __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const v4h h4 = __builtin_shufflevector(h8, h8, 0, 1, 2, 3) +
+                 __builtin_shufflevector(h8, h8, 4, 5, 6, 7);
+  const float h20 = h4[0] + h4[2], h21 = h4[1] + h4[3];
+  return h20 + h21;
+}
+
+typedef float v8 __attribute__((vector_size(32), aligned(4)));
+
+/* d[0, n) = s[0, n) in 8-float blocks: rows here are short (often 8..32 floats), too short
+ * for a memcpy call per row */
+static inline void copy_run(float* d, const float* s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) *(v8*)(d + i) = *(const v8*)(s + i);
+  for (; i < n; i++) d[i] = s[i];
+}
+
+/* Unit column stride, moderate widths: each input row is zero-padded once into a local row,
+ * and every column tap's run is a plain copy out of it. */
+enum { ROW_MAX = 2048 };
+static void shifted_unit(const float* X, int64_t C, int64_t H, int64_t W, int64_t S, int64_t ph,
+                         int64_t pw, int64_t sh, int64_t dw, int64_t OW, float* xs, int64_t PS,
+                         int64_t Hq) {
+  float row[ROW_MAX];
+  const int64_t U = (S - 1) * dw + OW; /* padded columns read, from padded column 0 */
+  const int64_t in0 = pw < U ? pw : U, in1 = pw + W < U ? pw + W : U;
+  for (int64_t u = 0; u < in0; u++) row[u] = 0.0f;
+  for (int64_t u = in1; u < U; u++) row[u] = 0.0f;
+  for (int64_t ch = 0; ch < C; ch++) {
+    for (int64_t ph2 = 0; ph2 < sh; ph2++) {
+      for (int64_t i = 0; i < Hq; i++) {
+        const int64_t o = ((ch * sh + ph2) * Hq + i) * OW;
+        const int64_t ih = i * sh + ph2 - ph;
+        if (ih < 0 || ih >= H) {
+          for (int64_t s = 0; s < S; s++) memset(xs + s * PS + o, 0, sizeof(float) * (size_t)OW);
+          continue;
+        }
+        copy_run(row + in0, X + (ch * H + ih) * W + (in0 - pw), in1 - in0);
+        for (int64_t s = 0; s < S; s++) copy_run(xs + s * PS + o, row + s * dw, OW);
+      }
+    }
   }
-  return h[0];
 }
 
 void libra_conv_shifted(const float* X, int64_t C, int64_t H, int64_t W, int64_t S, int64_t ph,
                         int64_t pw, int64_t sh, int64_t sw, int64_t dw, int64_t OW, float* xs,
                         int64_t PS) {
   const int64_t Hp = H + 2 * ph, Hq = (Hp + sh - 1) / sh;
+  if (sw == 1 && (S - 1) * dw + OW <= ROW_MAX) {
+    shifted_unit(X, C, H, W, S, ph, pw, sh, dw, OW, xs, PS, Hq);
+    return;
+  }
   for (int64_t s = 0; s < S; s++) {
     const int64_t a = s * dw - pw; /* input column of ow = 0 */
     /* output columns whose input column a + ow*sw lies in [0, W): [lo, hi) */

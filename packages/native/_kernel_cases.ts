@@ -350,6 +350,7 @@ function convCases(): KernelCase[] {
     ["8x8 outputs, 40 images in chunks of 32 and 8", [40, 3, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0]],
     ["8x8 outputs, gy read in place, odd channels", [6, 7, 8, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1]],
     ["stride 2 to 8x8 outputs, 35 images", [35, 5, 16, 16, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0]],
+    ["column pads wider than the image", [2, 3, 4, 2, 5, 3, 3, 1, 1, 1, 3, 1, 1, 0]],
   ];
   for (const [label, p] of convs) {
     out.push({ kernel: "conv2d", label, params: p, tol: GEMM });
