@@ -116,6 +116,8 @@ function statsOf(s: import("@libra/runtime").RuntimeStats): Record<string, numbe
     bookkeepingMs: ms(s.bookkeepingNs),
     policyMs: ms(s.policyNs),
     kernelMs: ms(s.kernelNs),
+    addedKernelMs: ms(s.addedKernelNs),
+    copies: s.copies,
   };
 }
 

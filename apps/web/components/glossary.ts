@@ -140,6 +140,20 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
     help: "Time spent in the operations themselves.",
     underBudget: true,
   },
+  addedKernelMs: {
+    label: "added kernel time",
+    unit: "ms",
+    help:
+      "Of the kernel time, the kernels the runtime added: recomputations and copies of weights before in-place updates.",
+    underBudget: true,
+  },
+  copies: {
+    label: "copy-on-write copies",
+    unit: "count",
+    help:
+      "Weights copied before an in-place update because values computed from the old weights may still be recomputed (none at a budget of at least the budget-free peak).",
+    underBudget: true,
+  },
   baselineMs: {
     label: "time without a budget",
     unit: "ms",
