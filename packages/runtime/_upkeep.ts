@@ -119,6 +119,26 @@ export function freeStorage(e: Engine, k: EngineState, s: StorageNode): void {
  */
 export function isNeeded(e: Engine, s: StorageNode, ignorePin = false): boolean {
   if (s.extRefs > 0 || (s.pinned && !ignorePin) || s.locks > 0) return true;
+  return walkDependants(e, s, "held");
+}
+
+/**
+ * Walks the values computed from `s` that still exist (through replayable
+ * calls; freed and empty storages are skipped), each once, depth first; the
+ * dependants of a value the program holds (referenced, pinned or locked) are
+ * not walked. Returns true, stopping there, at the first value that `stop`
+ * names: any (`"any"`), a held one (`"held"`), a held one off the device
+ * (`"held-off-device"`); `"never"` walks them all. The held values go to
+ * `held`, the others to `between`, where given. (A mode, not a callback: it
+ * is on the path of every release.)
+ */
+function walkDependants(
+  e: Engine,
+  s: StorageNode,
+  stop: "any" | "held" | "held-off-device" | "never",
+  held?: StorageNode[],
+  between?: StorageNode[],
+): boolean {
   const stamp = e.lineage.nextStamp();
   s.stamp = stamp;
   const stack: StorageNode[] = [s];
@@ -131,8 +151,16 @@ export function isNeeded(e: Engine, s: StorageNode, ignorePin = false): boolean 
           const n = o.storage;
           if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
           n.stamp = stamp;
-          if (n.extRefs > 0 || n.pinned || n.locks > 0) return true;
-          stack.push(n);
+          if (stop === "any") return true;
+          if (n.extRefs > 0 || n.pinned || n.locks > 0) {
+            if (stop === "held" || (stop === "held-off-device" && n.residency !== "resident")) {
+              return true;
+            }
+            held?.push(n);
+          } else {
+            between?.push(n);
+            stack.push(n);
+          }
         }
       }
     }
@@ -163,29 +191,9 @@ function evictedNeeds(e: Engine, s: StorageNode): boolean {
  * calls that read `s` become non-replayable.
  */
 export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
-  const stamp = e.lineage.nextStamp();
-  s.stamp = stamp;
-  const stack: StorageNode[] = [s];
   const between: StorageNode[] = [];
   const referenced: StorageNode[] = [];
-  while (stack.length > 0) {
-    const cur = stack.pop()!;
-    for (const t of cur.tensors) {
-      for (const c of t.consumers) {
-        if (!c.replayable) continue;
-        for (const o of c.outputs) {
-          const n = o.storage;
-          if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
-          n.stamp = stamp;
-          if (n.extRefs > 0 || n.pinned || n.locks > 0) referenced.push(n);
-          else {
-            between.push(n);
-            stack.push(n);
-          }
-        }
-      }
-    }
-  }
+  walkDependants(e, s, "never", referenced, between);
   // Unreferenced values computed from `s` lose their producers' replayability
   // below (or are locked now and unreferenced): they may stay as leaves.
   for (const n of referenced) if (n.extRefs === 0 && !n.pinned) k.orphans.add(n);
@@ -238,38 +246,7 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
  */
 export function mustPreserve(e: Engine, k: EngineState, s: StorageNode): boolean {
   const ample = k.budget !== Infinity && k.freePeak !== undefined && k.budget >= k.freePeak;
-  if (!ample) {
-    for (const t of s.tensors) {
-      for (const c of t.consumers) {
-        if (!c.replayable) continue;
-        for (const o of c.outputs) {
-          const r = o.storage.residency;
-          if (r !== "freed" && r !== "empty") return true;
-        }
-      }
-    }
-    return false;
-  }
-  const stamp = e.lineage.nextStamp();
-  s.stamp = stamp;
-  const stack: StorageNode[] = [s];
-  while (stack.length > 0) {
-    const cur = stack.pop()!;
-    for (const t of cur.tensors) {
-      for (const c of t.consumers) {
-        if (!c.replayable) continue;
-        for (const o of c.outputs) {
-          const n = o.storage;
-          if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
-          n.stamp = stamp;
-          if (n.extRefs > 0 || n.pinned || n.locks > 0) {
-            if (n.residency !== "resident") return true;
-          } else stack.push(n);
-        }
-      }
-    }
-  }
-  return false;
+  return walkDependants(e, s, ample ? "held-off-device" : "any");
 }
 
 /**
