@@ -1,63 +1,20 @@
 import assert from "node:assert/strict";
-import {
-  type Backend,
-  crossEntropy,
-  dropout,
-  manualSeed,
-  matmul,
-  normal,
-  relu,
-  sgdUpdate,
-  type Tensor,
-  tensor,
-  tidy,
-  withBackend,
-  zeros,
-} from "@libra/tensor";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import type { StorageNode } from "@libra/lineage";
 import { Runtime } from "./runtime.ts";
+import { trainMlp } from "./_mlp_testing.ts";
 
 /** Three SGD steps of an MLP with dropout (in-place updates, a step end after each); the losses. */
 function train(rt: Runtime): number[] {
-  return withBackend(rt as Backend, () => {
-    manualSeed(3);
-    const dims = [16, 40, 40, 40, 8];
-    const ws: Tensor[] = [];
-    const bufs: Tensor[] = [];
-    for (let i = 0; i < dims.length - 1; i++) {
-      const w = normal([dims[i]!, dims[i + 1]!], { std: 0.2 });
-      w.requiresGrad = true;
-      ws.push(w);
-      bufs.push(zeros([dims[i]!, dims[i + 1]!]));
-    }
-    const x = normal([96, 16]);
-    const y = tensor(new Int32Array(Array.from({ length: 96 }, (_, i) => (i * 5) % 8)), [96], {
-      dtype: "i32",
-    });
-    const losses: number[] = [];
-    for (let step = 0; step < 3; step++) {
-      const loss = tidy(() => {
-        let h: Tensor = x;
-        for (let i = 0; i < ws.length; i++) {
-          h = matmul(h, ws[i]!);
-          if (i < ws.length - 1) h = dropout(relu(h), 0.2);
-        }
-        const l = crossEntropy(h, y);
-        l.backward();
-        return l;
-      });
-      losses.push(loss.item());
-      loss.dispose();
-      ws.forEach((w, i) => {
-        sgdUpdate(w, w.grad!, bufs[i]!, { lr: 0.1, momentum: 0.9, firstStep: step === 0 });
-        w.grad!.dispose();
-        w.grad = null;
-      });
-      rt.endStep();
-    }
-    return losses;
-  });
+  return trainMlp(rt, {
+    seed: 3,
+    dims: [16, 40, 40, 40, 8],
+    batch: 96,
+    label: (i) => (i * 5) % 8,
+    dropout: 0.2,
+    steps: 3,
+    afterStep: () => rt.endStep(),
+  }).losses;
 }
 
 const free = (() => {

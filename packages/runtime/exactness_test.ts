@@ -1,23 +1,10 @@
 import assert from "node:assert/strict";
-import {
-  type Backend,
-  crossEntropy,
-  dropout,
-  manualSeed,
-  matmul,
-  normal,
-  relu,
-  sgdUpdate,
-  type Tensor,
-  tensor,
-  tidy,
-  withBackend,
-  zeros,
-} from "@libra/tensor";
+import type { Backend } from "@libra/tensor";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { createPolicy, type EvictionPolicy } from "@libra/evict";
 import { OutOfBudgetError } from "./errors.ts";
 import { Runtime } from "./runtime.ts";
+import { trainMlp } from "./_mlp_testing.ts";
 
 interface StepResult {
   losses: number[];
@@ -31,47 +18,17 @@ interface StepResult {
  * ops and autograd. Returns the losses, the last gradients and the weights.
  */
 function train(backend: Backend, afterStep?: () => void): StepResult {
-  return withBackend(backend, () => {
-    manualSeed(7);
-    const dims = [24, 48, 48, 48, 10];
-    const ws: Tensor[] = [];
-    const bufs: Tensor[] = [];
-    for (let i = 0; i < dims.length - 1; i++) {
-      const w = normal([dims[i]!, dims[i + 1]!], { std: 0.2 });
-      w.requiresGrad = true;
-      ws.push(w);
-      bufs.push(zeros([dims[i]!, dims[i + 1]!]));
-    }
-    const x = normal([128, 24]);
-    const y = tensor(new Int32Array(Array.from({ length: 128 }, (_, i) => (i * 7) % 10)), [128], {
-      dtype: "i32",
-    });
-    const losses: number[] = [];
-    let grads: number[][] = [];
-    for (let step = 0; step < 2; step++) {
-      const loss = tidy(() => {
-        let h: Tensor = x;
-        for (let i = 0; i < ws.length; i++) {
-          h = matmul(h, ws[i]!);
-          if (i < ws.length - 1) h = dropout(relu(h), 0.25);
-        }
-        const l = crossEntropy(h, y);
-        l.backward();
-        return l;
-      });
-      losses.push(loss.item());
-      loss.dispose();
-      grads = ws.map((w) => Array.from(w.grad!.toArray()));
-      ws.forEach((w, i) => {
-        sgdUpdate(w, w.grad!, bufs[i]!, { lr: 0.1, momentum: 0.9, firstStep: step === 0 });
-        w.grad!.dispose();
-        w.grad = null;
-      });
-      afterStep?.();
-    }
-    const weights = ws.map((w) => Array.from(w.toArray()));
-    return { losses, grads, weights, peak: backend.memory().peakBytes };
+  const r = trainMlp(backend, {
+    seed: 7,
+    dims: [24, 48, 48, 48, 10],
+    batch: 128,
+    label: (i) => (i * 7) % 10,
+    dropout: 0.25,
+    steps: 2,
+    readGrads: true,
+    ...(afterStep ? { afterStep } : {}),
   });
+  return { ...r, peak: backend.memory().peakBytes };
 }
 
 const reference = train(new ReferenceBackend());
