@@ -8,6 +8,7 @@
 
 import type { Configuration, ConfigurationInput, RunExecutor, RunResult, Store } from "@libra/api";
 import { type ServerHandle, startServer } from "./main.ts";
+import { tinyMlpConfiguration } from "../api/_test_helpers.ts";
 
 /** Where Chromium is (`LIBRA_CHROMIUM` overrides). */
 export const CHROMIUM: string = Deno.env.get("LIBRA_CHROMIUM") ?? "/usr/bin/chromium";
@@ -92,23 +93,9 @@ export async function startE2E(opts: { executor?: RunExecutor } = {}): Promise<E
   };
 }
 
-/** A configuration with defaults. */
+/** The API tests' tiny MLP configuration, named `e2e`, under dtr-eq for 3 steps, with `over` applied. */
 export function configuration(over: Partial<ConfigurationInput> = {}): ConfigurationInput {
-  return {
-    name: "e2e",
-    model: "mlp",
-    preset: "tiny",
-    config: null,
-    device: "cpu",
-    budgetRatio: 0.5,
-    budgetBytes: null,
-    policy: "dtr-eq",
-    costModel: "measured",
-    steps: 3,
-    seed: 0,
-    overheadLimit: 2,
-    ...over,
-  };
+  return { ...tinyMlpConfiguration("e2e"), policy: "dtr-eq", steps: 3, ...over };
 }
 
 /** Stores a configuration and a finished run of it with `result`; returns the run id. */
