@@ -194,6 +194,17 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
   const between: StorageNode[] = [];
   const referenced: StorageNode[] = [];
   walkDependants(e, s, "never", referenced, between);
+  invalidateWalked(e, k, s, referenced, between);
+}
+
+/** {@link invalidate} after the walk from `s`: its held values and the others in between. */
+function invalidateWalked(
+  e: Engine,
+  k: EngineState,
+  s: StorageNode,
+  referenced: StorageNode[],
+  between: StorageNode[],
+): void {
   // Unreferenced values computed from `s` lose their producers' replayability
   // below (or are locked now and unreferenced): they may stay as leaves.
   for (const n of referenced) if (n.extRefs === 0 && !n.pinned) k.orphans.add(n);
@@ -219,9 +230,12 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
       t.consumers = [];
     }
     e.lineage.invalidateNeighborhoods();
-    for (const n of between) {
+    if (between.length === 0) return;
+    const needed = neededAmong(e, between);
+    for (let i = 0; i < between.length; i++) {
+      const n = between[i]!;
       if (n.residency === "freed") continue;
-      if (!isNeeded(e, n)) {
+      if (needed[i] === 0) {
         e.lineage.forgetClass(n);
         freeStorage(e, k, n);
       } else if (n.residency === "resident") refreshPool(k, n);
@@ -229,6 +243,69 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
   } finally {
     for (const n of held) unlock(k, n);
   }
+}
+
+/** True when the program holds `n` (referenced, pinned or locked). */
+function held(n: StorageNode): boolean {
+  return n.extRefs > 0 || n.pinned || n.locks > 0;
+}
+
+/**
+ * {@link isNeeded} of every storage of `between` that is not freed (1 or 0;
+ * 0 for freed ones), in one pass over the edges rather than one walk per
+ * storage: `between` holds the unheld values a walk from a storage found, so
+ * every unheld successor of one of them is one of them (or that storage, whose
+ * consumers are cut). A storage is needed when it is held, or a held value is
+ * computed directly from it, or a needed unheld member is; the last spreads
+ * backwards from each needed member to the members it is computed from. An
+ * unneeded storage reaches no held value, so freeing it (in any order) leaves
+ * the answer for the others as it was.
+ */
+function neededAmong(e: Engine, between: readonly StorageNode[]): Uint8Array {
+  const member = e.lineage.nextStamp();
+  for (const n of between) if (n.residency !== "freed") n.stamp = member;
+  const yes = e.lineage.nextStamp();
+  const queue: StorageNode[] = [];
+  for (const n of between) {
+    if (n.stamp !== member) continue;
+    if (held(n) || heldSuccessor(n)) {
+      n.stamp = yes;
+      queue.push(n);
+    }
+  }
+  while (queue.length > 0) {
+    const b = queue.pop()!;
+    if (held(b)) continue; // what it is computed from has it as a held successor
+    for (const o of b.tensors) {
+      const p = o.producer;
+      if (p === null || !p.replayable) continue;
+      for (const inp of p.inputs) {
+        const u = inp.storage;
+        if (u.stamp !== member || !inp.consumers.includes(p)) continue;
+        u.stamp = yes;
+        queue.push(u);
+      }
+    }
+  }
+  // Read now: freeing storages (next) walks their neighbourhoods with new stamps.
+  const out = new Uint8Array(between.length);
+  for (let i = 0; i < between.length; i++) out[i] = between[i]!.stamp === yes ? 1 : 0;
+  return out;
+}
+
+/** True when a held value (not freed or empty) is computed from `n` through a replayable call. */
+function heldSuccessor(n: StorageNode): boolean {
+  for (const t of n.tensors) {
+    for (const c of t.consumers) {
+      if (!c.replayable) continue;
+      for (const o of c.outputs) {
+        const m = o.storage;
+        if (m === n || m.residency === "freed" || m.residency === "empty") continue;
+        if (held(m)) return true;
+      }
+    }
+  }
+  return false;
 }
 
 /**
@@ -245,8 +322,35 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
  * parameter updates copy nothing, as without a runtime.
  */
 export function mustPreserve(e: Engine, k: EngineState, s: StorageNode): boolean {
-  const ample = k.budget !== Infinity && k.freePeak !== undefined && k.budget >= k.freePeak;
-  return walkDependants(e, s, ample ? "held-off-device" : "any");
+  return walkDependants(e, s, ample(k) ? "held-off-device" : "any");
+}
+
+/** The budget is at least the peak of the steps run without one (see {@link mustPreserve}). */
+function ample(k: EngineState): boolean {
+  return k.budget !== Infinity && k.freePeak !== undefined && k.budget >= k.freePeak;
+}
+
+/**
+ * Before an in-place update of resident `s`: copy-on-write ({@link preserve})
+ * when `mayCopy` and {@link mustPreserve} says so, else {@link invalidate}
+ * and {@link retire} keeping the memory. One walk serves both questions: the
+ * values the copy question looks at are those `invalidate` walks. Returns the
+ * external references the old tensors held.
+ */
+export function overwrite(e: Engine, k: EngineState, s: StorageNode, mayCopy: boolean): number {
+  if (!mayCopy) invalidate(e, k, s);
+  else if (ample(k)) {
+    const between: StorageNode[] = [];
+    const referenced: StorageNode[] = [];
+    walkDependants(e, s, "never", referenced, between);
+    for (const n of referenced) if (n.residency !== "resident") return preserve(e, k, s);
+    invalidateWalked(e, k, s, referenced, between);
+  } else {
+    // Found nothing computed from `s`: the walk of `invalidate` would find nothing either.
+    if (walkDependants(e, s, "any")) return preserve(e, k, s);
+    invalidateWalked(e, k, s, [], []);
+  }
+  return retire(e, k, s, true);
 }
 
 /**

@@ -56,6 +56,7 @@ import {
   invalidate,
   isNeeded,
   mustPreserve,
+  overwrite,
   preserve,
   release,
   retire,
@@ -479,6 +480,16 @@ export class Engine {
   /** Whether an in-place update of `s` must copy it first rather than invalidate it (see `_upkeep.ts`). */
   mustPreserve(s: StorageNode): boolean {
     return mustPreserve(this, this.#k, s);
+  }
+
+  /**
+   * Before an in-place update of resident `s`: {@link preserve} when `mayCopy`
+   * and {@link mustPreserve} says so, else {@link invalidate} then
+   * {@link retire} keeping the memory, with one walk of the values computed
+   * from `s` for both. Returns the external references the old tensors held.
+   */
+  overwrite(s: StorageNode, mayCopy: boolean): number {
+    return overwrite(this, this.#k, s, mayCopy);
   }
 
   /**

@@ -593,13 +593,7 @@ export class Runtime implements Backend {
     this.engine.withInputs(tensors, () => {
       // Copy-on-write: a value that recorded calls read keeps its bytes in a
       // new storage, so everything computed from it stays recomputable.
-      for (const s of mutated) {
-        if (s.bytes % 4 === 0 && this.engine.mustPreserve(s)) ext.push(this.engine.preserve(s));
-        else {
-          this.engine.invalidate(s);
-          ext.push(this.engine.retire(s, true));
-        }
-      }
+      for (const s of mutated) ext.push(this.engine.overwrite(s, s.bytes % 4 === 0));
       const bufs = stores.map((s) => {
         this.#exec.wait(s);
         return s.data as DeviceBuffer;
