@@ -158,8 +158,23 @@ export class Runtime implements Backend {
   #record: TraceEvent[] | null;
   #step = 0;
   #writes = 0;
-  /** Storages by name: host writes `w<n>` and values carried over from earlier steps. */
+  /**
+   * Storages by name: host writes `w<n>` and values carried over from earlier
+   * steps (read through {@link #named}). Built on first use after a step ends:
+   * only plan hooks read it, and hashing every carried value's new name costs
+   * a step of a model with many live values more than its calls.
+   */
   readonly #names = new Map<string, StorageNode>();
+  /**
+   * While {@link #names} waits to be built: the storages it holds at the step's
+   * end with their names, then its updates since, in order (`0, name, s`:
+   * forget `name` if it is `s`'s; `1, name, s`: `name` is `s`'s).
+   */
+  #unbuilt: {
+    names: string[];
+    stores: StorageNode[];
+    log: (0 | 1 | string | StorageNode)[];
+  } | null = null;
   /** Per call of this step (index since the step began): its output buffers. */
   readonly #callOuts: (readonly VirtualBuffer[] | undefined)[] = [];
   /** Per kernel, by a hash of params and buffer sizes: the calls that passed `checkKernelCall`. */
@@ -215,7 +230,7 @@ export class Runtime implements Backend {
     this.#updateListener();
     this.#record = options.record ? [] : null;
     this.engine.resolveName = (name) => {
-      const s = this.#stepOutput(name) ?? this.#names.get(name);
+      const s = this.#stepOutput(name) ?? this.#named().get(name);
       return s !== undefined && s.tensors[0]?.name === name ? s : undefined;
     };
   }
@@ -337,13 +352,35 @@ export class Runtime implements Backend {
   #renameCarried(prefix: string): void {
     this.#names.clear();
     this.#callOuts.length = 0;
+    const names: string[] = [], stores: StorageNode[] = [];
     for (const s of this.engine.lineage.storages.values()) {
       for (const t of s.tensors) {
         if (stepLocal(t.name)) t.name = prefix + t.name;
       }
       const root = s.tensors[0];
-      if (root !== undefined && s.residency !== "freed") this.#names.set(root.name, s);
+      if (root !== undefined && s.residency !== "freed") {
+        names.push(root.name);
+        stores.push(s);
+      }
     }
+    this.#unbuilt = { names, stores, log: [] };
+  }
+
+  /** {@link #names}, built first if it waits to be. */
+  #named(): Map<string, StorageNode> {
+    const u = this.#unbuilt;
+    if (u !== null) {
+      this.#unbuilt = null;
+      const m = this.#names;
+      for (let i = 0; i < u.names.length; i++) m.set(u.names[i]!, u.stores[i]!);
+      const log = u.log;
+      for (let i = 0; i < log.length; i += 3) {
+        const name = log[i + 1] as string, s = log[i + 2] as StorageNode;
+        if (log[i] === 1) m.set(name, s);
+        else if (m.get(name) === s) m.delete(name);
+      }
+    }
+    return this.#names;
   }
 
   /** The trace recorded since the start or the last {@link endStep} (requires `record: true`). */
@@ -406,7 +443,8 @@ export class Runtime implements Backend {
       // partial write keeps the rest of its bytes, so they must be on the device.
       if (!full) this.engine.materialize(old);
       this.#record?.push({ kind: "release", name: old.name, line: 0 });
-      if (this.#names.get(old.name) === s) this.#names.delete(old.name);
+      if (this.#unbuilt !== null) this.#unbuilt.log.push(0, old.name, s);
+      else if (this.#names.get(old.name) === s) this.#names.delete(old.name);
       if (full) {
         this.engine.retire(s, false);
         t = this.engine.leaf(s.bytes, this.#leafName(), { storage: s });
@@ -415,7 +453,8 @@ export class Runtime implements Backend {
         t = this.engine.adoptLeaf(s, ext, this.#leafName());
       }
     }
-    this.#names.set(t.name, s);
+    if (this.#unbuilt !== null) this.#unbuilt.log.push(1, t.name, s);
+    else this.#names.set(t.name, s);
     this.#record?.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
     this.#backend.write(s.data as DeviceBuffer, data, offsetBytes);
   }
