@@ -38,6 +38,13 @@ export interface CostModel {
    * runtime then need not time every kernel call. Absent means true.
    */
   readonly measures?: boolean;
+  /**
+   * True when {@link callCost} depends on the call's `op`, `params` and
+   * `totalBytes` only (not on its `index` nor on a measured time): a caller
+   * may keep the cost and reuse it for every call with the same three.
+   * Absent means false.
+   */
+  readonly staticCallCost?: boolean;
 }
 
 /** Options of the swap part of a cost model. */
@@ -175,6 +182,8 @@ export const DEVICE_PEAKS: Readonly<Record<string, DevicePeaks>> = {
 export class AnalyticCostModel implements CostModel {
   readonly name: string = "analytic";
   readonly measures: boolean = false;
+  /** Costs follow from op, params and bytes alone. */
+  readonly staticCallCost: boolean = true;
   /** The device peaks used. */
   readonly peaks: DevicePeaks;
   readonly #swap: SwapCost;

@@ -111,6 +111,8 @@ interface CheckedCall {
   readonly ins: number[];
   readonly outs: number[];
   readonly mutates: readonly number[];
+  /** The cost of such a call, kept once priced when the cost model's costs are static. */
+  cost: number | undefined;
 }
 
 /** The value in input buffer `i` of a call of `kernel`. */
@@ -151,6 +153,8 @@ export class Runtime implements Backend {
   readonly engine: Engine;
   readonly #backend: Backend;
   readonly #exec: LiveExecutor;
+  /** The cost model when its call costs are static (`staticCallCost`): calls are priced once per checked entry. */
+  readonly #staticCost: CostModel | null;
   #nextId = 1;
   #ratio: number | undefined;
   readonly #listeners = new Set<(e: RuntimeEvent) => void>();
@@ -208,6 +212,7 @@ export class Runtime implements Backend {
     this.#exec = new LiveExecutor(options.backend);
     const cost: CostModel = options.costModel ??
       new AnalyticCostModel(DEVICE_PEAKS[options.backend.device === "cuda" ? "h100" : "cpu"]);
+    this.#staticCost = cost.staticCallCost === true ? cost : null;
     if (options.timeKernels !== undefined) {
       const all = options.timeKernels;
       this.#exec.timeAll = () => all;
@@ -552,14 +557,22 @@ export class Runtime implements Backend {
     // Names `c<index>.<k>` resolve through this (a string-keyed map costs more than the
     // call) for plans and recordings only: without `endStep` it would grow with every call.
     if (record !== null || engine.policy.hooks !== undefined) this.#callOuts[index] = outs.slice();
+    // A static cost model prices the call as the engine would after running it (from the
+    // same facts: op, params and the bytes of its fresh outputs), once per checked entry.
+    let cost = checked.cost;
+    if (cost === undefined && this.#staticCost !== null) {
+      let totalBytes = 0;
+      for (let k = 0; k < no; k++) totalBytes += outs[k]!.bytes;
+      cost = checked.cost = this.#staticCost.callCost({ op: kernel, params: p, index, totalBytes });
+    }
     let results: TensorNode[];
     if (spares) {
       try {
-        results = engine.compute(kernel, p, tensors, specs);
+        results = engine.compute(kernel, p, tensors, specs, cost);
       } finally {
         this.#exec.dropSpares();
       }
-    } else results = engine.compute(kernel, p, tensors, specs);
+    } else results = engine.compute(kernel, p, tensors, specs, cost);
     if (record !== null) {
       record.push({
         kind: "call",
@@ -606,7 +619,7 @@ export class Runtime implements Backend {
     const mutates = kernelSpec(kernel).mutates ?? [];
     // Bounded: a stream of ever-new shapes checks every call and remembers the latest ones.
     if (byKernel.size >= 4096) byKernel.clear();
-    const e = { params: params.slice(), ins: inBytes, outs: outBytes, mutates };
+    const e = { params: params.slice(), ins: inBytes, outs: outBytes, mutates, cost: undefined };
     if (bucket === undefined) byKernel.set(h, [e]);
     else bucket.push(e);
     return e;
