@@ -261,7 +261,8 @@ export class CallNode {
     this.sizes = sizes;
     this.aliases = aliases;
     let total = 0;
-    for (const s of sizes) total += s;
+    // Indexed: an iterator here allocated ~120 bytes per call where it ran unoptimized.
+    for (let i = 0; i < sizes.length; i++) total += sizes[i]!;
     this.totalBytes = total;
     this.cost = cost;
     this.backward = backward;

@@ -50,7 +50,11 @@ export function find(node: EqNode): EqNode {
 export function merge(a: EqNode, b: EqNode): EqNode {
   const ra = find(a), rb = find(b);
   if (ra === rb) return ra;
-  const [big, small] = ra.size >= rb.size ? [ra, rb] : [rb, ra];
+  let big = ra, small = rb;
+  if (ra.size < rb.size) {
+    big = rb;
+    small = ra;
+  }
   small.parent = big;
   big.size += small.size;
   big.value += small.value;

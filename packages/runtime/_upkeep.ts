@@ -74,7 +74,7 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
   s.stamp = stamp;
   // Not re-entered: what the walk frees does not release anything.
   const stack = k.reapStack;
-  stack.length = 0;
+  clear(stack);
   stack.push(s);
   let budget = 16;
   while (stack.length > 0 && budget-- > 0) {
@@ -94,7 +94,7 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
       }
     }
   }
-  stack.length = 0;
+  clear(stack);
 }
 
 /** Releases `s`'s memory and forgets it (no one needs it again). */
@@ -470,7 +470,12 @@ export function collect(e: Engine, k: EngineState): number {
   k.deadCandidates = 0;
   const needed = e.lineage.nextStamp();
   const stack: StorageNode[] = [];
-  for (const s of e.lineage.storages.values()) {
+  // One pass over the map (its iterator allocates a result per storage where this runs
+  // unoptimized, once every few thousand calls); the loops below read the array.
+  const all: StorageNode[] = [];
+  e.lineage.storages.forEach((s) => void all.push(s));
+  for (let i = 0; i < all.length; i++) {
+    const s = all[i]!;
     if (s.extRefs > 0 || s.pinned || s.locks > 0) {
       s.stamp = needed;
       stack.push(s);
@@ -493,7 +498,8 @@ export function collect(e: Engine, k: EngineState): number {
   }
   let freed = 0;
   const dead: StorageNode[] = [];
-  for (const s of e.lineage.storages.values()) {
+  for (let i = 0; i < all.length; i++) {
+    const s = all[i]!;
     if (s.stamp !== needed && s.residency !== "empty") dead.push(s);
   }
   for (const s of dead) {
@@ -501,7 +507,9 @@ export function collect(e: Engine, k: EngineState): number {
     freed++;
   }
   let pruned = false;
-  for (const s of e.lineage.storages.values()) {
+  for (let a = 0; a < all.length; a++) {
+    const s = all[a]!;
+    if (s.residency === "freed") continue; // freed above: no longer in the map
     const ts = s.tensors;
     for (let i = 0; i < ts.length; i++) {
       const t = ts[i]!;
@@ -524,4 +532,13 @@ export function collect(e: Engine, k: EngineState): number {
 function allFreed(call: CallNode): boolean {
   for (const o of call.outputs) if (o.storage.residency !== "freed") return false;
   return true;
+}
+
+/**
+ * Empties a scratch list, keeping its capacity: `length = 0` drops the
+ * backing store, so the next push allocates a new one (about 150 bytes, on
+ * every call of a hot path); popping keeps it.
+ */
+function clear(a: unknown[]): void {
+  while (a.length > 0) a.pop();
 }
