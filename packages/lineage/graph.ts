@@ -13,6 +13,7 @@
 
 import { jsonToDot, lineageToJSON } from "./_export.ts";
 import { addToClass, EqNode, find, merge } from "./union_find.ts";
+import { StorageTable } from "./_storage_table.ts";
 import {
   CallNode,
   type EvictedComponent,
@@ -29,6 +30,7 @@ export {
   type RegionCache,
   type Residency,
   StorageNode,
+  StorageTable,
   TensorNode,
 };
 
@@ -79,8 +81,8 @@ export interface LineageJSON {
  * ```
  */
 export class Lineage {
-  /** Live storages by id. */
-  readonly storages: Map<number, StorageNode> = new Map();
+  /** Live storages by id, in the order they were made (id order). */
+  readonly storages: StorageTable = new StorageTable();
   #nextStorage = 1;
   #nextTensor = 1;
   #nextCall = 1;
@@ -90,7 +92,7 @@ export class Lineage {
   addStorage(bytes: number): StorageNode {
     const s = new StorageNode(this.#nextStorage++, bytes);
     s.owner = this;
-    this.storages.set(s.id, s);
+    this.storages.add(s);
     return s;
   }
 
@@ -202,7 +204,7 @@ export class Lineage {
 
   /** Forgets a storage (after it is freed for good). */
   removeStorage(s: StorageNode): void {
-    this.storages.delete(s.id);
+    this.storages.remove(s.id);
   }
 
   /** A fresh traversal stamp (storages whose `stamp` differs are unvisited). */

@@ -358,7 +358,7 @@ export class Runtime implements Backend {
     this.#names.clear();
     this.#callOuts.length = 0;
     const names: string[] = [], stores: StorageNode[] = [];
-    for (const s of this.engine.lineage.storages.values()) {
+    this.engine.lineage.storages.forEach((s) => {
       for (const t of s.tensors) {
         if (stepLocal(t.name)) t.name = prefix + t.name;
       }
@@ -367,7 +367,7 @@ export class Runtime implements Backend {
         names.push(root.name);
         stores.push(s);
       }
-    }
+    });
     this.#unbuilt = { names, stores, log: [] };
   }
 

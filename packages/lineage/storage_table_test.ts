@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { mulberry32 } from "@libra/util/rng";
+import { StorageNode, StorageTable } from "./mod.ts";
+
+Deno.test("StorageTable answers as a Map does under random adds and removes (oracle: Map)", () => {
+  const rng = mulberry32(7);
+  const table = new StorageTable();
+  const oracle = new Map<number, StorageNode>();
+  let next = 1;
+  for (let op = 0; op < 20_000; op++) {
+    // Phases of growth and of shrinking, so holes pile up and get squeezed out.
+    const grow = Math.floor(op / 2500) % 2 === 0 ? 0.7 : 0.3;
+    if (rng() < grow || oracle.size === 0) {
+      const s = new StorageNode(next, next % 97);
+      next += 1 + Math.floor(rng() * 3);
+      table.add(s);
+      oracle.set(s.id, s);
+    } else {
+      const ids = [...oracle.keys()];
+      const id = rng() < 0.9 ? ids[Math.floor(rng() * ids.length)]! : next + 5;
+      assert.equal(table.remove(id), oracle.delete(id));
+    }
+    if (op % 997 === 0) {
+      assert.equal(table.size, oracle.size);
+      assert.deepEqual([...table.keys()], [...oracle.keys()]);
+      assert.deepEqual([...table.values()], [...oracle.values()]);
+      assert.deepEqual([...table], [...oracle]);
+      const seen: number[] = [];
+      table.forEach((s, id, m) => {
+        assert.equal(s.id, id);
+        assert.equal(m, table);
+        seen.push(id);
+      });
+      assert.deepEqual(seen, [...oracle.keys()]);
+      for (let id = 0; id < next + 2; id++) {
+        assert.equal(table.get(id), oracle.get(id));
+        assert.equal(table.has(id), oracle.has(id));
+      }
+    }
+  }
+});
+
+Deno.test("StorageTable: removing members while iterating skips them, as a Map's iterator does", () => {
+  const table = new StorageTable();
+  const nodes = Array.from({ length: 10 }, (_, i) => new StorageNode(i + 1, 4));
+  for (const s of nodes) table.add(s);
+  const visited: number[] = [];
+  for (const s of table.values()) {
+    visited.push(s.id);
+    if (s.id === 3) {
+      table.remove(4); // ahead: not visited
+      table.remove(2); // behind: already visited
+    }
+  }
+  assert.deepEqual(visited, [1, 2, 3, 5, 6, 7, 8, 9, 10]);
+  assert.equal(table.size, 8);
+});
+
+Deno.test("StorageTable rejects an id not above the last one added", () => {
+  const table = new StorageTable();
+  table.add(new StorageNode(5, 4));
+  assert.throws(() => table.add(new StorageNode(5, 4)), /id 5 is not above the last \(5\)/);
+  assert.throws(() => table.add(new StorageNode(2, 4)), /id 2 is not above the last \(5\)/);
+});
