@@ -165,7 +165,7 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
   const outs = call.outputs;
   // A call runs to the end before the next one starts: one list serves them all.
   const fresh = k.fresh;
-  clear(fresh);
+  if (fresh.length > 0) clear(fresh);
   for (const o of outs) {
     const s = o.storage;
     if (s.residency !== "resident" && s.residency !== "freed" && !fresh.includes(s)) {
@@ -225,7 +225,7 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
     }
     refreshPool(k, s);
   }
-  clear(fresh);
+  if (fresh.length > 0) clear(fresh);
   if (remat) {
     e.timeline.mark(e.callIndex, e.used, "remat", call.outputs[0]?.name ?? call.op);
     if (k.onEvent) {

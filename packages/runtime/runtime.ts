@@ -485,8 +485,9 @@ export class Runtime implements Backend {
     const ni = inputs.length, no = outputs.length;
     // Scratch lists (a call is done before the next one starts); what outlives the call is copied.
     const ins = this.#ins, outs = this.#outs;
-    ins.length = ni;
-    outs.length = no;
+    // Set only when it changes: the length setter is a call into the runtime.
+    if (ins.length !== ni) ins.length = ni;
+    if (outs.length !== no) outs.length = no;
     for (let i = 0; i < ni; i++) ins[i] = this.#own(inputs[i]!, kernel);
     for (let k = 0; k < no; k++) outs[k] = this.#own(outputs[k]!, kernel);
     const checked = this.#check(kernel, ins, outs, params);
