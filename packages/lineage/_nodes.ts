@@ -229,7 +229,7 @@ export class CallNode {
   /** Input tensors in order. */
   readonly inputs: readonly TensorNode[];
   /** Output tensors in order. */
-  outputs: TensorNode[] = [];
+  outputs: TensorNode[];
   /** Per output: -1 for fresh storage, else the index of the input it is a view of. */
   readonly aliases: readonly number[];
   /** Per output: bytes of fresh storage (0 for views). */
@@ -253,8 +253,10 @@ export class CallNode {
     aliases: readonly number[],
     cost: number,
     backward: boolean,
+    outputs: TensorNode[] = [],
   ) {
     this.id = id;
+    this.outputs = outputs;
     this.op = op;
     this.params = params;
     this.inputs = inputs;

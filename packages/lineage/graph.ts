@@ -128,8 +128,11 @@ export class Lineage {
     // Calls whose outputs all own fresh storage (every live runtime call) share one aliases list.
     const aliases = fresh ? allFresh(n) : outputs.map((o) => o.alias ?? -1);
     const sizes = n === 1
-      ? [aliases[0]! >= 0 ? 0 : outputs[0]!.bytes]
+      ? oneSize(aliases[0]! >= 0 ? 0 : outputs[0]!.bytes)
       : outputs.map((o, i) => (aliases[i]! >= 0 ? 0 : o.bytes));
+    // Lists made at their final length (a push onto an empty list reserves 17 slots, and
+    // lineage lives long enough for that waste to cost the garbage collector).
+    const outs: TensorNode[] = n === 1 ? [null as unknown as TensorNode] : new Array(n);
     const call = new CallNode(
       this.#nextCall++,
       op,
@@ -139,10 +142,8 @@ export class Lineage {
       aliases,
       cost,
       backward,
+      outs,
     );
-    // Lists made at their final length (a push onto an empty list reserves 17 slots, and
-    // lineage lives long enough for that waste to cost the garbage collector).
-    const outs: TensorNode[] = n === 1 ? [null as unknown as TensorNode] : new Array(n);
     for (let i = 0; i < n; i++) {
       const spec = outputs[i]!;
       const a = aliases[i]!;
@@ -164,7 +165,6 @@ export class Lineage {
       else s.tensors.push(t);
       outs[i] = t;
     }
-    call.outputs = outs;
     for (let i = 0; i < inputs.length; i++) {
       const inp = inputs[i]!;
       if (inp.consumers.length === 0) inp.consumers = [call];
@@ -695,6 +695,22 @@ const FRESH: (readonly number[])[] = [];
 /** The shared aliases list of a call whose `n` outputs all own fresh storage. */
 function allFresh(n: number): readonly number[] {
   return FRESH[n] ??= Object.freeze(new Array<number>(n).fill(-1));
+}
+
+const ONE_SIZE = new Map<number, readonly number[]>();
+
+/**
+ * The sizes list `[bytes]` of a one-output call, shared by the calls with
+ * that size (a model has few; a list per call outlived most of them in the
+ * lineage, at the garbage collector's cost). At most 4096 sizes are kept.
+ */
+function oneSize(bytes: number): readonly number[] {
+  let l = ONE_SIZE.get(bytes);
+  if (l === undefined) {
+    l = Object.freeze([bytes]);
+    if (ONE_SIZE.size < 4096) ONE_SIZE.set(bytes, l);
+  }
+  return l;
 }
 
 /** Sum of the costs of the distinct calls producing the tensors of `s`. */

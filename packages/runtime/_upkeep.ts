@@ -374,12 +374,14 @@ export function preserve(e: Engine, k: EngineState, s: StorageNode): number {
   copy.residency = "resident";
   addUsed(e, s.bytes);
   let ext = 0;
+  const moved: TensorNode[] = [];
   for (const t of s.tensors) {
     ext += t.extRefs;
     t.extRefs = 0;
     t.storage = copy;
-    copy.tensors.push(t);
+    moved.push(t);
   }
+  copy.tensors = moved;
   copy.compute = s.compute;
   copy.lastAccess = s.lastAccess;
   k.orphans.add(copy); // unreferenced; a leaf when the value had no producer
@@ -400,13 +402,15 @@ export function retire(e: Engine, k: EngineState, s: StorageNode, keepMemory: bo
   let ext = 0;
   if (s.tensors.length > 0) {
     const tomb = e.lineage.tombstone(s.bytes);
+    const moved: TensorNode[] = [];
     for (const t of s.tensors) {
       ext += t.extRefs;
       t.extRefs = 0;
       t.defined = false;
       t.storage = tomb;
-      tomb.tensors.push(t);
+      moved.push(t);
     }
+    tomb.tensors = moved;
     // A producer whose outputs are all gone can never be replayed for anyone:
     // unlink it from its inputs now (as `collect` would), so a buffer produced
     // into over and over does not grow its inputs' consumer lists.
