@@ -72,26 +72,28 @@ export function newRegionCache(): RegionCache {
  *   draw stamps from {@link Lineage.nextStamp}).
  */
 export class StorageNode {
+  // Declared in the order of their place in the object: the fields a sampled
+  // eviction candidate is scored by come first, so that they share a cache line
+  // or two rather than one each.
   /** Unique id. */
   readonly id: number;
   /** Size in bytes. */
   readonly bytes: number;
-  /** Tensors living in this storage; `tensors[0]` is the root (owner), the others are views. */
-  tensors: TensorNode[] = [];
-  #residency: Residency = "empty";
-  /** The graph that made this storage (told when it enters or leaves `evicted`). */
-  owner: Lineage | null = null;
-  /**
-   * The lineage's cache of its evicted region (see
-   * {@link Lineage.evictedNeighborhoodCost}); `null` until a policy that reads
-   * regions asks, so storages of other runs do not carry it.
-   */
-  regions: RegionCache | null = null;
+  /** Clock value of the last access (staleness = clock - lastAccess). */
+  lastAccess: number = -Infinity;
+  /** Summed cost of the distinct calls producing the tensors of this storage. */
+  compute = 0;
   /**
    * Non-zero when the storage is known to have no evicted neighbour (see
    * {@link Lineage.neighborClassCost}); 0 when unknown.
    */
   noEvictedNeighbors = 0;
+  #residency: Residency = "empty";
+  /**
+   * `dtr-eq`'s equivalence-class node while evicted and classes are kept;
+   * `null` otherwise (written only through the lineage's class methods).
+   */
+  eq: EqNode | null = null;
   /**
    * Every neighbour (evicted or not) in the order {@link Lineage.evictedNeighbors}
    * walks them, kept by {@link Lineage.neighborClassCost} while the edges stay
@@ -100,6 +102,38 @@ export class StorageNode {
   neighborList: StorageNode[] | null = null;
   /** See {@link neighborList}; 0 when it lapsed. */
   neighborListAt = 0;
+  /** Tensors living in this storage; `tensors[0]` is the root (owner), the others are views. */
+  tensors: TensorNode[] = [];
+  /** Position in the runtime's evictable pool, or -1 (owned by the pool). */
+  poolIndex: number = -1;
+  /** Temporary pins (inputs of the running call, reads); a locked storage is never evicted. */
+  locks = 0;
+  /** Permanently pinned (constants, parameters, outputs): never evicted. */
+  pinned = false;
+  /** External references (handles held by the program) over all tensors of the storage. */
+  extRefs = 0;
+  /** The graph that made this storage (told when it enters or leaves `evicted`). */
+  owner: Lineage | null = null;
+  /**
+   * The lineage's cache of its evicted region (see
+   * {@link Lineage.evictedNeighborhoodCost}); `null` until a policy that reads
+   * regions asks, so storages of other runs do not carry it.
+   */
+  regions: RegionCache | null = null;
+  /** Previous member of the runtime's evictable pool in insertion order (null at the head or outside). */
+  poolPrev: StorageNode | null = null;
+  /** Next member of the runtime's evictable pool in insertion order (null at the tail or outside). */
+  poolNext: StorageNode | null = null;
+  /** Scratch stamp for traversals (see {@link Lineage.nextStamp}). */
+  stamp = 0;
+  /** Times evicted (drop or swap), counted by the runtime. */
+  evictions = 0;
+  /** Times re-materialized (recompute or swap-in), counted by the runtime. */
+  remats = 0;
+  /** Backend payload (device or host buffer) owned by the runtime's executor. */
+  data: unknown = undefined;
+  /** Host copy while swapped (owned by the runtime's executor). */
+  host: unknown = undefined;
 
   /** Current residency. */
   get residency(): Residency {
@@ -120,37 +154,6 @@ export class StorageNode {
     }
     this.#residency = r;
   }
-  /** Temporary pins (inputs of the running call, reads); a locked storage is never evicted. */
-  locks = 0;
-  /** Permanently pinned (constants, parameters, outputs): never evicted. */
-  pinned = false;
-  /** External references (handles held by the program) over all tensors of the storage. */
-  extRefs = 0;
-  /** Clock value of the last access (staleness = clock - lastAccess). */
-  lastAccess: number = -Infinity;
-  /** Summed cost of the distinct calls producing the tensors of this storage. */
-  compute = 0;
-  /**
-   * `dtr-eq`'s equivalence-class node while evicted and classes are kept;
-   * `null` otherwise (written only through the lineage's class methods).
-   */
-  eq: EqNode | null = null;
-  /** Position in the runtime's evictable pool, or -1 (owned by the pool). */
-  poolIndex: number = -1;
-  /** Previous member of the runtime's evictable pool in insertion order (null at the head or outside). */
-  poolPrev: StorageNode | null = null;
-  /** Next member of the runtime's evictable pool in insertion order (null at the tail or outside). */
-  poolNext: StorageNode | null = null;
-  /** Scratch stamp for traversals (see {@link Lineage.nextStamp}). */
-  stamp = 0;
-  /** Times evicted (drop or swap), counted by the runtime. */
-  evictions = 0;
-  /** Times re-materialized (recompute or swap-in), counted by the runtime. */
-  remats = 0;
-  /** Backend payload (device or host buffer) owned by the runtime's executor. */
-  data: unknown = undefined;
-  /** Host copy while swapped (owned by the runtime's executor). */
-  host: unknown = undefined;
 
   /** A storage of `bytes` with identifier `id`. */
   constructor(id: number, bytes: number) {
