@@ -128,7 +128,13 @@ const STATUS: Record<number, string> = {
  */
 export function solveModel(
   m: LpModel,
-  options: { relax?: boolean; timeLimitS?: number; mipRelGap?: number } = {},
+  options: {
+    relax?: boolean;
+    timeLimitS?: number;
+    mipRelGap?: number;
+    /** HiGHS's LP method (`solver` option): `simplex` (default), `ipm` or `pdlp`. */
+    method?: "simplex" | "ipm" | "pdlp";
+  } = {},
 ): ModelSolution {
   const relax = options.relax ?? false;
   const model = highs().createModel({ format: "lp", data: m.text(relax) });
@@ -137,6 +143,7 @@ export function solveModel(
       output_flag: false,
       time_limit: options.timeLimitS ?? Infinity,
       ...(relax ? {} : { mip_rel_gap: options.mipRelGap ?? 1e-6 }),
+      ...(options.method !== undefined ? { solver: options.method } : {}),
     });
     model.run();
     const code = model.getModelStatus();
