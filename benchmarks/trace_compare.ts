@@ -110,7 +110,7 @@ export interface CompareOptions {
   readonly link?: string | number;
   /** Called after each row. */
   readonly onRow?: (row: CompareRow) => void;
-  /** HiGHS time limit of `checkmate` per ratio, seconds. Default 120. */
+  /** HiGHS time limit of `checkmate` per ratio, seconds. Default 120 (600 with `checkmateFrees`). */
   readonly optimalTimeLimitS?: number;
   /**
    * `checkmate` frees values inside a stage (its `frees` option): the optimum
@@ -207,7 +207,7 @@ export function compareTrace(
       p,
       mode === "host" ? { swap: true, swapGbps: linkBandwidth(options.link ?? DEFAULT_LINK) } : {
         swap: false,
-        timeLimitS: options.optimalTimeLimitS ?? 120,
+        timeLimitS: options.optimalTimeLimitS ?? (options.checkmateFrees === true ? 600 : 120),
         frees: options.checkmateFrees ?? false,
       },
     );
