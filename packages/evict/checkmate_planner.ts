@@ -23,8 +23,10 @@
  *   time limit lasts); where none fits then, the plan is empty (the fallback
  *   policy alone) and the statistics keep the bound. With `frees`, the stage
  *   form's MILP (a plan of that form fits with frees too) is solved first and
- *   its plan is one of the candidates (`stageSeed`), and the best candidate is
- *   improved greedily in either case.
+ *   its plan is one of the candidates (`stageSeed`), and then the MILP around
+ *   the best candidate (`neighbourhood`: its decisions fixed where the
+ *   relaxation agrees with it, RINS) while the time limit lasts. The best
+ *   candidate is improved greedily in either case.
  *
  * `auto` (default) solves the MILP when the model has at most `maxExactVars`
  * decisions, else the relaxation. The plan restores the recomputed values
@@ -42,7 +44,7 @@
 
 import type { Trace } from "@libra/lineage/trace";
 import { mulberry32 } from "@libra/util/rng";
-import { solveModel } from "./_highs.ts";
+import { type LpModel, solveModel } from "./_highs.ts";
 import { checkmateModel, US } from "./_checkmate_milp.ts";
 import {
   buildProblem,
@@ -95,6 +97,12 @@ export interface CheckmateOptions {
    * start of the greedy improvement where it is the best. Default true.
    */
   stageSeed?: boolean;
+  /**
+   * With {@link frees} and the `lp` solver: solve the MILP around the best
+   * rounding (its decisions fixed where the relaxation agrees, the rest
+   * exactly) while the time limit lasts. Default true.
+   */
+  neighbourhood?: boolean;
 }
 
 /** What {@link CheckmatePlanner} reports. */
@@ -233,6 +241,7 @@ export class CheckmatePlanner implements Planner {
   readonly #frees: boolean;
   readonly #lpMethod: "simplex" | "ipm";
   readonly #stageSeed: boolean;
+  readonly #neighbourhood: boolean;
 
   /** A Checkmate planner with `options`. */
   constructor(options: CheckmateOptions = {}) {
@@ -252,6 +261,7 @@ export class CheckmatePlanner implements Planner {
     this.#frees = options.frees ?? false;
     this.#lpMethod = options.lpMethod ?? (this.#frees ? "ipm" : "simplex");
     this.#stageSeed = options.stageSeed ?? true;
+    this.#neighbourhood = options.neighbourhood ?? true;
     if (!["simplex", "ipm"].includes(this.#lpMethod)) {
       throw new RangeError(`checkmate: lpMethod must be simplex or ipm, got ${this.#lpMethod}`);
     }
@@ -377,6 +387,22 @@ export class CheckmatePlanner implements Planner {
         for (let k = 0; k < this.#roundings; k++) {
           consider(byGaps(p, gs, (x) => rand() < x), `gap random ${k}@${f}`);
         }
+        if (best !== undefined && frees && f === 1 && this.#neighbourhood) {
+          // the MILP around the best plan: decisions where the relaxation agrees with it
+          // are fixed (RINS), the others are solved exactly while the time limit lasts
+          const left = this.#timeLimitS - (performance.now() - t0) / 1e3;
+          const b = best as { keep: Retention; ev: Evaluation; rounding: string };
+          if (left > 1) {
+            const m = checkmateModel(p, budgetBytes, true);
+            const start = new Map<string, number>();
+            const open = neighbourhood(p, m, b.keep, b.ev, sol.value, start);
+            const sub = solveModel(m, { timeLimitS: left, start });
+            timeLimitReached ||= sub.status === "Time limit reached";
+            if (sub.hasSolution) {
+              consider(retention(p, sub.value, (x) => x > 0.5), `neighbourhood of ${open}`);
+            }
+          }
+        }
         if (best !== undefined) {
           const b = best as { keep: Retention; ev: Evaluation; rounding: string };
           const ev = improve(
@@ -433,6 +459,34 @@ export class CheckmatePlanner implements Planner {
       },
     };
   }
+}
+
+/**
+ * Fixes in `m` every `R` and `S` decision at the value of the plan (`keep`,
+ * `ev`) where the relaxation's value `lp` is integral and the same, and puts
+ * the plan's values into `start` (a MIP start); returns how many are left open.
+ */
+function neighbourhood(
+  p: CheckmateProblem,
+  m: LpModel,
+  keep: Retention,
+  ev: Evaluation,
+  lp: (name: string) => number,
+  start: Map<string, number>,
+): number {
+  let open = 0;
+  const fix = (name: string, inPlan: boolean) => {
+    const v = inPlan ? 1 : 0;
+    start.set(name, v);
+    if (Math.abs(lp(name) - v) < 1e-6) m.fix(name, v);
+    else open++;
+  };
+  for (let t = 0; t <= p.n; t++) {
+    const rec = new Set(ev.recompute[t]!);
+    for (const i of p.rCand[t]!) fix(`r${t}_${i}`, rec.has(i));
+    for (const v of p.values) if (p.sVar(t, v.k)) fix(`s${t}_${v.k}`, keep[t]?.has(v.k) ?? false);
+  }
+  return open;
 }
 
 /**
