@@ -98,7 +98,10 @@ const PLANNERS: [string, () => Planner][] = [
   // the MILP's plan (exact on these small steps)
   ["checkmate", () => new CheckmatePlanner({ timeLimitS: 60 })],
   // with in-stage frees: evictions between the restores before a call
-  ["checkmate (in-stage frees)", () => new CheckmatePlanner({ timeLimitS: 60, frees: true })],
+  [
+    "checkmate (in-stage frees)",
+    () => new CheckmatePlanner({ timeLimitS: 30, frees: true, improveMs: 2000 }),
+  ],
 ];
 
 Deno.test("the live plan tests cover every registered planner", () => {
