@@ -138,6 +138,8 @@ export interface CheckmateStats {
   readonly replayOverhead: number;
   /** Feasibility of that replay. */
   readonly replayFeasible: boolean;
+  /** Largest memory of the plan in the model, bytes (NaN where the plan is empty). */
+  readonly peakBytes: number;
 }
 
 /** A plan made by {@link CheckmatePlanner}. */
@@ -456,6 +458,7 @@ export class CheckmatePlanner implements Planner {
         solveMs,
         replayOverhead: rep.overhead,
         replayFeasible: rep.feasible,
+        peakBytes: b.ev?.peak ?? NaN,
       },
     };
   }

@@ -225,6 +225,7 @@ for (const [name, trace] of graphs) {
       const alone = replayAlone(trace, exact);
       assert.ok(alone.feasible, `budget ${budget}: the plan alone fits`);
       assert.equal(alone.stats.recomputeNs, opt, "the replay recomputes what the model says");
+      assert.equal(alone.stats.peakBytes, exact.stats.peakBytes, "and peaks where it says");
       assert.equal(exact.stats.replayOverhead, alone.overhead);
       const lp = new CheckmatePlanner({ solver: "lp" }).plan(trace, budget, ctx);
       assert.ok(lp.stats.boundNs <= opt + 1e-6, `LP bound ${lp.stats.boundNs} > optimum ${opt}`);
@@ -272,6 +273,7 @@ for (const [name, trace] of stemmed) {
       assert.ok(alone.feasible, `budget ${budget}: the plan alone fits (${alone.error})`);
       assert.ok(alone.stats.peakBytes <= budget);
       assert.equal(alone.stats.recomputeNs, opt, "the replay recomputes what the model says");
+      assert.equal(alone.stats.peakBytes, exact.stats.peakBytes, "and peaks where it says");
       const lp = new CheckmatePlanner({ solver: "lp", frees: true }).plan(trace, budget, ctx);
       assert.ok(lp.stats.boundNs <= opt + 1e-6, `LP bound ${lp.stats.boundNs} > optimum ${opt}`);
       if (Number.isFinite(lp.stats.recomputeNs)) {
