@@ -261,7 +261,10 @@ export async function compareTraces(
   for (const path of options.traces) {
     const trace = await readTrace(path);
     for (const mode of ["device", "host"] as const) {
-      const t = compareTrace(traceLabel(path), trace, mode, { ratios });
+      const t = compareTrace(traceLabel(path), trace, mode, {
+        ratios,
+        checkmateFrees: options.checkmateFrees ?? false,
+      });
       stdout("\n" + renderCompare(t));
       if (!options.skip.includes("plots")) {
         const f = `${options.out}/compare_${slug(`${t.trace}_${mode}`)}.svg`;

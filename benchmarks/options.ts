@@ -88,6 +88,11 @@ export interface BenchOptions {
   readonly seed: number;
   /** Thrash limit of budgeted runs and replays (`--overhead-limit`, default 2.0). */
   readonly overheadLimit?: number;
+  /**
+   * With `--traces`: `checkmate` frees values inside a stage (Checkmate's own
+   * form; its optimum is then a bound from the LP relaxation, minutes more per ratio).
+   */
+  readonly checkmateFrees?: boolean;
   readonly skip: readonly Part[];
   /** Runs to plot memory over time for; empty = chosen automatically. */
   readonly timelines: readonly TimelineChoice[];
@@ -185,6 +190,13 @@ const DOCS: readonly OptionDoc[] = [
     arg: "X",
     doc: "thrash limit: a run past overhead X stops, infeasible (thrashing); inf: none",
     def: "2",
+  },
+  {
+    name: "checkmate-frees",
+    arg: "",
+    doc:
+      "with --traces: checkmate frees values inside a stage (its optimum row is the LP bound of that form; a few minutes more per ratio)",
+    def: "off",
   },
   { name: "skip", arg: "LIST", doc: `parts to leave out: ${PARTS.join(",")}`, def: "none" },
   {
@@ -313,6 +325,7 @@ export function parseOptions(
         upload: { type: "string" },
         seed: { type: "string" },
         "overhead-limit": { type: "string" },
+        "checkmate-frees": { type: "boolean" },
         skip: { type: "string" },
         timelines: { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -459,6 +472,7 @@ export function parseOptions(
     upload,
     seed,
     overheadLimit,
+    checkmateFrees: v["checkmate-frees"] ?? false,
     skip,
     timelines,
     help: v.help ?? false,

@@ -137,5 +137,7 @@ Deno.test("--overhead-limit sets the thrash limit (default 2; inf: none) and ref
   assert.equal(parseOptions([], none).overheadLimit, 2);
   assert.equal(parseOptions(["--overhead-limit", "1.5"], none).overheadLimit, 1.5);
   assert.equal(parseOptions(["--overhead-limit", "inf"], none).overheadLimit, Infinity);
+  assert.equal(parseOptions([], none).checkmateFrees, false);
+  assert.equal(parseOptions(["--checkmate-frees"], none).checkmateFrees, true);
   assert.throws(() => parseOptions(["--overhead-limit", "0.9"], none), /expected a number >= 1/);
 });

@@ -7,7 +7,8 @@
  * (exact where its MILP proves it, else a lower bound: MIP dual bound or LP
  * optimum) and the gap of the best planner to it; the per-call lower bound of
  * any schedule (`recomputeLowerBound`) stays as a row, since dynamic policies
- * may free values mid-stage, which checkmate's plans do not.
+ * may free values mid-stage, which checkmate's plans do not (unless it runs
+ * with in-stage frees, `checkmateFrees`).
  * `deno task bench --traces ...` prints these tables and plots them.
  *
  * @module
@@ -91,10 +92,13 @@ export interface CompareTable {
   readonly bound: readonly number[] | null;
   /**
    * Device memory only, where `checkmate` ran: the optimum of its problem
-   * (plans that recompute whole calls before a call and evict after it) per
-   * ratio, or a lower bound of it; null in host mode.
+   * (plans that recompute whole calls before a call and evict after it, or
+   * with {@link optimalFrees} also inside the stage) per ratio, or a lower
+   * bound of it; null in host mode.
    */
   readonly optimal?: readonly OptimalCell[] | null;
+  /** The optimum is over plans that also free values inside a stage (`checkmate` with `frees`). */
+  readonly optimalFrees?: boolean;
 }
 
 /** Options of {@link compareTrace}. */
@@ -106,8 +110,14 @@ export interface CompareOptions {
   readonly link?: string | number;
   /** Called after each row. */
   readonly onRow?: (row: CompareRow) => void;
-  /** HiGHS time limit of `checkmate` per ratio, seconds. Default 120. */
+  /** HiGHS time limit of `checkmate` per ratio, seconds. Default 120 (600 with `checkmateFrees`). */
   readonly optimalTimeLimitS?: number;
+  /**
+   * `checkmate` frees values inside a stage (its `frees` option): the optimum
+   * is over that wider form of plans, and is the LP relaxation's bound on
+   * large traces. Default false.
+   */
+  readonly checkmateFrees?: boolean;
 }
 
 /** Why a plan failed: the budget error's reason, else `failed: <message>` (a planner error is no OOM). */
@@ -195,9 +205,11 @@ export function compareTrace(
   for (const p of planners) {
     const planner = createPlanner(
       p,
-      mode === "host"
-        ? { swap: true, swapGbps: linkBandwidth(options.link ?? DEFAULT_LINK) }
-        : { swap: false, timeLimitS: options.optimalTimeLimitS ?? 120 },
+      mode === "host" ? { swap: true, swapGbps: linkBandwidth(options.link ?? DEFAULT_LINK) } : {
+        swap: false,
+        timeLimitS: options.optimalTimeLimitS ?? (options.checkmateFrees === true ? 600 : 120),
+        frees: options.checkmateFrees ?? false,
+      },
     );
     if (p === "checkmate") optimal = [];
     const cells = ratios.map((ratio) => {
@@ -246,7 +258,16 @@ export function compareTrace(
     rows.push(row);
     options.onRow?.(row);
   }
-  return { trace: label, mode, ratios, peakBytes: peak, rows, bound, optimal };
+  return {
+    trace: label,
+    mode,
+    ratios,
+    peakBytes: peak,
+    rows,
+    bound,
+    optimal,
+    ...(optimal !== null && options.checkmateFrees === true ? { optimalFrees: true } : {}),
+  };
 }
 
 /**
@@ -314,7 +335,7 @@ export function renderCompare(t: CompareTable): string {
   }
   if (t.optimal) {
     body.push([
-      "optimal (checkmate)",
+      t.optimalFrees === true ? "optimal (checkmate, in-stage frees)" : "optimal (checkmate)",
       ...t.optimal.map((o) =>
         o.bound === null ? "-" : `${o.exact ? "=" : ">="}${o.bound.toFixed(3)}`
       ),

@@ -68,6 +68,10 @@ Deno.test("renderCompare() prints a row per policy, ratio columns, OOM cells and
   const t2 = renderCompare(withOpt);
   assert.match(t2, /optimal \(checkmate\)\s+=1\.080\s+>=1\.400/);
   assert.match(t2, /gap: best planner - optimal\s+0\.020\s+<=0\.100/);
+  assert.match(
+    renderCompare({ ...withOpt, optimalFrees: true }),
+    /optimal \(checkmate, in-stage frees\)\s+=1\.080\s+>=1\.400/,
+  );
   const opt = compareSummaries(withOpt).at(-1)!;
   assert.equal(opt.policy, "optimal");
   assert.deepEqual(opt.curve.map((c) => c.overhead), [1.08, 1.4]);
@@ -105,6 +109,19 @@ Deno.test("compareTrace() replays each heuristic as `libra simulate` does and pl
   });
   assert.deepEqual(host.rows.map((r) => r.name), ["dtr-eq+swap"], "checkmate is device-only");
   assert.equal(host.optimal, null);
+  // with in-stage frees: the optimum of the wider form, at most the stage form's, and its plan
+  // replays at it (the chain is small enough for the exact MILP)
+  const free = compareTrace("chain", t, "device", {
+    ratios: [0.75],
+    heuristics: [],
+    planners: ["checkmate"],
+    checkmateFrees: true,
+  });
+  assert.ok(free.optimalFrees);
+  const of = free.optimal![0]!;
+  assert.ok(of.exact && of.bound! <= o.bound! + 1e-12);
+  assert.equal(free.rows[0]!.cells[0]!.overhead, of.bound);
+  assert.equal(c.optimalFrees, undefined);
 });
 
 Deno.test("renderCompare() shows a planner's error as such, not as OOM, and names it", () => {

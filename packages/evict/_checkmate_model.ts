@@ -6,9 +6,10 @@
  * first recomputes some earlier calls (`R[t][i]`, in call order, each with
  * its inputs on the device) and then runs call `t`. `S[t][v]` says whether
  * the value `v` is on the device when stage `t` starts (retained, the
- * checkpoint). A plan restores before call `t` and evicts after it, so what a
- * stage recomputes stays until its call has run: Checkmate's FREE decisions
- * are fixed at the end of the stage, and the memory of stage `t` is
+ * checkpoint). In the stage form a plan restores before call `t` and evicts
+ * after it, so what a stage recomputes stays until its call has run:
+ * Checkmate's FREE decisions are fixed at the end of the stage, and the
+ * memory of stage `t` is
  *
  *     base[t] - sum(bytes of managed values held at t) + sum(S[t][v] * bytes(v))
  *             + sum(R[t][i] * outBytes(i))
@@ -18,6 +19,12 @@
  * outputs). Nothing is freed inside a stage, so the running sum (Checkmate's
  * `U`) is largest at the stage's call and one row per stage bounds it; a
  * recomputed call counts all its outputs (the runtime reserves them all).
+ * With in-stage frees (Checkmate's own form), a plan also evicts before call
+ * `t`, between its restores: a value goes right after its last use among the
+ * stage's recomputations when call `t` does not read it and it is not
+ * retained into `t + 1`, and the memory of a stage is the largest running
+ * sum over its positions ({@link evaluate} with `frees`; the MILP in
+ * `_checkmate_milp.ts`).
  *
  * Managed values are the ones a plan may drop and the runtime can recompute:
  * produced by a call whose every output is addressable by name, which is not
@@ -232,9 +239,16 @@ function problemOf(a: TraceAnalysis, base: readonly number[]): CheckmateProblem 
 export interface Evaluation {
   /** `R[t]`: calls recomputed at each stage, ascending (the least set the retention allows). */
   readonly recompute: readonly (readonly number[])[];
+  /**
+   * With in-stage frees: `frees[t][0]` are the values dropped when stage `t`
+   * starts (on the device, unused in the stage, not retained into `t + 1`),
+   * `frees[t][k + 1]` those dropped right after the `k`-th recomputation of
+   * the stage (its last use there). Empty lists without in-stage frees.
+   */
+  readonly frees: readonly (readonly (readonly number[])[])[];
   /** Recomputation, ns (Infinity when some value cannot be brought back). */
   readonly recomputeNs: number;
-  /** Memory of each stage. */
+  /** Memory of each stage (its largest point). */
   readonly memory: readonly number[];
   /** Largest memory over the stages. */
   readonly peak: number;
@@ -244,11 +258,20 @@ export interface Evaluation {
  * The least recomputation a retention choice needs (Checkmate's second phase:
  * `R` from `S` by the dependency closure) and the memory of each stage.
  * `keep[t]` lists the values retained into stage `t` (only decisions count;
- * others are ignored).
+ * others are ignored). With `frees`, a value on the device in a stage that
+ * the stage's call does not read and that is not retained into the next
+ * stage (nor an output, at the end) is dropped right after its last use
+ * among the stage's recomputations (when the stage starts if none reads it,
+ * right after its own recomputation if only that), and the memory of the
+ * stage is its largest point: after each recomputation (before the call
+ * reserves its outputs; a recomputed duplicate of a value on the device
+ * counts until the recomputation ends) and at the call. Without, nothing is
+ * freed inside a stage.
  */
-export function evaluate(p: CheckmateProblem, keep: Retention): Evaluation {
+export function evaluate(p: CheckmateProblem, keep: Retention, frees = false): Evaluation {
   const { n, calls, values } = p;
   const recompute: number[][] = [];
+  const freeLists: number[][][] = [];
   const memory: number[] = [];
   let recomputeNs = 0, peak = 0;
   const held = (t: number, v: number) => p.held(keep, t, v);
@@ -284,12 +307,53 @@ export function evaluate(p: CheckmateProblem, keep: Retention): Evaluation {
     for (const v of values) {
       if (v.producer < t && t < v.end && !held(t, v.k)) mem -= v.bytes;
     }
-    for (const i of list) {
-      mem += calls[i]!.outBytes;
-      recomputeNs += calls[i]!.costNs;
+    for (const i of list) recomputeNs += calls[i]!.costNs;
+    if (!frees) {
+      for (const i of list) mem += calls[i]!.outBytes;
+      memory.push(mem);
+      freeLists.push([]);
+      peak = Math.max(peak, mem);
+      continue;
     }
-    memory.push(mem);
-    peak = Math.max(peak, mem);
+    const stage = stageFrees(p, t, list, held);
+    freeLists.push(stage);
+    // memory before call t reserves its outputs, then along the positions
+    let cur = mem - (t < n ? calls[t]!.outBytes : 0), top = -Infinity;
+    for (const v of stage[0]!) cur -= values[v]!.bytes;
+    list.forEach((i, k) => {
+      cur += calls[i]!.outBytes;
+      top = Math.max(top, cur);
+      for (const v of calls[i]!.outputs) if (held(t, v)) cur -= values[v]!.bytes; // duplicate
+      for (const v of stage[k + 1]!) cur -= values[v]!.bytes;
+    });
+    cur += t < n ? calls[t]!.outBytes : 0;
+    top = Math.max(top, cur);
+    memory.push(top);
+    peak = Math.max(peak, top);
   }
-  return { recompute, recomputeNs, memory, peak };
+  return { recompute, frees: freeLists, recomputeNs, memory, peak };
+}
+
+/** The in-stage frees of stage `t` recomputing `list` (see {@link Evaluation.frees}). */
+function stageFrees(
+  p: CheckmateProblem,
+  t: number,
+  list: readonly number[],
+  held: (t: number, v: number) => boolean,
+): number[][] {
+  const out: number[][] = [[], ...list.map(() => [])];
+  const reads = new Set(t < p.n ? p.calls[t]!.inputs : []);
+  const last = new Map<number, number>(); // value -> position after which it goes (0: at the start)
+  for (const v of p.values) if (held(t, v.k)) last.set(v.k, 0);
+  list.forEach((i, k) => {
+    for (const v of p.calls[i]!.inputs) last.set(v, k + 1);
+    for (const v of p.calls[i]!.outputs) if (!held(t, v)) last.set(v, k + 1);
+  });
+  for (const [v, k] of last) {
+    const x = p.values[v]!;
+    // (a value the runtime may not drop stays)
+    if (reads.has(v) || held(t + 1, v) || (t === p.n && x.output) || p.forced(t, v)) continue;
+    out[k]!.push(v);
+  }
+  return out;
 }

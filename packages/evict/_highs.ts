@@ -66,6 +66,11 @@ export class LpModel {
     this.#binaries.add(name);
     this.#bounds.set(name, [0, 1]);
   }
+  /** Fixes a declared 0/1 variable at `value` (0 or 1). */
+  fix(name: string, value: 0 | 1): void {
+    if (!this.#binaries.has(name)) throw new Error(`LpModel: ${name} is not a 0/1 variable`);
+    this.#bounds.set(name, [value, value]);
+  }
   /** LP text; `relax` drops integrality. */
   text(relax = false): string {
     const out = ["Minimize", ` obj: ${lpExpr(this.objective)}`, "Subject To"];
@@ -128,7 +133,15 @@ const STATUS: Record<number, string> = {
  */
 export function solveModel(
   m: LpModel,
-  options: { relax?: boolean; timeLimitS?: number; mipRelGap?: number } = {},
+  options: {
+    relax?: boolean;
+    timeLimitS?: number;
+    mipRelGap?: number;
+    /** HiGHS's LP method (`solver` option): `simplex` (default), `ipm` or `pdlp`. */
+    method?: "simplex" | "ipm" | "pdlp";
+    /** A MIP start: values of some variables (HiGHS completes and checks it). */
+    start?: ReadonlyMap<string, number>;
+  } = {},
 ): ModelSolution {
   const relax = options.relax ?? false;
   const model = highs().createModel({ format: "lp", data: m.text(relax) });
@@ -137,7 +150,20 @@ export function solveModel(
       output_flag: false,
       time_limit: options.timeLimitS ?? Infinity,
       ...(relax ? {} : { mip_rel_gap: options.mipRelGap ?? 1e-6 }),
+      ...(options.method !== undefined ? { solver: options.method } : {}),
     });
+    if (options.start !== undefined && options.start.size > 0) {
+      const indices: number[] = [], vals: number[] = [];
+      const n = model.getDimensions().numCols;
+      for (let i = 0; i < n; i++) {
+        const v = options.start.get(model.getColName(i));
+        if (v !== undefined) {
+          indices.push(i);
+          vals.push(v);
+        }
+      }
+      model.setSolution({ indices, values: vals });
+    }
     model.run();
     const code = model.getModelStatus();
     const status = STATUS[code] ?? `status ${code}`;

@@ -6,7 +6,11 @@
  * the step) which values are retained (`S`) and which earlier calls are
  * recomputed first (`R`), so each call's inputs are on the device, the memory
  * of every stage fits the budget, and the compute of the recomputations is
- * least. Two ways to solve it:
+ * least. In two forms: the stage form (default) frees nothing inside a stage
+ * (what a stage recomputes stays until its call has run); with `frees`
+ * (Checkmate's own form, `_checkmate_milp.ts`), a value a stage brought back
+ * or kept for its recomputations goes right after its last use there. Two
+ * ways to solve either:
  *
  * - `milp`: the exact MILP over binary `R` and `S`. Optimal where HiGHS proves
  *   it; where the time limit stops it first, the plan is the best solution
@@ -17,23 +21,31 @@
  *   optimum is a lower bound of the optimum (`boundOverhead`). Where no
  *   rounding fits, the relaxation is solved again at a lower budget (while the
  *   time limit lasts); where none fits then, the plan is empty (the fallback
- *   policy alone) and the statistics keep the bound.
+ *   policy alone) and the statistics keep the bound. With `frees`, the stage
+ *   form's MILP (a plan of that form fits with frees too) is solved first and
+ *   its plan is one of the candidates (`stageSeed`), and then the MILP around
+ *   the best candidate (`neighbourhood`: its decisions fixed where the
+ *   relaxation agrees with it, RINS) while the time limit lasts. The best
+ *   candidate is improved greedily in either case.
  *
  * `auto` (default) solves the MILP when the model has at most `maxExactVars`
  * decisions, else the relaxation. The plan restores the recomputed values
- * before each call and evicts what is not retained after it; its replay with
- * `ctx.replay` is in the statistics.
+ * before each call (with `frees`, evicting between the restores what the
+ * stage no longer needs) and evicts what is not retained after it; its replay
+ * with `ctx.replay` is in the statistics.
  *
- * The bound is over plans of this form (whole calls recomputed before a call,
- * evictions after it, device memory only). A dynamic policy may free a value
- * in the middle of a stage, which the form does not.
+ * The bound is over plans of the form solved (whole calls recomputed before a
+ * call, in call order, each at most once per stage; device memory only). In
+ * the stage form a dynamic policy may free a value in the middle of a stage,
+ * which the form does not.
  *
  * @module
  */
 
 import type { Trace } from "@libra/lineage/trace";
 import { mulberry32 } from "@libra/util/rng";
-import { type Expr, LpModel, solveModel } from "./_highs.ts";
+import { type LpModel, solveModel } from "./_highs.ts";
+import { checkmateModel, US } from "./_checkmate_milp.ts";
 import {
   buildProblem,
   type CheckmateProblem,
@@ -49,7 +61,11 @@ export interface CheckmateOptions {
   solver?: "milp" | "lp" | "auto";
   /** HiGHS time limit per solve, seconds. Default 120. */
   timeLimitS?: number;
-  /** Most decisions (`R` and `S` variables) for which `auto` solves the MILP. Default 100000. */
+  /**
+   * Most decisions (`R` and `S` variables) for which `auto` solves the MILP.
+   * Default 100000, with {@link frees} 5000 (its model has several times the
+   * rows and columns).
+   */
   maxExactVars?: number;
   /** Random roundings tried besides the thresholds. Default 64. */
   roundings?: number;
@@ -62,12 +78,39 @@ export interface CheckmateOptions {
   maxVars?: number;
   /** Time for the greedy improvement of the rounded plan, ms. Default 30000. */
   improveMs?: number;
+  /**
+   * Free values inside a stage (Checkmate's `FREE`): a value a stage brought
+   * back or kept for its recomputations goes right after its last use there,
+   * by evictions before the call. Default false: nothing is freed inside a
+   * stage (a smaller model).
+   */
+  frees?: boolean;
+  /**
+   * HiGHS's method for the LP relaxation: `simplex` or `ipm` (interior point,
+   * with crossover). Default `ipm` with {@link frees} (its relaxation has
+   * several times the rows, where the simplex method is slow), else `simplex`.
+   */
+  lpMethod?: "simplex" | "ipm";
+  /**
+   * With {@link frees} and the `lp` solver: solve the stage form's MILP first
+   * (within the time limit) and keep its plan among the roundings, as the
+   * start of the greedy improvement where it is the best. Default true.
+   */
+  stageSeed?: boolean;
+  /**
+   * With {@link frees} and the `lp` solver: solve the MILP around the best
+   * rounding (its decisions fixed where the relaxation agrees, the rest
+   * exactly) while the time limit lasts. Default true.
+   */
+  neighbourhood?: boolean;
 }
 
 /** What {@link CheckmatePlanner} reports. */
 export interface CheckmateStats {
   /** How the plan was found. */
   readonly solver: "milp" | "lp";
+  /** Whether the model frees values inside a stage ({@link CheckmateOptions.frees}). */
+  readonly frees: boolean;
   /** HiGHS's status of the solve the plan comes from (`Optimal`, `Time limit reached`, ...). */
   readonly status: string;
   /** True when the MILP proved the plan optimal. */
@@ -95,88 +138,14 @@ export interface CheckmateStats {
   readonly replayOverhead: number;
   /** Feasibility of that replay. */
   readonly replayFeasible: boolean;
+  /** Largest memory of the plan in the model, bytes (NaN where the plan is empty). */
+  readonly peakBytes: number;
 }
 
 /** A plan made by {@link CheckmatePlanner}. */
 export interface CheckmatePlan extends Plan {
   /** How it was found, its bound and its replay. */
   readonly stats: CheckmateStats;
-}
-
-/** The MILP of `p` at `budget` (see the module doc); `budget` may be below the true one. */
-function checkmateModel(p: CheckmateProblem, budget: number): LpModel {
-  const m = new LpModel();
-  const MB = Math.max(1, ...p.base) / 1e4, US = 1e3;
-  const rN = (t: number, i: number) => `r${t}_${i}`;
-  const sN = (t: number, v: number) => `s${t}_${v}`;
-  const rSet = p.rCand.map((l) => new Set(l));
-  for (let t = 0; t <= p.n; t++) {
-    for (const i of p.rCand[t]!) {
-      m.binary(rN(t, i));
-      if (p.calls[i]!.costNs > 0) m.objective.push([p.calls[i]!.costNs / US, rN(t, i)]);
-    }
-    for (const v of p.values) if (p.sVar(t, v.k)) m.binary(sN(t, v.k));
-  }
-  // a value read in stage t is retained into it or recomputed (earlier) in it
-  // (null: held for sure)
-  const have = (t: number, v: number, before: number): Expr | null => {
-    if (p.forced(t, v)) return null;
-    const e: Expr = [];
-    if (p.sVar(t, v)) e.push([1, sN(t, v)]);
-    const q = p.values[v]!.producer;
-    if (q < before && rSet[t]!.has(q)) e.push([1, rN(t, q)]);
-    return e;
-  };
-  for (let t = 0; t <= p.n; t++) {
-    for (const i of p.rCand[t]!) {
-      for (const v of p.calls[i]!.inputs) {
-        const e = have(t, v, i);
-        if (e !== null) m.row([...e, [-1, rN(t, i)]], ">=", 0);
-      }
-    }
-    if (t < p.n) {
-      for (const v of p.calls[t]!.inputs) {
-        const e = have(t, v, t);
-        if (e === null) continue;
-        if (e.length === 0) {
-          throw new Error(
-            `checkmate: internal: call ${t} reads ${p.values[v]!.name}, which no decision brings`,
-          );
-        }
-        m.row(e, ">=", 1);
-      }
-    }
-    // retained into t + 1: held at t, recomputed at t, or produced by call t
-    for (const v of p.values) {
-      if (v.producer === t) continue;
-      const e = have(t, v.k, t);
-      if (e === null) continue;
-      if (p.sVar(t + 1, v.k)) m.row([[1, sN(t + 1, v.k)], ...neg(e)], "<=", 0);
-      else if (p.forced(t + 1, v.k)) m.row(e, ">=", 1);
-    }
-    // memory of stage t
-    const e: Expr = [];
-    let rhs = budget - p.base[t]!;
-    for (const v of p.values) {
-      if (!(v.producer < t && t < v.end) || p.forced(t, v.k)) continue;
-      rhs += v.bytes;
-      if (p.sVar(t, v.k) && v.bytes > 0) e.push([v.bytes / MB, sN(t, v.k)]);
-    }
-    for (const i of p.rCand[t]!) {
-      if (p.calls[i]!.outBytes > 0) e.push([p.calls[i]!.outBytes / MB, rN(t, i)]);
-    }
-    if (e.length > 0) m.row(e, "<=", rhs / MB);
-    else if (rhs < 0) m.row([[1, "x__infeasible"]], "<=", -1);
-  }
-  for (const v of p.values) {
-    const e = have(p.n, v.k, p.n);
-    if (v.output && e !== null) m.row(e, ">=", 1);
-  }
-  return m;
-}
-
-function neg(e: Expr): Expr {
-  return e.map(([c, x]) => [-c, x]);
 }
 
 /** The stages between two uses of a value (or its last use and the end) where retaining it is a decision. */
@@ -271,6 +240,10 @@ export class CheckmatePlanner implements Planner {
   readonly #seed: number;
   readonly #improveMs: number;
   readonly #maxVars: number;
+  readonly #frees: boolean;
+  readonly #lpMethod: "simplex" | "ipm";
+  readonly #stageSeed: boolean;
+  readonly #neighbourhood: boolean;
 
   /** A Checkmate planner with `options`. */
   constructor(options: CheckmateOptions = {}) {
@@ -282,11 +255,18 @@ export class CheckmatePlanner implements Planner {
     if (!(this.#timeLimitS > 0)) {
       throw new RangeError(`checkmate: timeLimitS must be > 0, got ${this.#timeLimitS}`);
     }
-    this.#maxExact = options.maxExactVars ?? 100_000;
+    this.#maxExact = options.maxExactVars ?? (options.frees === true ? 5_000 : 100_000);
     this.#roundings = options.roundings ?? 64;
     this.#seed = options.seed ?? 1;
     this.#improveMs = options.improveMs ?? 30_000;
     this.#maxVars = options.maxVars ?? 1_000_000;
+    this.#frees = options.frees ?? false;
+    this.#lpMethod = options.lpMethod ?? (this.#frees ? "ipm" : "simplex");
+    this.#stageSeed = options.stageSeed ?? true;
+    this.#neighbourhood = options.neighbourhood ?? true;
+    if (!["simplex", "ipm"].includes(this.#lpMethod)) {
+      throw new RangeError(`checkmate: lpMethod must be simplex or ipm, got ${this.#lpMethod}`);
+    }
   }
 
   /**
@@ -338,47 +318,56 @@ export class CheckmatePlanner implements Planner {
       ? (r + s <= this.#maxExact ? "milp" : "lp")
       : this.#solver;
     const t0 = performance.now();
-    const US = 1e3;
+    const frees = this.#frees;
     let best: { keep: Retention; ev: Evaluation; rounding: string } | undefined;
     let status = "", boundNs = NaN, optimal = false, timeLimitReached = false;
     const fits = (ev: Evaluation) => Number.isFinite(ev.recomputeNs) && ev.peak <= budgetBytes;
     const consider = (keep: Retention, rounding: string) => {
-      const ev = evaluate(p, keep);
+      const ev = evaluate(p, keep, frees);
       if (fits(ev) && (best === undefined || ev.recomputeNs < best.ev.recomputeNs)) {
         best = { keep, ev, rounding };
       }
     };
+    const form = frees
+      ? "with values freed after their last use in a stage"
+      : "what a stage recomputes stays until its call has run";
     if (solver === "milp") {
-      const sol = solveModel(checkmateModel(p, budgetBytes), { timeLimitS: this.#timeLimitS });
+      const sol = solveModel(checkmateModel(p, budgetBytes, frees), {
+        timeLimitS: this.#timeLimitS,
+      });
       status = sol.status;
       timeLimitReached = status === "Time limit reached";
-      if (status === "Infeasible") {
-        throw infeasible(
-          "the MILP is infeasible: what a stage recomputes stays until its call has run",
-        );
-      }
+      if (status === "Infeasible") throw infeasible(`the MILP is infeasible: ${form}`);
       boundNs = Number.isFinite(sol.bound) ? Math.max(0, sol.bound * US) : NaN;
       if (sol.hasSolution) {
         consider(retention(p, sol.value, (x) => x > 0.5), "exact");
         optimal = status === "Optimal";
       }
     }
-    if (best === undefined) {
+    if (best === undefined && frees && solver === "lp" && this.#stageSeed) {
+      // a plan that frees nothing inside a stage fits with frees too: the stage
+      // form's MILP (a smaller model) seeds the rounding and the greedy improvement
+      const sol = solveModel(checkmateModel(p, budgetBytes, false), {
+        timeLimitS: this.#timeLimitS,
+      });
+      timeLimitReached ||= sol.status === "Time limit reached";
+      if (sol.hasSolution) consider(retention(p, sol.value, (x) => x > 0.5), "stage form");
+    }
+    if (best === undefined || (frees && solver === "lp")) {
       // the relaxation, then rounding; a tighter budget where nothing fits
       const rand = mulberry32(this.#seed);
       for (const f of [1, 0.97, 0.92, 0.85, 0.75]) {
         // tighter budgets only while the time limit lasts
         if (f < 1 && performance.now() - t0 > this.#timeLimitS * 1e3) break;
         // (after a MILP stopped by its limit, the relaxation still gets 10 s)
-        const sol = solveModel(checkmateModel(p, f * budgetBytes), {
+        const sol = solveModel(checkmateModel(p, f * budgetBytes, frees), {
           relax: true,
+          method: this.#lpMethod,
           timeLimitS: solver === "lp" ? this.#timeLimitS : Math.max(10, this.#timeLimitS),
         });
         if (f === 1) {
           if (sol.status === "Infeasible") {
-            throw infeasible(
-              "the LP relaxation is infeasible: what a stage recomputes stays until its call has run",
-            );
+            throw infeasible(`the LP relaxation is infeasible: ${form}`);
           }
           if (solver === "lp") status = sol.status;
           const lpBound = sol.status === "Optimal" ? sol.bound * US : 0;
@@ -400,9 +389,33 @@ export class CheckmatePlanner implements Planner {
         for (let k = 0; k < this.#roundings; k++) {
           consider(byGaps(p, gs, (x) => rand() < x), `gap random ${k}@${f}`);
         }
+        if (best !== undefined && frees && f === 1 && this.#neighbourhood) {
+          // the MILP around the best plan: decisions where the relaxation agrees with it
+          // are fixed (RINS), the others are solved exactly while the time limit lasts
+          const left = this.#timeLimitS - (performance.now() - t0) / 1e3;
+          const b = best as { keep: Retention; ev: Evaluation; rounding: string };
+          if (left > 1) {
+            const m = checkmateModel(p, budgetBytes, true);
+            const start = new Map<string, number>();
+            const open = neighbourhood(p, m, b.keep, b.ev, sol.value, start);
+            const sub = solveModel(m, { timeLimitS: left, start });
+            timeLimitReached ||= sub.status === "Time limit reached";
+            if (sub.hasSolution) {
+              consider(retention(p, sub.value, (x) => x > 0.5), `neighbourhood of ${open}`);
+            }
+          }
+        }
         if (best !== undefined) {
           const b = best as { keep: Retention; ev: Evaluation; rounding: string };
-          const ev = improve(p, b.keep, b.ev, budgetBytes, gs, performance.now() + this.#improveMs);
+          const ev = improve(
+            p,
+            b.keep,
+            b.ev,
+            budgetBytes,
+            gs,
+            performance.now() + this.#improveMs,
+            frees,
+          );
           if (ev.recomputeNs < b.ev.recomputeNs) {
             best = { ...b, ev, rounding: `${b.rounding}+greedy` };
           }
@@ -432,6 +445,7 @@ export class CheckmatePlanner implements Planner {
       ...plan,
       stats: {
         solver,
+        frees,
         status,
         optimal,
         timeLimitReached,
@@ -444,9 +458,38 @@ export class CheckmatePlanner implements Planner {
         solveMs,
         replayOverhead: rep.overhead,
         replayFeasible: rep.feasible,
+        peakBytes: b.ev?.peak ?? NaN,
       },
     };
   }
+}
+
+/**
+ * Fixes in `m` every `R` and `S` decision at the value of the plan (`keep`,
+ * `ev`) where the relaxation's value `lp` is integral and the same, and puts
+ * the plan's values into `start` (a MIP start); returns how many are left open.
+ */
+function neighbourhood(
+  p: CheckmateProblem,
+  m: LpModel,
+  keep: Retention,
+  ev: Evaluation,
+  lp: (name: string) => number,
+  start: Map<string, number>,
+): number {
+  let open = 0;
+  const fix = (name: string, inPlan: boolean) => {
+    const v = inPlan ? 1 : 0;
+    start.set(name, v);
+    if (Math.abs(lp(name) - v) < 1e-6) m.fix(name, v);
+    else open++;
+  };
+  for (let t = 0; t <= p.n; t++) {
+    const rec = new Set(ev.recompute[t]!);
+    for (const i of p.rCand[t]!) fix(`r${t}_${i}`, rec.has(i));
+    for (const v of p.values) if (p.sVar(t, v.k)) fix(`s${t}_${v.k}`, keep[t]?.has(v.k) ?? false);
+  }
+  return open;
 }
 
 /**
@@ -463,6 +506,7 @@ function improve(
   budget: number,
   gs: readonly Gap[],
   deadline: number,
+  frees: boolean,
 ): Evaluation {
   const moves = [...gs].sort((a, b) => b.mean - a.mean);
   const sets = keep as Set<number>[];
@@ -474,7 +518,7 @@ function improve(
       const added = mv.stages.filter((t) => !sets[t]!.has(mv.v));
       if (added.length === 0) continue;
       for (const t of added) sets[t]!.add(mv.v);
-      const ev = evaluate(p, keep);
+      const ev = evaluate(p, keep, frees);
       if (ev.peak <= budget && ev.recomputeNs < cur.recomputeNs) {
         cur = ev;
         improved = true;
@@ -486,21 +530,33 @@ function improve(
 
 /**
  * The plan of a retention and its recomputation: before call `t`, restore one
- * not-held output of each call recomputed at `t` (in call order); after call
- * `t`, drop each value on the device that is not retained into `t + 1`.
+ * not-held output of each call recomputed at `t` (in call order), with the
+ * in-stage frees of the evaluation as evictions before the call right after
+ * the restore of their last use; after call `t`, drop each value still on the
+ * device that is not retained into `t + 1`.
  */
 function planSteps(p: CheckmateProblem, keep: Retention, ev: Evaluation): PlanStep[] {
   const steps: PlanStep[] = [];
   const held = (t: number, v: number) => p.held(keep, t, v);
   for (let t = 0; t < p.n; t++) {
     const rec = new Set(ev.recompute[t]!);
-    for (const i of ev.recompute[t]!) {
+    const fr = ev.frees[t] ?? [];
+    const gone = new Set<number>();
+    const evictBefore = (k: number) => {
+      for (const v of fr[k] ?? []) {
+        gone.add(v);
+        steps.push({ kind: "evict", call: t, tensor: p.values[v]!.name, before: true });
+      }
+    };
+    evictBefore(0);
+    ev.recompute[t]!.forEach((i, k) => {
       const v = p.calls[i]!.outputs.find((v) => !held(t, v));
       if (v !== undefined) steps.push({ kind: "restore", call: t, tensor: p.values[v]!.name });
-    }
+      evictBefore(k + 1);
+    });
     for (const v of p.values) {
       const resident = held(t, v.k) || rec.has(v.producer) || v.producer === t;
-      if (!resident || held(t + 1, v.k)) continue;
+      if (!resident || held(t + 1, v.k) || gone.has(v.k)) continue;
       // held by the program after the call, or recomputed after its release
       if (t + 1 < v.end || v.end <= t) {
         steps.push({ kind: "evict", call: t, tensor: v.name, action: "drop" });

@@ -10,10 +10,16 @@ import { createPlanner, PLANNER_NAMES } from "./planners.ts";
 
 const K = 1024;
 
-/** x -> a; b = f(a), c = g(a); d = h(b, c); a backward pass reading them in reverse. */
-function diamondTrace(): Trace {
+/**
+ * x -> a; b = f(a), c = g(a); d = h(b, c); a backward pass reading them in
+ * reverse. With `stem`, a is computed from x through s (x -> s -> a), which
+ * is released once a is computed.
+ */
+function diamondTrace(stem = false): Trace {
   const b = new TraceBuilder().constant("x", K);
-  b.call("f", ["x"], "a", K, 100).call("f", ["a"], "b", 2 * K, 300);
+  if (stem) b.call("f", ["x"], "s", 2 * K, 100).call("f", ["s"], "a", K, 100).release("s");
+  else b.call("f", ["x"], "a", K, 100);
+  b.call("f", ["a"], "b", 2 * K, 300);
   b.call("f", ["a"], "c", K, 200).call("f", ["b", "c"], "d", K, 100);
   b.call("f_backward", ["d"], "gd", K, 100, true).release("d");
   b.call("f_backward", ["gd", "c"], "gc", K, 100, true).release("c");
@@ -22,10 +28,16 @@ function diamondTrace(): Trace {
   return b.release("gb").release("gc").release("a").build();
 }
 
-/** An encoder e1 -> e2 -> e3, a decoder reading skip connections e2 and e1, and its backward pass. */
-function unetTrace(): Trace {
+/**
+ * An encoder e1 -> e2 -> e3, a decoder reading skip connections e2 and e1,
+ * and its backward pass. With `stem`, e2 is computed from e1 through m
+ * (e1 -> m -> e2), released once e2 is computed.
+ */
+function unetTrace(stem = false): Trace {
   const b = new TraceBuilder().constant("x", K);
-  b.call("enc", ["x"], "e1", 2 * K, 100).call("enc", ["e1"], "e2", K, 200);
+  b.call("enc", ["x"], "e1", 2 * K, 100);
+  if (stem) b.call("enc", ["e1"], "m", 2 * K, 100).call("enc", ["m"], "e2", K, 100).release("m");
+  else b.call("enc", ["e1"], "e2", K, 200);
   b.call("enc", ["e2"], "e3", K, 300).call("dec", ["e3", "e2"], "d2", K, 200);
   b.call("dec", ["d2", "e1"], "d1", 2 * K, 100);
   b.call("dec_backward", ["d1", "d2", "e1"], "g2", K, 100, true).release("d1");
@@ -95,6 +107,86 @@ function bruteForce(p: CheckmateProblem, budget: number): number {
   return end;
 }
 
+/**
+ * The least recomputation with in-stage frees by exhaustive search, written
+ * apart from the model: a dynamic program over the retained sets as in
+ * {@link bruteForce}, but a stage tries every subset of its candidate calls
+ * (not the closure), runs them in call order (each needs its inputs on the
+ * device; a call whose output is on the device is not run again), and counts
+ * memory by liveness: at each point of the stage a value counts when it is on
+ * the device and just produced, or read later in the stage (by a later
+ * recomputation or the call), or retained into the next stage (an output of
+ * the step, at the end); a value the runtime may not drop (forced) always.
+ */
+function bruteForceFrees(p: CheckmateProblem, budget: number): number {
+  const subsets = <T>(d: readonly T[]): T[][] => {
+    const out: T[][] = [];
+    for (let m = 0; m < 1 << d.length; m++) out.push(d.filter((_, j) => (m >> j) & 1));
+    return out;
+  };
+  const retainable = (t: number) => p.values.filter((v) => p.sVar(t, v.k)).map((v) => v.k);
+  const stage = (t: number, cur: number[], next: number[] | null): number => {
+    const start = new Set(p.values.filter((v) => p.forced(t, v.k)).map((v) => v.k));
+    for (const v of cur) start.add(v);
+    const reads = t < p.n ? p.calls[t]!.inputs : [];
+    const keepAfter = (v: number) =>
+      t < p.n ? next!.includes(v) || p.forced(t + 1, v) : p.values[v]!.output;
+    let best = Infinity;
+    for (const r of subsets(p.rCand[t]!)) {
+      const on = new Set(start);
+      let ok = true, cost = 0;
+      for (const i of r) {
+        const c = p.calls[i]!;
+        if (!c.inputs.every((v) => on.has(v)) || c.outputs.some((v) => on.has(v))) ok = false;
+        for (const v of c.outputs) on.add(v);
+        cost += c.costNs;
+      }
+      if (!ok || cost >= best || !reads.every((v) => on.has(v))) continue;
+      if (t < p.n && !next!.every((v) => on.has(v) || p.values[v]!.producer === t)) continue;
+      if (t === p.n && !p.values.every((v) => !v.output || on.has(v.k))) continue;
+      // budget-free memory less every managed value the program holds (forced ones stay)
+      let fixed = p.base[t]!;
+      for (const v of p.values) {
+        if (v.producer < t && t < v.end && !p.forced(t, v.k)) fixed -= v.bytes;
+      }
+      const live = (v: number, k: number) =>
+        !p.forced(t, v) &&
+        (reads.includes(v) || keepAfter(v) ||
+          r.slice(k).some((j) => p.calls[j]!.inputs.includes(v)));
+      const have = new Set(start);
+      let peak = -Infinity;
+      r.forEach((i, k) => {
+        for (const v of p.calls[i]!.outputs) have.add(v);
+        let mem = fixed - (t < p.n ? p.calls[t]!.outBytes : 0);
+        for (const v of have) {
+          if (live(v, k) || (p.calls[i]!.outputs.includes(v) && !p.forced(t, v))) {
+            mem += p.values[v]!.bytes;
+          }
+        }
+        peak = Math.max(peak, mem);
+      });
+      let mem = fixed;
+      for (const v of have) if (live(v, r.length)) mem += p.values[v]!.bytes;
+      peak = Math.max(peak, mem);
+      if (peak <= budget) best = cost;
+    }
+    return best;
+  };
+  let best = new Map<string, { set: number[]; cost: number }>([["", { set: [], cost: 0 }]]);
+  for (let t = 0; t < p.n; t++) {
+    const next = new Map<string, { set: number[]; cost: number }>();
+    for (const nx of subsets(retainable(t + 1))) {
+      let c = Infinity;
+      for (const { set, cost } of best.values()) c = Math.min(c, cost + stage(t, set, nx));
+      if (c < Infinity) next.set(nx.join(","), { set: nx, cost: c });
+    }
+    best = next;
+  }
+  let end = Infinity;
+  for (const { set, cost } of best.values()) end = Math.min(end, cost + stage(p.n, set, null));
+  return end;
+}
+
 /** Replays `plan` with no fallback policy: memory must fit by the plan alone. */
 function replayAlone(trace: Trace, plan: Plan) {
   return replayTrace(trace, {
@@ -133,6 +225,7 @@ for (const [name, trace] of graphs) {
       const alone = replayAlone(trace, exact);
       assert.ok(alone.feasible, `budget ${budget}: the plan alone fits`);
       assert.equal(alone.stats.recomputeNs, opt, "the replay recomputes what the model says");
+      assert.equal(alone.stats.peakBytes, exact.stats.peakBytes, "and peaks where it says");
       assert.equal(exact.stats.replayOverhead, alone.overhead);
       const lp = new CheckmatePlanner({ solver: "lp" }).plan(trace, budget, ctx);
       assert.ok(lp.stats.boundNs <= opt + 1e-6, `LP bound ${lp.stats.boundNs} > optimum ${opt}`);
@@ -144,6 +237,55 @@ for (const [name, trace] of graphs) {
     assert.ok(
       solved >= 3 && recomputing >= 2,
       `${solved} feasible budgets, ${recomputing} recompute`,
+    );
+  });
+}
+
+const stemmed: [string, Trace][] = [
+  ["chain of 4", chainTrace(4)],
+  ["diamond with a stem", diamondTrace(true)],
+  ["U-Net-like with a stem", unetTrace(true)],
+];
+
+for (const [name, trace] of stemmed) {
+  Deno.test(`checkmate with in-stage frees on a ${name}: the MILP finds the brute-force optimum, below the stage form's where freeing matters, and the replay alone fits and costs it`, () => {
+    const ctx = plannerContext(trace);
+    const p = buildProblem(trace, ctx.baselineBytes!);
+    const peak = ctx.baselinePeakBytes;
+    let solved = 0, better = 0;
+    for (let budget = peak; budget >= peak / 4; budget -= 256) {
+      const opt = bruteForceFrees(p, budget);
+      const stageForm = bruteForce(p, budget);
+      assert.ok(opt <= stageForm, `budget ${budget}: freeing inside a stage never costs more`);
+      if (opt === Infinity) {
+        assert.throws(
+          () => new CheckmatePlanner({ solver: "milp", frees: true }).plan(trace, budget, ctx),
+          /no plan fits the budget/,
+        );
+        continue;
+      }
+      solved++;
+      if (opt < stageForm) better++;
+      const exact = new CheckmatePlanner({ solver: "milp", frees: true }).plan(trace, budget, ctx);
+      assert.equal(exact.stats.status, "Optimal");
+      assert.equal(exact.stats.recomputeNs, opt, `budget ${budget}`);
+      const alone = replayAlone(trace, exact);
+      assert.ok(alone.feasible, `budget ${budget}: the plan alone fits (${alone.error})`);
+      assert.ok(alone.stats.peakBytes <= budget);
+      assert.equal(alone.stats.recomputeNs, opt, "the replay recomputes what the model says");
+      assert.equal(alone.stats.peakBytes, exact.stats.peakBytes, "and peaks where it says");
+      const lp = new CheckmatePlanner({ solver: "lp", frees: true }).plan(trace, budget, ctx);
+      assert.ok(lp.stats.boundNs <= opt + 1e-6, `LP bound ${lp.stats.boundNs} > optimum ${opt}`);
+      if (Number.isFinite(lp.stats.recomputeNs)) {
+        assert.ok(lp.stats.recomputeNs >= opt);
+        const r = replayAlone(trace, lp);
+        assert.ok(r.feasible, `budget ${budget}: the rounded plan fits`);
+        assert.equal(r.stats.recomputeNs, lp.stats.recomputeNs);
+      }
+    }
+    assert.ok(
+      solved >= 3 && better >= 1,
+      `${solved} feasible budgets, ${better} better with frees`,
     );
   });
 }

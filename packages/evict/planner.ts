@@ -23,7 +23,7 @@ import {
 
 /** One plan step. `call` is the 0-based index of a model call (CALL/MUTATE) in the trace. */
 export interface PlanStep {
-  /** Evict a tensor after `call`, or restore it before `call`. */
+  /** Evict a tensor after `call` (before it with {@link before}), or restore it before `call`. */
   readonly kind: "evict" | "restore";
   /** Model call index. */
   readonly call: number;
@@ -31,6 +31,12 @@ export interface PlanStep {
   readonly tensor: string;
   /** For `evict`: drop (recompute later) or swap. Default `drop`. */
   readonly action?: EvictAction;
+  /**
+   * For `evict`: run before `call` rather than after it, in the order the
+   * plan lists it among that call's restores (so a plan frees a value it
+   * brought back for a later restore once no later step of the call needs it).
+   */
+  readonly before?: boolean;
 }
 
 /** A static plan. */
@@ -39,7 +45,10 @@ export interface Plan {
   readonly planner: string;
   /** Budget it was made for. */
   readonly budgetBytes: number;
-  /** Steps (any order; grouped by call when run). */
+  /**
+   * Steps, grouped by call when run: before a call its restores and `before`
+   * evictions in the order listed here, after it its other evictions.
+   */
   readonly steps: readonly PlanStep[];
   /**
    * The step's use schedule, for plans that decide at each shortfall by the
@@ -120,7 +129,7 @@ export interface PlanPolicyOptions {
 
 /**
  * Runs a plan as a policy: its hooks evict/restore the planned tensors around
- * each call; when memory still runs short, `fallback` chooses (or, for a plan
+ * each call (before a call, restores and `before` evictions in plan order); when memory still runs short, `fallback` chooses (or, for a plan
  * with a use schedule, a {@link LookaheadPolicy} reading it).
  */
 export function planPolicy(
@@ -131,14 +140,17 @@ export function planPolicy(
   const before = new Map<number, PlanStep[]>();
   const after = new Map<number, PlanStep[]>();
   for (const s of plan.steps) {
-    const m = s.kind === "evict" ? after : before;
+    const m = s.kind === "evict" && s.before !== true ? after : before;
     let list = m.get(s.call);
     if (!list) m.set(s.call, list = []);
     list.push(s);
   }
   const hooks: PlanHooks = {
     beforeCall(index, ctl) {
-      for (const s of before.get(index) ?? []) ctl.restore(s.tensor);
+      for (const s of before.get(index) ?? []) {
+        if (s.kind === "restore") ctl.restore(s.tensor);
+        else ctl.evict(s.tensor, s.action ?? "drop");
+      }
     },
     afterCall(index, ctl) {
       for (const s of after.get(index) ?? []) ctl.evict(s.tensor, s.action ?? "drop");

@@ -162,3 +162,46 @@ Deno.test("policies declare what they read; planners declare their fallback and 
     assert.deepEqual(p.needs, reads, cost);
   }
 });
+
+Deno.test("planPolicy runs a call's restores and `before` evictions in plan order before it, other evictions after it", () => {
+  const plan = {
+    planner: "test",
+    budgetBytes: 1,
+    steps: [
+      { kind: "evict" as const, call: 1, tensor: "z" },
+      { kind: "restore" as const, call: 1, tensor: "a" },
+      { kind: "restore" as const, call: 1, tensor: "b" },
+      { kind: "evict" as const, call: 1, tensor: "a", before: true },
+      { kind: "restore" as const, call: 1, tensor: "c" },
+      { kind: "evict" as const, call: 1, tensor: "b", before: true, action: "swap" as const },
+      { kind: "evict" as const, call: 0, tensor: "y", action: "swap" as const },
+    ],
+  };
+  const log: string[] = [];
+  const ctl = {
+    evict: (name: string, action: string) => (log.push(`${action} ${name}`), true),
+    restore: (name: string) => (log.push(`restore ${name}`), true),
+  };
+  const hooks = planPolicy(plan, createPolicy("dtr-eq")).hooks!;
+  for (const i of [0, 1, 2]) {
+    log.push(`before ${i}`);
+    hooks.beforeCall!(i, ctl);
+    log.push(`after ${i}`);
+    hooks.afterCall!(i, ctl);
+  }
+  assert.deepEqual(log, [
+    "before 0",
+    "after 0",
+    "swap y",
+    "before 1",
+    "restore a",
+    "restore b",
+    "drop a",
+    "restore c",
+    "swap b",
+    "after 1",
+    "drop z",
+    "before 2",
+    "after 2",
+  ]);
+});

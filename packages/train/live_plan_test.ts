@@ -97,10 +97,16 @@ const PLANNERS: [string, () => Planner][] = [
   ["lookahead", () => new LookaheadPlanner({ tryFallback: false })],
   // the MILP's plan (exact on these small steps)
   ["checkmate", () => new CheckmatePlanner({ timeLimitS: 60 })],
+  // with in-stage frees: evictions between the restores before a call
+  [
+    "checkmate (in-stage frees)",
+    () => new CheckmatePlanner({ timeLimitS: 30, frees: true, improveMs: 2000 }),
+  ],
 ];
 
 Deno.test("the live plan tests cover every registered planner", () => {
-  assert.deepEqual(PLANNERS.map(([n]) => n).sort(), [...PLANNER_NAMES].sort());
+  const names = new Set(PLANNERS.map(([, make]) => make().name));
+  assert.deepEqual([...names].sort(), [...PLANNER_NAMES].sort());
 });
 
 for (const model of MODEL_NAMES) {
@@ -138,6 +144,9 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       const plan = make().plan(trace, budget, ctx);
       if (name === "lookahead") assert.ok(plan.lookahead !== undefined, "a lookahead plan");
       else assert.ok(plan.steps.length > 0, "the plan evicts something");
+      if (name.includes("in-stage frees")) {
+        assert.ok(plan.steps.some((s) => s.before === true), "the plan evicts before a call");
+      }
 
       const free = train(model, new Runtime({ backend: b, timeline: false }), 3);
       const live = new LivePlan(plan, trace, createPolicy("dtr-eq"));
