@@ -58,8 +58,35 @@ export class DtrEqPolicy extends ScorePolicy {
   override readonly needs: PolicyNeeds = { equivalenceClasses: true };
   /** (c(t) + distinct neighbouring class costs) / (m(t) x staleness). */
   score(s: StorageNode, ctx: EvictionContext): number {
-    const c = s.compute + ctx.lineage.neighborClassCost(s);
-    return ratio(c, s.bytes * staleness(s, ctx));
+    return this.slotScore(s, s.compute, s.bytes, s.lastAccess, ctx);
+  }
+  /** {@link score} with `s`'s `compute`, `bytes` and `lastAccess` given. */
+  override slotScore(
+    s: StorageNode,
+    compute: number,
+    bytes: number,
+    lastAccess: number,
+    ctx: EvictionContext,
+  ): number {
+    const c = compute + ctx.lineage.neighborClassCost(s);
+    return ratio(c, bytes * (ctx.clock - lastAccess));
+  }
+  /**
+   * `c(t) / (m(t) * staleness(t))`: with no class of negative value the
+   * neighbouring class cost is a sum of non-negative numbers, and adding it
+   * and dividing round monotonically, so this never exceeds {@link score}.
+   */
+  override slotBound(
+    compute: number,
+    bytes: number,
+    lastAccess: number,
+    ctx: EvictionContext,
+  ): number {
+    return ratio(compute, bytes * (ctx.clock - lastAccess));
+  }
+  /** While the lineage knows every class value non-negative. */
+  protected override slotBoundHolds(ctx: EvictionContext): boolean {
+    return ctx.lineage.classesNonNegative;
   }
 }
 
@@ -70,6 +97,15 @@ export class DtrLocalPolicy extends ScorePolicy {
   /** c(t) / (m(t) x staleness). */
   score(s: StorageNode, ctx: EvictionContext): number {
     return ratio(s.compute, s.bytes * staleness(s, ctx));
+  }
+  /** The score itself, from the copied fields. */
+  override slotBound(
+    compute: number,
+    bytes: number,
+    lastAccess: number,
+    ctx: EvictionContext,
+  ): number {
+    return ratio(compute, bytes * (ctx.clock - lastAccess));
   }
 }
 

@@ -24,6 +24,15 @@ export interface Victim {
   readonly action: EvictAction;
 }
 
+/** Numbers per position in {@link EvictablePool.slots}. */
+export const SLOT_STRIDE = 4;
+/** Offset of a member's `lastAccess` in its record of {@link EvictablePool.slots}. */
+export const SLOT_LAST_ACCESS = 0;
+/** Offset of a member's `compute` in its record of {@link EvictablePool.slots}. */
+export const SLOT_COMPUTE = 1;
+/** Offset of a member's `bytes` in its record of {@link EvictablePool.slots}. */
+export const SLOT_BYTES = 2;
+
 /** The evictable pool: insertion-ordered, with O(1) random access for sampling. */
 export interface EvictablePool {
   /** Number of evictable storages. */
@@ -32,6 +41,16 @@ export interface EvictablePool {
   at(i: number): StorageNode;
   /** Iterates in insertion order (oldest first). */
   [Symbol.iterator](): Iterator<StorageNode>;
+  /**
+   * Optional copies of the fields a score reads, one record of
+   * {@link SLOT_STRIDE} numbers per position `i` from `i * SLOT_STRIDE`: the
+   * member's `lastAccess`, `compute` and `bytes` at {@link SLOT_LAST_ACCESS},
+   * {@link SLOT_COMPUTE} and {@link SLOT_BYTES}, equal to the storage's own
+   * while a policy chooses. A sampled search reads a candidate's record (one
+   * cache line) instead of the storage (several) to rule it out by a
+   * {@link ScorePolicy.slotBound}.
+   */
+  readonly slots?: Float64Array;
 }
 
 /** What a policy may look at when choosing. */
@@ -185,6 +204,34 @@ export abstract class ScorePolicy implements EvictionPolicy {
    */
   lowerBound?(s: StorageNode, ctx: EvictionContext): number;
 
+  /**
+   * Optional lower bound of {@link score} from a storage's `compute`, `bytes`
+   * and `lastAccess` alone (never above the score, in floating point too,
+   * while {@link slotBoundHolds}). When defined and the pool keeps
+   * {@link EvictablePool.slots}, the sampled search scores only the sampled
+   * storages whose bound does not exceed one known score (same victim).
+   */
+  slotBound?(compute: number, bytes: number, lastAccess: number, ctx: EvictionContext): number;
+
+  /**
+   * Optional {@link score} of `s` with its `compute`, `bytes` and
+   * `lastAccess` given (the pool's copies, equal to its own): the sampled
+   * search over {@link EvictablePool.slots} scores through it, so the
+   * storage's own fields need not be read again.
+   */
+  slotScore?(
+    s: StorageNode,
+    compute: number,
+    bytes: number,
+    lastAccess: number,
+    ctx: EvictionContext,
+  ): number;
+
+  /** True when {@link slotBound} holds now (default true). */
+  protected slotBoundHolds(_ctx: EvictionContext): boolean {
+    return true;
+  }
+
   /** Action for a chosen victim; default: drop when allowed, else swap. */
   action(s: StorageNode, ctx: EvictionContext): EvictAction {
     return ctx.canDrop(s) ? "drop" : "swap";
@@ -209,19 +256,27 @@ export abstract class ScorePolicy implements EvictionPolicy {
     let scored = 0;
     if (this.#mode === "sqrt" && n > 16) {
       const k = Math.ceil(Math.sqrt(n));
-      for (let j = 0; j < k; j++) {
-        const s = pool.at(Math.floor(this.#rng() * n));
-        if (s.bytes < minBytes || !this.allowed(s, ctx)) continue;
-        const sc = this.score(s, ctx);
-        scored++;
-        if (sc <= bestScore) {
-          bestScore = sc;
-          best = s;
+      const slots = pool.slots;
+      if (
+        slots !== undefined && this.slotBound !== undefined && this.slotBoundHolds(ctx)
+      ) {
+        best = this.#boundedSample(ctx, slots, k, minBytes);
+        if (best !== null) return best;
+      } else {
+        for (let j = 0; j < k; j++) {
+          const s = pool.at(Math.floor(this.#rng() * n));
+          if (s.bytes < minBytes || !this.allowed(s, ctx)) continue;
+          const sc = this.score(s, ctx);
+          scored++;
+          if (sc <= bestScore) {
+            bestScore = sc;
+            best = s;
+          }
         }
-      }
-      if (best !== null) {
-        this.scored = scored;
-        return best;
+        if (best !== null) {
+          this.scored = scored;
+          return best;
+        }
       }
     }
     if (this.lowerBound !== undefined) return this.#boundedScan(ctx, minBytes);
@@ -294,6 +349,96 @@ export abstract class ScorePolicy implements EvictionPolicy {
 
   readonly #cands: StorageNode[] = [];
   readonly #bounds: number[] = [];
+
+  /**
+   * The sampled search's victim (the last of the `k` sampled storages with
+   * the lowest score), scoring few of them: their bounds come from the pool's
+   * slots, and they are scored in the order of their bounds until the next
+   * bound exceeds the lowest score so far; every storage left scores above
+   * that, so it can be no victim. Draws the same numbers as the plain
+   * sampled search.
+   */
+  #boundedSample(
+    ctx: EvictionContext,
+    slots: Float64Array,
+    k: number,
+    minBytes: number,
+  ): StorageNode | null {
+    const pool = ctx.pool, n = pool.size, only = ctx.onlyDroppable === true;
+    if (this.#sampled.length < k) {
+      this.#sampled = new Int32Array(2 * k);
+      this.#order = new Int32Array(2 * k);
+      this.#sampleBounds = new Float64Array(2 * k);
+    }
+    // Candidate t (in sampling order, t < m): pool position sampled[t], bound
+    // bounds[t]; left: the candidates not scored yet.
+    const sampled = this.#sampled, order = this.#order, bounds = this.#sampleBounds;
+    let m = 0;
+    for (let j = 0; j < k; j++) {
+      const i = Math.floor(this.#rng() * n);
+      const o = i * SLOT_STRIDE;
+      const bytes = slots[o + SLOT_BYTES]!;
+      if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
+      sampled[m] = i;
+      bounds[m] = this.slotBound!(
+        slots[o + SLOT_COMPUTE]!,
+        bytes,
+        slots[o + SLOT_LAST_ACCESS]!,
+        ctx,
+      );
+      order[m] = m;
+      m++;
+    }
+    // The candidate of the lowest bound first, then the others in sampling
+    // order, skipping those whose bound exceeds the lowest score so far.
+    let first = -1, lo = Infinity;
+    for (let t = 0; t < m; t++) {
+      const b = bounds[t]!;
+      if (b < lo) {
+        lo = b;
+        first = t;
+      }
+    }
+    let scored = 0;
+    let best = -1, bestScore = Infinity;
+    if (first >= 0) {
+      bestScore = this.#slotScore(pool, slots, sampled[first]!, ctx);
+      scored++;
+      if (bestScore !== bestScore) bestScore = Infinity;
+      else best = first;
+    }
+    for (let t = 0; t < m; t++) {
+      if (t === first || bounds[t]! > bestScore) continue;
+      const sc = this.#slotScore(pool, slots, sampled[t]!, ctx);
+      scored++;
+      // Ties go to the later sample, as in the plain search (`<=` in sampling order).
+      if (sc < bestScore || (sc === bestScore && t > best)) {
+        bestScore = sc;
+        best = t;
+      }
+    }
+    if (best < 0) return null;
+    this.scored = scored;
+    return pool.at(sampled[best]!);
+  }
+
+  /** The score of the member at position `i`, from its slot where the policy can. */
+  #slotScore(pool: EvictablePool, slots: Float64Array, i: number, ctx: EvictionContext): number {
+    const s = pool.at(i);
+    if (this.slotScore === undefined) return this.score(s, ctx);
+    const o = i * SLOT_STRIDE;
+    return this.slotScore(
+      s,
+      slots[o + SLOT_COMPUTE]!,
+      slots[o + SLOT_BYTES]!,
+      slots[o + SLOT_LAST_ACCESS]!,
+      ctx,
+    );
+  }
+
+  #sampled: Int32Array = new Int32Array(0);
+  #order: Int32Array = new Int32Array(0);
+  #sampleBounds: Float64Array = new Float64Array(0);
 }
 
 /**

@@ -48,26 +48,30 @@ export function newRegionCache(): RegionCache {
 /**
  * A storage: one device allocation shared by a tensor and its views.
  *
- * Its state, by owner. Apart from `regions`, the fields live flat on the
+ * Its state, by owner. Apart from `regions` (and the runtime's pool, which
+ * keeps its own state in arrays of its own), the fields live flat on the
  * node rather than in one record per owner: the hot loops read them per
  * storage, where a record of their own adds a memory load (often a cache
- * miss) per storage; grouped that way, eviction-heavy bookkeeping and pool
- * updates were measurably slower.
+ * miss) per storage; grouped that way, eviction-heavy bookkeeping was
+ * measurably slower.
  * - graph facts: `id`, `bytes`, `tensors`, `owner`, `residency`, `compute`
  *   (the lineage makes and links the node and sums `compute`), `locks`,
  *   `pinned`, `extRefs`, `lastAccess` and the counters `evictions` and
- *   `remats` (the runtime updates them; policies read them);
+ *   `remats` (the runtime updates them, a pool member's `lastAccess` and
+ *   `compute` through its pool; policies read them);
  * - the lineage's cost caches, kept by its cost functions and by nothing
  *   else: {@link regions} (`dtr`'s evicted regions, one record made on first
  *   use, off the per-call path), {@link noEvictedNeighbors},
  *   {@link neighborList}, {@link neighborListAt} and {@link eq} (`dtr-eq`,
- *   read for every sampled candidate and its evicted neighbours; the runtime
+ *   read for every scored candidate and its evicted neighbours; the runtime
  *   keeps the classes only through {@link Lineage.joinEvictedClass},
  *   {@link Lineage.leaveClass} and {@link Lineage.forgetClass});
- * - the runtime's: the evictable pool's links {@link poolIndex},
- *   {@link poolPrev} and {@link poolNext} (written on every insert and
- *   remove, several per call; the lineage never reads them) and the
- *   executor's payloads {@link data} and {@link host};
+ * - the runtime's: the evictable pool's {@link poolIndex} (the member's
+ *   position; the pool keeps its links and its copy of `lastAccess`,
+ *   `compute` and `bytes` in arrays of its own by that position, and writes
+ *   a member's `lastAccess` and `compute` through itself to keep the copy
+ *   true; the lineage never reads it) and the executor's payloads
+ *   {@link data} and {@link host};
  * - {@link stamp}: traversal scratch of every walk (lineage and runtime alike
  *   draw stamps from {@link Lineage.nextStamp}).
  */
@@ -104,7 +108,10 @@ export class StorageNode {
   neighborListAt = 0;
   /** Tensors living in this storage; `tensors[0]` is the root (owner), the others are views. */
   tensors: TensorNode[] = [];
-  /** Position in the runtime's evictable pool, or -1 (owned by the pool). */
+  /**
+   * Position in the runtime's evictable pool, or -1 (owned by the pool, which
+   * keeps the rest of its state by this position).
+   */
   poolIndex: number = -1;
   /** Temporary pins (inputs of the running call, reads); a locked storage is never evicted. */
   locks = 0;
@@ -120,10 +127,6 @@ export class StorageNode {
    * regions asks, so storages of other runs do not carry it.
    */
   regions: RegionCache | null = null;
-  /** Previous member of the runtime's evictable pool in insertion order (null at the head or outside). */
-  poolPrev: StorageNode | null = null;
-  /** Next member of the runtime's evictable pool in insertion order (null at the tail or outside). */
-  poolNext: StorageNode | null = null;
   /** Scratch stamp for traversals (see {@link Lineage.nextStamp}). */
   stamp = 0;
   /** Times evicted (drop or swap), counted by the runtime. */

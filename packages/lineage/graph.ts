@@ -294,6 +294,7 @@ export class Lineage {
    * drop once a policy needs classes; see {@link StorageNode.eq}).
    */
   joinEvictedClass(s: StorageNode): void {
+    if (!(s.compute >= 0)) this.classesNonNegative = false;
     const eq = s.eq = new EqNode(s.compute);
     const ns = this.evictedNeighbors(s, this.#scratch);
     for (let i = 0; i < ns.length; i++) {
@@ -310,9 +311,18 @@ export class Lineage {
   leaveClass(s: StorageNode): void {
     if (s.eq !== null) {
       addToClass(s.eq, -s.compute);
+      if (!(find(s.eq).value >= 0)) this.classesNonNegative = false;
       s.eq = null;
     }
   }
+
+  /**
+   * True while every `dtr-eq` class value is known non-negative (false for
+   * good once a storage of negative compute joins a class or a
+   * re-materialization leaves one below zero, as rounding may), so that
+   * {@link neighborClassCost} is never negative.
+   */
+  classesNonNegative = true;
 
   /** `s`'s value is gone (freed or retired): it holds no class (the class keeps its value). */
   forgetClass(s: StorageNode): void {

@@ -4,22 +4,40 @@
  * @module
  */
 
-import type { EvictablePool } from "@libra/evict";
+import {
+  type EvictablePool,
+  SLOT_BYTES,
+  SLOT_COMPUTE,
+  SLOT_LAST_ACCESS,
+  SLOT_STRIDE,
+} from "@libra/evict";
 import type { StorageNode } from "@libra/lineage";
 
 /**
- * The evictable pool: an array for O(1) random access (sampling) and an
- * intrusive doubly linked list through the storages for insertion order (a
- * `Set` reallocates its table when a small pool churns, which cost more than a
- * whole kernel call). Not to be modified while iterated.
+ * The evictable pool: an array for O(1) random access (sampling), a copy of
+ * the fields a score reads per position ({@link slots}), and a doubly linked
+ * list by position for insertion order (a `Set` reallocates its table when a
+ * small pool churns, which cost more than a whole kernel call). Its state is
+ * its own, apart from each member's {@link StorageNode.poolIndex}; the
+ * engine writes a member's `lastAccess` and `compute` through {@link touch}
+ * and {@link sync}, so the copies stay true. Not to be modified while iterated.
  */
 export class Pool implements EvictablePool {
   /** The members, in no particular order (positions change on removal). */
   readonly items: StorageNode[] = [];
+  /**
+   * Per position `i`: the member's `lastAccess`, `compute` and `bytes` at
+   * `i * SLOT_STRIDE` plus `SLOT_LAST_ACCESS`, `SLOT_COMPUTE`, `SLOT_BYTES`
+   * (replaced by a larger array as the pool grows).
+   */
+  slots: Float64Array = new Float64Array(64 * SLOT_STRIDE);
   /** Summed bytes of the members. */
   bytes = 0;
-  #head: StorageNode | null = null;
-  #tail: StorageNode | null = null;
+  // Insertion order: the position of the previous and next member (-1 at the ends).
+  #prev: Int32Array = new Int32Array(64);
+  #next: Int32Array = new Int32Array(64);
+  #head = -1;
+  #tail = -1;
   /** Number of members. */
   get size(): number {
     return this.items.length;
@@ -30,51 +48,112 @@ export class Pool implements EvictablePool {
   }
   /** Members in insertion order (oldest first). */
   [Symbol.iterator](): Iterator<StorageNode> {
-    return new PoolIterator(this.#head);
+    return new PoolIterator(this.items, this.#next, this.#head);
   }
   /** Adds `s` at the end (no-op when it is a member). */
   add(s: StorageNode): void {
     if (s.poolIndex >= 0) return;
-    s.poolIndex = this.items.length;
+    const i = this.items.length;
+    if (i === this.#prev.length) this.#grow(2 * i);
+    s.poolIndex = i;
     this.items.push(s);
+    const o = i * SLOT_STRIDE, slots = this.slots;
+    slots[o + SLOT_LAST_ACCESS] = s.lastAccess;
+    slots[o + SLOT_COMPUTE] = s.compute;
+    slots[o + SLOT_BYTES] = s.bytes;
     const tail = this.#tail;
-    s.poolPrev = tail;
-    s.poolNext = null;
-    if (tail === null) this.#head = s;
-    else tail.poolNext = s;
-    this.#tail = s;
+    this.#prev[i] = tail;
+    this.#next[i] = -1;
+    if (tail < 0) this.#head = i;
+    else this.#next[tail] = i;
+    this.#tail = i;
     this.bytes += s.bytes;
   }
   /** Removes `s` (no-op when it is not a member). */
   remove(s: StorageNode): void {
     const i = s.poolIndex;
     if (i < 0) return;
+    const prevs = this.#prev, nexts = this.#next;
+    const prev = prevs[i]!, next = nexts[i]!;
+    if (prev < 0) this.#head = next;
+    else nexts[prev] = next;
+    if (next < 0) this.#tail = prev;
+    else prevs[next] = prev;
     const last = this.items.pop()!;
+    const j = this.items.length;
     if (last !== s) {
+      // The last member moves to position i: its links, its neighbours' links to it, its slot.
       this.items[i] = last;
       last.poolIndex = i;
+      const lp = prevs[j]!, ln = nexts[j]!;
+      prevs[i] = lp;
+      nexts[i] = ln;
+      if (lp < 0) this.#head = i;
+      else nexts[lp] = i;
+      if (ln < 0) this.#tail = i;
+      else prevs[ln] = i;
+      const slots = this.slots, o = i * SLOT_STRIDE, p = j * SLOT_STRIDE;
+      slots[o + SLOT_LAST_ACCESS] = slots[p + SLOT_LAST_ACCESS]!;
+      slots[o + SLOT_COMPUTE] = slots[p + SLOT_COMPUTE]!;
+      slots[o + SLOT_BYTES] = slots[p + SLOT_BYTES]!;
     }
     s.poolIndex = -1;
-    const prev = s.poolPrev, next = s.poolNext;
-    if (prev === null) this.#head = next;
-    else prev.poolNext = next;
-    if (next === null) this.#tail = prev;
-    else next.poolPrev = prev;
-    s.poolPrev = null;
-    s.poolNext = null;
     this.bytes -= s.bytes;
+  }
+  /** Sets `s.lastAccess` to `clock` (and the pool's copy, when `s` is a member). */
+  touch(s: StorageNode, clock: number): void {
+    s.lastAccess = clock;
+    const i = s.poolIndex;
+    if (i >= 0) this.slots[i * SLOT_STRIDE + SLOT_LAST_ACCESS] = clock;
+  }
+  /** `s.compute` or `s.lastAccess` changed: copies them, when `s` is a member. */
+  sync(s: StorageNode): void {
+    const i = s.poolIndex;
+    if (i < 0) return;
+    const o = i * SLOT_STRIDE, slots = this.slots;
+    slots[o + SLOT_LAST_ACCESS] = s.lastAccess;
+    slots[o + SLOT_COMPUTE] = s.compute;
+  }
+  /**
+   * The first member whose copied fields differ from its own (`null` when all
+   * agree, as they must; for tests).
+   */
+  stale(): StorageNode | null {
+    const slots = this.slots;
+    for (let i = 0; i < this.items.length; i++) {
+      const s = this.items[i]!, o = i * SLOT_STRIDE;
+      if (
+        s.poolIndex !== i || !Object.is(slots[o + SLOT_LAST_ACCESS], s.lastAccess) ||
+        !Object.is(slots[o + SLOT_COMPUTE], s.compute) || slots[o + SLOT_BYTES] !== s.bytes
+      ) return s;
+    }
+    return null;
+  }
+  #grow(cap: number): void {
+    const prev = new Int32Array(cap), next = new Int32Array(cap);
+    prev.set(this.#prev);
+    next.set(this.#next);
+    this.#prev = prev;
+    this.#next = next;
+    const slots = new Float64Array(cap * SLOT_STRIDE);
+    slots.set(this.slots);
+    this.slots = slots;
   }
 }
 
 class PoolIterator implements Iterator<StorageNode> {
-  #cur: StorageNode | null;
-  constructor(head: StorageNode | null) {
+  readonly #items: readonly StorageNode[];
+  readonly #next: Int32Array;
+  #cur: number;
+  constructor(items: readonly StorageNode[], next: Int32Array, head: number) {
+    this.#items = items;
+    this.#next = next;
     this.#cur = head;
   }
   next(): IteratorResult<StorageNode> {
     const c = this.#cur;
-    if (c === null) return { done: true, value: undefined };
-    this.#cur = c.poolNext;
-    return { done: false, value: c };
+    if (c < 0) return { done: true, value: undefined };
+    this.#cur = this.#next[c]!;
+    return { done: false, value: this.#items[c]! };
   }
 }

@@ -54,7 +54,7 @@ export function materialize(e: Engine, k: EngineState, target: TensorNode, remat
       const c = e.clock;
       for (let i = 0; i < ins.length; i++) {
         const s = ins[i]!.storage;
-        s.lastAccess = c;
+        k.pool.touch(s, c);
         lock(k, s);
       }
       try {
@@ -90,7 +90,7 @@ export function materialize(e: Engine, k: EngineState, target: TensorNode, remat
         }
         const c = e.clock;
         const undef: TensorNode[] = [];
-        for (const inp of p.inputs) inp.storage.lastAccess = c;
+        for (const inp of p.inputs) k.pool.touch(inp.storage, c);
         for (const inp of p.inputs) {
           if (inp.defined) {
             lock(k, inp.storage);
@@ -187,8 +187,16 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
         },
         measured,
       );
-      for (const s of fresh) s.compute = storageCompute(s);
-      for (const o of outs) if (o.isAlias) o.storage.compute = storageCompute(o.storage);
+      for (const s of fresh) {
+        s.compute = storageCompute(s);
+        k.pool.sync(s);
+      }
+      for (const o of outs) {
+        if (o.isAlias) {
+          o.storage.compute = storageCompute(o.storage);
+          k.pool.sync(o.storage);
+        }
+      }
       e.lineage.computeChanged();
     }
     st.computeNs += call.cost;

@@ -389,6 +389,7 @@ export function preserve(e: Engine, k: EngineState, s: StorageNode): number {
   e.lineage.invalidateNeighborhoods();
   s.extRefs -= ext;
   s.compute = 0;
+  k.pool.sync(s);
   refreshPool(k, copy);
   return ext;
 }
@@ -429,6 +430,7 @@ export function retire(e: Engine, k: EngineState, s: StorageNode, keepMemory: bo
   s.extRefs -= ext;
   e.lineage.forgetClass(s);
   s.compute = 0;
+  k.pool.sync(s);
   if (keepMemory && s.extRefs === 0 && !s.pinned) k.orphans.add(s); // resident, no value yet
   if (!keepMemory) {
     if (s.residency === "resident") {
@@ -459,7 +461,7 @@ export function adoptLeaf(
   // Referenced again, it can lose its last reference only through an entry point.
   if (s.extRefs === 0 && !s.pinned) k.orphans.add(s);
   else if (k.orphans.size > 0) k.orphans.delete(s);
-  s.lastAccess = e.clock;
+  k.pool.touch(s, e.clock);
   refreshPool(k, s);
   return t;
 }

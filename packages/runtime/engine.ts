@@ -291,7 +291,7 @@ export class Engine {
     t.defined = true;
     t.extRefs = 1;
     s.extRefs += 1;
-    s.lastAccess = this.clock;
+    k.pool.touch(s, this.clock);
     if (options.pinned) s.pinned = true;
     refreshPool(k, s);
     return t;
@@ -324,6 +324,7 @@ export class Engine {
     for (const t of tensors) {
       t.extRefs = 1;
       t.storage.extRefs += 1;
+      k.pool.sync(t.storage); // a view's or a given storage's compute changed
     }
     try {
       materialize(this, k, tensors[0]!, false);
@@ -347,7 +348,7 @@ export class Engine {
       this.lineage.invalidateNeighborhoods();
       throw e;
     }
-    for (const t of tensors) t.storage.lastAccess = this.clock;
+    for (const t of tensors) k.pool.touch(t.storage, this.clock);
     this.lastOutputs = tensors;
     this.stats.calls++;
     this.timeline.point(this.callIndex, this.used);
@@ -369,7 +370,7 @@ export class Engine {
     const k = this.#k;
     const locked: StorageNode[] = [];
     try {
-      for (const t of inputs) t.storage.lastAccess = this.clock;
+      for (const t of inputs) k.pool.touch(t.storage, this.clock);
       for (const t of inputs) {
         if (!t.defined) materialize(this, k, t, true);
         lock(k, t.storage);
