@@ -10,7 +10,9 @@
  * Planning replays a few scoring variants on the meta backend (`ctx.replay`)
  * and keeps the one with the lowest replayed overhead; a plain `dtr-eq` run
  * (the fallback alone) is a candidate too, so the plan is never worse than it
- * in the replay.
+ * in the replay. It also replays static plans of eviction intervals chosen by
+ * a MILP (`_drop_intervals.ts`), with the best variant covering what they
+ * leave over. Replays that cannot win stop early (see `workLimitNs`).
  *
  * @module
  */
@@ -18,7 +20,7 @@
 import type { Trace } from "@libra/lineage/trace";
 import { chooseIntervals } from "./_drop_intervals.ts";
 import { analyzeTrace } from "./_trace_analysis.ts";
-import { buildSchedule, type LookaheadVariant } from "./lookahead.ts";
+import { buildSchedule, type LookaheadVariant, LookaheadWorkLimitError } from "./lookahead.ts";
 import type { Plan, Planner, PlannerContext, PlanReplayResult, PlanStep } from "./planner.ts";
 
 /** Options of {@link LookaheadPlanner}. */
@@ -33,8 +35,11 @@ export interface LookaheadOptions {
    * covers what it leaves over). Default [1, 0.97, 0.93]; [] skips it.
    */
   intervalTargets?: readonly number[];
-  /** MILP time limit per target, seconds. Default 10. */
-  timeLimitS?: number;
+  /**
+   * MILP time limit per interval plan, seconds. Default 10. (Named apart from
+   * `checkmate`'s `timeLimitS`, which `createPlanner` passes to every planner.)
+   */
+  intervalTimeLimitS?: number;
   /**
    * Bandwidth of the replay's asynchronous copy stream, GB/s (where it has
    * host memory): interval plans may swap, a swap-in prefetched so the compute
@@ -69,6 +74,8 @@ export interface LookaheadTrial {
   readonly overhead: number;
   /** Planning (solver) plus replay time of this candidate, ms. */
   readonly ms: number;
+  /** Why it was not replayed (`overhead` is NaN then). */
+  readonly note?: string;
 }
 
 /** What {@link LookaheadPlanner} reports. */
@@ -125,7 +132,7 @@ export class LookaheadPlanner implements Planner {
   constructor(options: LookaheadOptions = {}) {
     this.#gbps = options.swapGbps;
     this.#targets = options.intervalTargets ?? [1, 0.97, 0.93];
-    this.#timeLimitS = options.timeLimitS ?? 10;
+    this.#timeLimitS = options.intervalTimeLimitS ?? 10;
     this.#variants = options.variants ?? LOOKAHEAD_VARIANTS;
     this.#tryFallback = options.tryFallback ?? true;
     if (this.#variants.length === 0 && !this.#tryFallback) {
@@ -145,10 +152,38 @@ export class LookaheadPlanner implements Planner {
       | { plan: Plan; name: string; feasible: boolean; overhead: number; r: PlanReplayResult }
       | undefined;
     let t0 = performance.now();
+    // A candidate whose drops would cost more than the step's compute to undo
+    // is past the thrash limit of the final replay (overhead 2), and one whose
+    // drops cost four times the best replay's extra time will not beat it:
+    // its replay stops there (a plan that thrashes can replay for minutes).
+    const computeNs = schedule.startNs[schedule.calls]!;
     const consider = (plan: Plan, name: string) => {
-      const r = ctx.replay(plan, budgetBytes);
+      const kept = best as { feasible: boolean; overhead: number } | undefined;
+      const workLimitNs = Math.min(
+        computeNs,
+        kept?.feasible ? 4 * (kept.overhead - 1) * computeNs + 1e-3 * computeNs : Infinity,
+      );
+      const limited = plan.lookahead === undefined ? plan : {
+        ...plan,
+        lookahead: { ...plan.lookahead, variant: { ...plan.lookahead.variant, workLimitNs } },
+      };
+      let r: PlanReplayResult;
+      let note: string | undefined;
+      try {
+        r = ctx.replay(limited, budgetBytes);
+      } catch (e) {
+        if (!(e instanceof LookaheadWorkLimitError)) throw e;
+        r = { feasible: false, peakBytes: NaN, overhead: Infinity };
+        note = `stopped: its drops passed ${Math.round(workLimitNs)} ns of recomputation`;
+      }
       const t1 = performance.now();
-      trials.push({ variant: name, feasible: r.feasible, overhead: r.overhead, ms: t1 - t0 });
+      trials.push({
+        variant: name,
+        feasible: r.feasible,
+        overhead: r.overhead,
+        ms: t1 - t0,
+        ...(note !== undefined ? { note } : {}),
+      });
       t0 = t1;
       const better = best === undefined ||
         (r.feasible && (!best.feasible || r.overhead < best.overhead));
@@ -177,7 +212,12 @@ export class LookaheadPlanner implements Planner {
       if (gbps !== undefined && this.#targets.length > 0) {
         for (const share of [0.8, 0.5, 0.3]) runs.push({ f: 1, share });
       }
+      // Share of the step's compute the copies of the last swap plan keep the stream busy.
+      let usedShare = Infinity;
       for (const { f, share } of runs) {
+        // A looser share than one whose optimum left the stream that idle has
+        // the same optimum (the copy row does not bind).
+        if (share !== undefined && share >= usedShare) continue;
         const choice = chooseIntervals(a, f * budgetBytes, {
           timeLimitS: this.#timeLimitS,
           ...(share !== undefined ? { swapGbps: gbps!, copyShare: share } : {}),
@@ -193,6 +233,13 @@ export class LookaheadPlanner implements Planner {
           );
           break;
         }
+        if (share !== undefined) {
+          let copyNs = 0;
+          for (const iv of choice.chosen) {
+            if (iv.action === "swap") copyNs += 2 * iv.v.bytes / gbps!;
+          }
+          usedShare = copyNs / a.computeNs;
+        }
         if (choice.chosen.length === 0) continue;
         const steps: PlanStep[] = [];
         for (const iv of choice.chosen) {
@@ -202,9 +249,31 @@ export class LookaheadPlanner implements Planner {
           }
         }
         steps.sort((x, y) => x.call - y.call);
+        const name = `intervals${share !== undefined ? `+swap(${share})` : ""}@${f}+${
+          variantName(variant)
+        }`;
+        // The solver's estimate of a plan's extra time is close to its replay
+        // where it covers the excess (it misses chains the fallback adds); a
+        // plan estimated no better than the best replay so far is not
+        // replayed (a poor incumbent at the time limit can thrash for minutes).
+        const kept = best as { feasible: boolean; overhead: number } | undefined;
+        const bestExtraNs = kept?.feasible ? (kept.overhead - 1) * a.computeNs : Infinity;
+        if (choice.objectiveNs >= bestExtraNs) {
+          trials.push({
+            variant: name,
+            feasible: false,
+            overhead: NaN,
+            ms: performance.now() - t0,
+            note: `not replayed: estimated ${Math.round(choice.objectiveNs)} ns extra, best ${
+              Math.round(bestExtraNs)
+            } ns`,
+          });
+          t0 = performance.now();
+          continue;
+        }
         consider(
           { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
-          `intervals${share !== undefined ? `+swap(${share})` : ""}@${f}+${variantName(variant)}`,
+          name,
         );
       }
     }
