@@ -58,6 +58,11 @@ export interface IntervalOptions {
   copyShare?: number;
   /** Host memory for swaps, bytes. Default Infinity. */
   hostLimitBytes?: number;
+  /**
+   * Values smaller than this are no candidates (a model of thousands of
+   * tiny values the excess hardly notices solves slower). Default 0.
+   */
+  minBytes?: number;
   /** Solver time limit, seconds. Default 20. */
   timeLimitS?: number;
   /** Largest model (nonzeros in its rows) to solve; larger ones are skipped (status `Too large`). Default 400000. */
@@ -204,7 +209,9 @@ export function chooseIntervals(
 ): IntervalChoice {
   const mem = memoryProfile(a);
   const n = a.calls.length;
-  const ivs = candidateIntervals(a, mem, target, options.swapGbps, options.swapSlack);
+  const minBytes = options.minBytes ?? 0;
+  const ivs = candidateIntervals(a, mem, target, options.swapGbps, options.swapSlack)
+    .filter((iv) => iv.v.bytes >= minBytes);
   const overCalls: number[] = [];
   for (let k = 0; k < n; k++) if (mem[k]! > target) overCalls.push(k);
   const size = { intervals: ivs.length, calls: overCalls.length };

@@ -204,6 +204,8 @@ export class LookaheadPlanner implements Planner {
     const dynamic = best;
     if (this.#targets.length > 0) {
       const a = analyzeTrace(trace);
+      let peakBytes = 0;
+      for (const b of schedule.memBytes) peakBytes = Math.max(peakBytes, b);
       const variant = dynamic?.plan.lookahead?.variant ?? {};
       // Drop-only plans at each target; with host memory also plans that swap,
       // at a few shares of the copy stream (a busy stream makes compute wait).
@@ -220,6 +222,8 @@ export class LookaheadPlanner implements Planner {
         if (share !== undefined && share >= usedShare) continue;
         const choice = chooseIntervals(a, f * budgetBytes, {
           timeLimitS: this.#timeLimitS,
+          // values under 1/10,000 of the largest excess hardly move the cover
+          minBytes: 1e-4 * (peakBytes - f * budgetBytes),
           ...(share !== undefined ? { swapGbps: gbps!, copyShare: share } : {}),
         });
         if (choice.status.startsWith("Too large")) {
