@@ -84,6 +84,11 @@ export interface IntervalChoice {
   readonly uncoveredBytes: number;
   /** Candidate intervals and overflowing calls in the model. */
   readonly size: { intervals: number; calls: number };
+  /**
+   * With `relax`: the LP optimum in ns (tie-breaks and slack included), a
+   * lower bound of the MILP's; NaN otherwise.
+   */
+  readonly relaxedNs: number;
 }
 
 /** Recompute cost of `v` at call `at`: its producer plus inputs no longer held then (transitively). */
@@ -216,7 +221,7 @@ export function chooseIntervals(
   for (let k = 0; k < n; k++) if (mem[k]! > target) overCalls.push(k);
   const size = { intervals: ivs.length, calls: overCalls.length };
   if (overCalls.length === 0) {
-    return { chosen: [], status: "Empty", objectiveNs: 0, uncoveredBytes: 0, size };
+    return { chosen: [], status: "Empty", objectiveNs: 0, uncoveredBytes: 0, size, relaxedNs: NaN };
   }
   // Units that keep the coefficients near 1..1e4 (HiGHS's tolerances are absolute).
   const MB = Math.max(...mem) / 1e4, US = 1e3;
@@ -339,7 +344,14 @@ export function chooseIntervals(
   const maxNonzeros = options.maxNonzeros ?? 400_000;
   if (nonzeros > maxNonzeros) {
     const status = `Too large (${nonzeros} nonzeros, limit ${maxNonzeros})`;
-    return { chosen: [], status, objectiveNs: Infinity, uncoveredBytes: Infinity, size };
+    return {
+      chosen: [],
+      status,
+      objectiveNs: Infinity,
+      uncoveredBytes: Infinity,
+      size,
+      relaxedNs: NaN,
+    };
   }
   const relax = options.relax ?? false;
   const r = highs().solve(
@@ -353,7 +365,14 @@ export function chooseIntervals(
   const status = r.Status as string;
   const cols = r.Columns as Record<string, { Primal?: number }>;
   if (cols === undefined || !(status === "Optimal" || status === "Time limit reached")) {
-    return { chosen: [], status, objectiveNs: Infinity, uncoveredBytes: Infinity, size };
+    return {
+      chosen: [],
+      status,
+      objectiveNs: Infinity,
+      uncoveredBytes: Infinity,
+      size,
+      relaxedNs: NaN,
+    };
   }
   const chosen: Interval[] = [];
   const cut = relax ? 1e-6 : 0.5;
@@ -370,5 +389,6 @@ export function chooseIntervals(
     }
     uncoveredBytes = Math.max(uncoveredBytes, used - target);
   }
-  return { chosen, status, objectiveNs, uncoveredBytes, size };
+  const relaxedNs = relax && status === "Optimal" ? Number(r.ObjectiveValue) * US : NaN;
+  return { chosen, status, objectiveNs, uncoveredBytes, size, relaxedNs };
 }

@@ -18,7 +18,7 @@
  */
 
 import type { Trace } from "@libra/lineage/trace";
-import { chooseIntervals } from "./_drop_intervals.ts";
+import { chooseIntervals, type IntervalChoice } from "./_drop_intervals.ts";
 import { analyzeTrace } from "./_trace_analysis.ts";
 import { buildSchedule, type LookaheadVariant, LookaheadWorkLimitError } from "./lookahead.ts";
 import type { Plan, Planner, PlannerContext, PlanReplayResult, PlanStep } from "./planner.ts";
@@ -214,37 +214,9 @@ export class LookaheadPlanner implements Planner {
       if (gbps !== undefined && this.#targets.length > 0) {
         for (const share of [0.8, 0.5, 0.3]) runs.push({ f: 1, share });
       }
-      // Share of the step's compute the copies of the last swap plan keep the stream busy.
-      let usedShare = Infinity;
-      for (const { f, share } of runs) {
-        // A looser share than one whose optimum left the stream that idle has
-        // the same optimum (the copy row does not bind).
-        if (share !== undefined && share >= usedShare) continue;
-        const choice = chooseIntervals(a, f * budgetBytes, {
-          timeLimitS: this.#timeLimitS,
-          // values under 1/10,000 of the largest excess hardly move the cover
-          minBytes: 1e-4 * (peakBytes - f * budgetBytes),
-          ...(share !== undefined ? { swapGbps: gbps!, copyShare: share } : {}),
-        });
-        if (choice.status.startsWith("Too large")) {
-          skipped.push(choice.status);
-          break;
-        }
-        if (choice.chosen.length === 0 && choice.status === "Time limit reached") {
-          // No plan within the limit at the first target: the others are as large.
-          skipped.push(
-            `no interval plan within ${this.#timeLimitS} s (${choice.size.intervals} intervals, ${choice.size.calls} calls over the target)`,
-          );
-          break;
-        }
-        if (share !== undefined) {
-          let copyNs = 0;
-          for (const iv of choice.chosen) {
-            if (iv.action === "swap") copyNs += 2 * iv.v.bytes / gbps!;
-          }
-          usedShare = copyNs / a.computeNs;
-        }
-        if (choice.chosen.length === 0) continue;
+      /** Replays the plan of `choice`, unless its estimate is no better than the best replay. */
+      const tryChoice = (choice: IntervalChoice, name: string) => {
+        if (choice.chosen.length === 0) return;
         const steps: PlanStep[] = [];
         for (const iv of choice.chosen) {
           steps.push({ kind: "evict", call: iv.prev, tensor: iv.v.name, action: iv.action });
@@ -253,9 +225,6 @@ export class LookaheadPlanner implements Planner {
           }
         }
         steps.sort((x, y) => x.call - y.call);
-        const name = `intervals${share !== undefined ? `+swap(${share})` : ""}@${f}+${
-          variantName(variant)
-        }`;
         // The solver's estimate of a plan's extra time is close to its replay
         // where it covers the excess (it misses chains the fallback adds); a
         // plan estimated no better than the best replay so far is not
@@ -273,12 +242,55 @@ export class LookaheadPlanner implements Planner {
             } ns`,
           });
           t0 = performance.now();
-          continue;
+          return;
         }
         consider(
           { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
           name,
         );
+      };
+      // Share of the step's compute the copies of the last optimal swap plan keep the stream busy.
+      let usedShare = Infinity;
+      for (const { f, share } of runs) {
+        // Shares are tried loosest first; a tighter one that still admits the
+        // last optimal plan's copies has the same optimum.
+        if (share !== undefined && share >= usedShare) continue;
+        const options = {
+          timeLimitS: this.#timeLimitS,
+          // values under 1/10,000 of the largest excess hardly move the cover
+          minBytes: 1e-4 * (peakBytes - f * budgetBytes),
+          ...(share !== undefined ? { swapGbps: gbps!, copyShare: share } : {}),
+        };
+        const name = `intervals${share !== undefined ? `+swap(${share})` : ""}@${f}+${
+          variantName(variant)
+        }`;
+        // The LP relaxation first (seconds where the MILP may spend its whole
+        // limit on a poor incumbent), every fractional interval taken.
+        const lp = chooseIntervals(a, f * budgetBytes, { ...options, relax: true });
+        if (lp.status.startsWith("Too large")) {
+          skipped.push(lp.status);
+          break;
+        }
+        tryChoice(lp, `${name}/lp`);
+        // A rounding within 1% of the relaxation's optimum (a lower bound of
+        // the MILP's) leaves the MILP nothing to win.
+        const near = lp.status === "Optimal" && lp.objectiveNs <= 1.01 * lp.relaxedNs;
+        const choice = near ? lp : chooseIntervals(a, f * budgetBytes, options);
+        if (share !== undefined && choice.status === "Optimal") {
+          let copyNs = 0;
+          for (const iv of choice.chosen) {
+            if (iv.action === "swap") copyNs += 2 * iv.v.bytes / gbps!;
+          }
+          usedShare = copyNs / a.computeNs;
+        }
+        if (near) continue;
+        if (choice.chosen.length === 0 && choice.status === "Time limit reached") {
+          skipped.push(
+            `no interval plan within ${this.#timeLimitS} s (${choice.size.intervals} intervals, ${choice.size.calls} calls over the target)`,
+          );
+          continue;
+        }
+        tryChoice(choice, name);
       }
     }
     if (this.#tryFallback) consider({ planner: this.name, budgetBytes, steps: [] }, "fallback");
