@@ -182,3 +182,30 @@ Deno.test("chooseIntervals() finds the brute-force optimum on random forward/bac
   }
   assert.ok(cases >= 20 && solved >= 16, `${solved} of ${cases} cases had a feasible subset`);
 });
+
+Deno.test("chooseIntervals() relaxed: the LP optimum is at most the brute-force optimum, and its rounding covers the excess", () => {
+  let cases = 0;
+  for (let seed = 1; seed <= 12; seed++) {
+    const t = randomTrace(seed, 4 + (seed % 2));
+    const a = analyzeTrace(t);
+    const peak = Math.max(...memoryProfile(a));
+    for (const f of [0.85, 0.7]) {
+      const target = Math.floor(f * peak);
+      if (candidateIntervals(a, memoryProfile(a), target).length > 16) continue;
+      const exact = bruteForce(t, target);
+      if (exact.cost === Infinity) continue;
+      cases++;
+      const lp = chooseIntervals(a, target, { relax: true });
+      assert.equal(lp.status, "Optimal");
+      // the LP objective adds a tie-break of about 1 ns per interval taken
+      assert.ok(
+        lp.relaxedNs <= exact.cost + 1.2 * exact.chosen.length + 1e-6,
+        `random ${seed} at ${f}: LP ${lp.relaxedNs} ns, optimum ${exact.cost} ns`,
+      );
+      assert.equal(lp.uncoveredBytes, 0, `random ${seed} at ${f}: the rounding leaves memory over`);
+      // the MILP reports no relaxation
+      assert.ok(Number.isNaN(chooseIntervals(a, target).relaxedNs));
+    }
+  }
+  assert.ok(cases >= 16, `${cases} cases`);
+});
