@@ -193,6 +193,65 @@ export class LookaheadPlanner implements Planner {
     const variants = gbps === undefined
       ? this.#variants
       : this.#variants.flatMap((v) => [{ ...v, swapGbps: gbps }, { ...v, swap: false }]);
+    const a = analyzeTrace(trace);
+    let peakBytes = 0;
+    for (const b of schedule.memBytes) peakBytes = Math.max(peakBytes, b);
+    const tried = new Set<string>();
+    /** Replays the plan of `choice`, unless its estimate is no better than the best replay. */
+    const tryChoice = (choice: IntervalChoice, name: string, variant: LookaheadVariant) => {
+      if (choice.chosen.length === 0 || tried.has(name)) return;
+      tried.add(name);
+      const steps: PlanStep[] = [];
+      for (const iv of choice.chosen) {
+        steps.push({ kind: "evict", call: iv.prev, tensor: iv.v.name, action: iv.action });
+        if (iv.restore < iv.next || (iv.action === "swap" && iv.next < a.calls.length)) {
+          steps.push({ kind: "restore", call: iv.restore, tensor: iv.v.name });
+        }
+      }
+      steps.sort((x, y) => x.call - y.call);
+      // The solver's estimate of a plan's extra time is near its replay
+      // where it covers the excess (it misses chains the fallback adds, and
+      // prices swaps' copies as if the compute hid less of them); a plan
+      // estimated at twice the best replay's extra time or more is not
+      // replayed (a poor incumbent at the time limit can thrash for minutes).
+      const kept = best as { feasible: boolean; overhead: number } | undefined;
+      const bestExtraNs = kept?.feasible ? (kept.overhead - 1) * a.computeNs : Infinity;
+      if (choice.objectiveNs >= 2 * bestExtraNs) {
+        trials.push({
+          variant: name,
+          feasible: false,
+          overhead: NaN,
+          ms: performance.now() - t0,
+          note: `not replayed: estimated ${Math.round(choice.objectiveNs)} ns extra, best ${
+            Math.round(bestExtraNs)
+          } ns`,
+        });
+        t0 = performance.now();
+        return;
+      }
+      consider(
+        { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
+        name,
+      );
+    };
+    /** The interval plan's LP rounding at `f` of the budget with `variant` covering the rest. */
+    const relaxed = (f: number, variant: LookaheadVariant, share?: number) => {
+      const options = {
+        timeLimitS: this.#timeLimitS,
+        // values under 1/10,000 of the largest excess hardly move the cover
+        minBytes: 1e-4 * (peakBytes - f * budgetBytes),
+        ...(share !== undefined ? { swapGbps: gbps!, copyShare: share } : {}),
+      };
+      const name = `intervals${share !== undefined ? `+swap(${share})` : ""}@${f}+${
+        variantName(variant)
+      }`;
+      return {
+        options,
+        name,
+        lp: chooseIntervals(a, f * budgetBytes, { ...options, relax: true }),
+      };
+    };
+    let dynamic: { variant: LookaheadVariant; feasible: boolean; overhead: number } | undefined;
     for (const v of variants) {
       consider({
         planner: this.name,
@@ -200,13 +259,20 @@ export class LookaheadPlanner implements Planner {
         steps: [],
         lookahead: { schedule, variant: v },
       }, variantName(v));
+      const t = trials[trials.length - 1]!;
+      if (
+        dynamic === undefined ||
+        (t.feasible && (!dynamic.feasible || t.overhead < dynamic.overhead))
+      ) dynamic = { variant: v, feasible: t.feasible, overhead: t.overhead };
+      if (v === variants[0] && this.#targets.length > 0) {
+        // One interval plan early (an LP, seconds): a feasible replay bounds
+        // the work of the variants after it, which at low budgets thrash.
+        const { name, lp } = relaxed(this.#targets[0]!, v, gbps === undefined ? undefined : 0.8);
+        if (!lp.status.startsWith("Too large")) tryChoice(lp, `${name}/lp`, v);
+      }
     }
-    const dynamic = best;
     if (this.#targets.length > 0) {
-      const a = analyzeTrace(trace);
-      let peakBytes = 0;
-      for (const b of schedule.memBytes) peakBytes = Math.max(peakBytes, b);
-      const variant = dynamic?.plan.lookahead?.variant ?? {};
+      const variant = dynamic?.variant ?? {};
       // Drop-only plans at each target; with host memory also plans that swap,
       // at a few shares of the copy stream (a busy stream makes compute wait).
       const runs: { f: number; share?: number }[] =
@@ -214,64 +280,20 @@ export class LookaheadPlanner implements Planner {
       if (gbps !== undefined && this.#targets.length > 0) {
         for (const share of [0.8, 0.5, 0.3]) runs.push({ f: 1, share });
       }
-      /** Replays the plan of `choice`, unless its estimate is no better than the best replay. */
-      const tryChoice = (choice: IntervalChoice, name: string) => {
-        if (choice.chosen.length === 0) return;
-        const steps: PlanStep[] = [];
-        for (const iv of choice.chosen) {
-          steps.push({ kind: "evict", call: iv.prev, tensor: iv.v.name, action: iv.action });
-          if (iv.restore < iv.next || (iv.action === "swap" && iv.next < a.calls.length)) {
-            steps.push({ kind: "restore", call: iv.restore, tensor: iv.v.name });
-          }
-        }
-        steps.sort((x, y) => x.call - y.call);
-        // The solver's estimate of a plan's extra time is close to its replay
-        // where it covers the excess (it misses chains the fallback adds); a
-        // plan estimated no better than the best replay so far is not
-        // replayed (a poor incumbent at the time limit can thrash for minutes).
-        const kept = best as { feasible: boolean; overhead: number } | undefined;
-        const bestExtraNs = kept?.feasible ? (kept.overhead - 1) * a.computeNs : Infinity;
-        if (choice.objectiveNs >= bestExtraNs) {
-          trials.push({
-            variant: name,
-            feasible: false,
-            overhead: NaN,
-            ms: performance.now() - t0,
-            note: `not replayed: estimated ${Math.round(choice.objectiveNs)} ns extra, best ${
-              Math.round(bestExtraNs)
-            } ns`,
-          });
-          t0 = performance.now();
-          return;
-        }
-        consider(
-          { planner: this.name, budgetBytes, steps, lookahead: { schedule, variant } },
-          name,
-        );
-      };
       // Share of the step's compute the copies of the last optimal swap plan keep the stream busy.
       let usedShare = Infinity;
       for (const { f, share } of runs) {
         // Shares are tried loosest first; a tighter one that still admits the
         // last optimal plan's copies has the same optimum.
         if (share !== undefined && share >= usedShare) continue;
-        const options = {
-          timeLimitS: this.#timeLimitS,
-          // values under 1/10,000 of the largest excess hardly move the cover
-          minBytes: 1e-4 * (peakBytes - f * budgetBytes),
-          ...(share !== undefined ? { swapGbps: gbps!, copyShare: share } : {}),
-        };
-        const name = `intervals${share !== undefined ? `+swap(${share})` : ""}@${f}+${
-          variantName(variant)
-        }`;
         // The LP relaxation first (seconds where the MILP may spend its whole
         // limit on a poor incumbent), every fractional interval taken.
-        const lp = chooseIntervals(a, f * budgetBytes, { ...options, relax: true });
+        const { options, name, lp } = relaxed(f, variant, share);
         if (lp.status.startsWith("Too large")) {
           skipped.push(lp.status);
           break;
         }
-        tryChoice(lp, `${name}/lp`);
+        tryChoice(lp, `${name}/lp`, variant);
         // A rounding within 1% of the relaxation's optimum (a lower bound of
         // the MILP's) leaves the MILP nothing to win.
         const near = lp.status === "Optimal" && lp.objectiveNs <= 1.01 * lp.relaxedNs;
@@ -290,7 +312,7 @@ export class LookaheadPlanner implements Planner {
           );
           continue;
         }
-        tryChoice(choice, name);
+        tryChoice(choice, name, variant);
       }
     }
     if (this.#tryFallback) consider({ planner: this.name, budgetBytes, steps: [] }, "fallback");
