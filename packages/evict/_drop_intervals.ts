@@ -58,9 +58,14 @@ export interface IntervalOptions {
   copyShare?: number;
   /** Host memory for swaps, bytes. Default Infinity. */
   hostLimitBytes?: number;
+  /**
+   * Values smaller than this are no candidates (a model of thousands of
+   * tiny values the excess hardly notices solves slower). Default 0.
+   */
+  minBytes?: number;
   /** Solver time limit, seconds. Default 20. */
   timeLimitS?: number;
-  /** Largest model (interval-call coverage terms) to solve; larger ones are skipped. Default 400000. */
+  /** Largest model (nonzeros in its rows) to solve; larger ones are skipped (status `Too large`). Default 400000. */
   maxNonzeros?: number;
   /** Relative MIP gap at which HiGHS stops. Default 0.002. */
   mipRelGap?: number;
@@ -79,6 +84,11 @@ export interface IntervalChoice {
   readonly uncoveredBytes: number;
   /** Candidate intervals and overflowing calls in the model. */
   readonly size: { intervals: number; calls: number };
+  /**
+   * With `relax`: the LP optimum in ns (tie-breaks and slack included), a
+   * lower bound of the MILP's; NaN otherwise.
+   */
+  readonly relaxedNs: number;
 }
 
 /** Recompute cost of `v` at call `at`: its producer plus inputs no longer held then (transitively). */
@@ -204,22 +214,39 @@ export function chooseIntervals(
 ): IntervalChoice {
   const mem = memoryProfile(a);
   const n = a.calls.length;
-  const ivs = candidateIntervals(a, mem, target, options.swapGbps, options.swapSlack);
+  const minBytes = options.minBytes ?? 0;
+  const ivs = candidateIntervals(a, mem, target, options.swapGbps, options.swapSlack)
+    .filter((iv) => iv.v.bytes >= minBytes);
   const overCalls: number[] = [];
   for (let k = 0; k < n; k++) if (mem[k]! > target) overCalls.push(k);
   const size = { intervals: ivs.length, calls: overCalls.length };
   if (overCalls.length === 0) {
-    return { chosen: [], status: "Empty", objectiveNs: 0, uncoveredBytes: 0, size };
+    return { chosen: [], status: "Empty", objectiveNs: 0, uncoveredBytes: 0, size, relaxedNs: NaN };
   }
   // Units that keep the coefficients near 1..1e4 (HiGHS's tolerances are absolute).
   const MB = Math.max(...mem) / 1e4, US = 1e3;
   const m = new LpModel();
-  const byCall: [number, string][][] = overCalls.map(() => []);
-  const callPos = new Map(overCalls.map((k, i) => [k, i]));
-  const hostByCall = new Map<number, [number, string][]>();
+  let nonzeros = 0;
+  const row = (expr: [number, string][], sense: "<=" | ">=" | "=", rhs: number) => {
+    nonzeros += expr.length;
+    m.row(expr, sense, rhs);
+  };
   const byValue = new Map<number, { iv: Interval; x: string }[]>();
   const groups = new Map<number, [number, string][]>();
   const hostLimited = Number.isFinite(options.hostLimitBytes ?? Infinity);
+  // Coverage as running sums: y_k, the bytes the chosen intervals free at
+  // call k, is y_{k-1} plus the intervals that start freeing at k less those
+  // that stop, so each interval enters two rows rather than one per call it
+  // spans (on unroll_gan-512.log, 17,000 nonzeros instead of millions).
+  const last = overCalls[overCalls.length - 1]!;
+  const delta = new Map<number, [number, string][]>();
+  const hostDelta = new Map<number, [number, string][]>();
+  const change = (d: Map<number, [number, string][]>, k: number, c: number, x: string) => {
+    if (k > last) return; // past the last overflowing call: no row reads it
+    let l = d.get(k);
+    if (!l) d.set(k, l = []);
+    l.push([c, x]);
+  };
   ivs.forEach((iv, i) => {
     const x = `x${i}`;
     m.binary(x);
@@ -229,20 +256,46 @@ export function chooseIntervals(
     if (!gl) groups.set(iv.group, gl = []);
     gl.push([1, x]);
     const to = Math.min(iv.restore, Number.isFinite(iv.v.freeAt) ? iv.v.freeAt : n);
-    for (let k = iv.from; k < to; k++) {
-      const p = callPos.get(k);
-      if (p !== undefined) byCall[p]!.push([iv.v.bytes / MB, x]);
+    if (to > iv.from) {
+      change(delta, iv.from, iv.v.bytes / MB, x);
+      change(delta, to, -iv.v.bytes / MB, x);
       if (iv.action === "swap" && hostLimited) {
-        let l = hostByCall.get(k);
-        if (!l) hostByCall.set(k, l = []);
-        l.push([iv.v.bytes / MB, x]);
+        change(hostDelta, iv.from, iv.v.bytes / MB, x);
+        change(hostDelta, to, -iv.v.bytes / MB, x);
       }
     }
     let l = byValue.get(iv.v.id);
     if (!l) byValue.set(iv.v.id, l = []);
     l.push({ iv, x });
   });
-  for (const gl of groups.values()) if (gl.length > 1) m.row(gl, "<=", 1);
+  // y{k} = y{k-1} + sum of changes at k (y before the first change is 0).
+  const runningSums = (d: Map<number, [number, string][]>, y: string): Map<number, string> => {
+    const at = new Map<number, string>();
+    let prev: string | undefined;
+    for (const k of [...d.keys()].sort((p, q) => p - q)) {
+      const name = `${y}${k}`;
+      const terms: [number, string][] = [[1, name]];
+      if (prev !== undefined) terms.push([-1, prev]);
+      for (const [c, x] of d.get(k)!) terms.push([-c, x]);
+      row(terms, "=", 0);
+      at.set(k, name);
+      prev = name;
+    }
+    return at;
+  };
+  /** The running sum in effect at call k (the last change at or before k). */
+  const sumAt = (at: Map<number, string>, keys: number[], k: number): string | undefined => {
+    let lo = 0, hi = keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (keys[mid]! <= k) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo > 0 ? at.get(keys[lo - 1]!) : undefined;
+  };
+  const freed = runningSums(delta, "y");
+  const freedKeys = [...freed.keys()].sort((p, q) => p - q);
+  for (const gl of groups.values()) if (gl.length > 1) row(gl, "<=", 1);
   // Where the candidates cannot free enough, a slack at a high price lets the
   // model free what it can (the replay's fallback policy covers the rest).
   let maxPerMB = 1;
@@ -250,9 +303,13 @@ export function chooseIntervals(
   overCalls.forEach((k, i) => {
     const sl = `s${i}`;
     m.objective.push([maxPerMB * 100, sl]);
-    m.row([...byCall[i]!, [1, sl]], ">=", (mem[k]! - target) / MB);
+    const y = sumAt(freed, freedKeys, k);
+    row(y === undefined ? [[1, sl]] : [[1, y], [1, sl]], ">=", (mem[k]! - target) / MB);
   });
-  for (const l of hostByCall.values()) m.row(l, "<=", options.hostLimitBytes! / MB);
+  if (hostLimited) {
+    const host = runningSums(hostDelta, "h");
+    for (const h of host.values()) row([[1, h]], "<=", options.hostLimitBytes! / MB);
+  }
   // The copy stream is one: the round trips must fit in a share of the step's
   // compute, or copies queue behind each other and compute waits.
   if (options.swapGbps !== undefined) {
@@ -260,7 +317,7 @@ export function chooseIntervals(
     ivs.forEach((iv, i) => {
       if (iv.action === "swap") copies.push([(2 * iv.v.bytes / options.swapGbps!) / US, `x${i}`]);
     });
-    m.row(copies, "<=", ((options.copyShare ?? 0.5) * a.computeNs) / US);
+    row(copies, "<=", ((options.copyShare ?? 0.5) * a.computeNs) / US);
   }
   // Recomputing v at its restore needs its producer's inputs on the device
   // then. An input swapped out then conflicts; an input dropped then is
@@ -274,15 +331,27 @@ export function chooseIntervals(
       for (const r of a.calls[iv.v.producer]!.reads) {
         for (const o of byValue.get(r) ?? []) {
           if (!(o.iv.prev < q && q < o.iv.restore)) continue;
-          if (o.iv.action === "swap") m.row([[1, x], [1, o.x]], "<=", 1);
+          if (o.iv.action === "swap") row([[1, x], [1, o.x]], "<=", 1);
           else {
             const z = `z${zs++}`;
             m.objective.push([a.calls[o.iv.v.producer]!.timeNs / US, z]);
-            m.row([[1, z], [-1, x], [-1, o.x]], ">=", -1);
+            row([[1, z], [-1, x], [-1, o.x]], ">=", -1);
           }
         }
       }
     }
+  }
+  const maxNonzeros = options.maxNonzeros ?? 400_000;
+  if (nonzeros > maxNonzeros) {
+    const status = `Too large (${nonzeros} nonzeros, limit ${maxNonzeros})`;
+    return {
+      chosen: [],
+      status,
+      objectiveNs: Infinity,
+      uncoveredBytes: Infinity,
+      size,
+      relaxedNs: NaN,
+    };
   }
   const relax = options.relax ?? false;
   const r = highs().solve(
@@ -296,7 +365,14 @@ export function chooseIntervals(
   const status = r.Status as string;
   const cols = r.Columns as Record<string, { Primal?: number }>;
   if (cols === undefined || !(status === "Optimal" || status === "Time limit reached")) {
-    return { chosen: [], status, objectiveNs: Infinity, uncoveredBytes: Infinity, size };
+    return {
+      chosen: [],
+      status,
+      objectiveNs: Infinity,
+      uncoveredBytes: Infinity,
+      size,
+      relaxedNs: NaN,
+    };
   }
   const chosen: Interval[] = [];
   const cut = relax ? 1e-6 : 0.5;
@@ -313,5 +389,6 @@ export function chooseIntervals(
     }
     uncoveredBytes = Math.max(uncoveredBytes, used - target);
   }
-  return { chosen, status, objectiveNs, uncoveredBytes, size };
+  const relaxedNs = relax && status === "Optimal" ? Number(r.ObjectiveValue) * US : NaN;
+  return { chosen, status, objectiveNs, uncoveredBytes, size, relaxedNs };
 }

@@ -130,3 +130,82 @@ Deno.test("chooseIntervals() swaps where the copy stream hides the copies and dr
   assert.equal(slow.objectiveNs, 100);
   assert.deepEqual(slow.chosen.map((iv) => iv.action), ["drop"]);
 });
+
+/**
+ * A random forward pass of `n` calls (sizes 1..3 KiB, times 10..400 ns, each
+ * call reading the previous value and at times an older one) and a backward
+ * pass reading the values in reverse, from a seeded generator.
+ */
+function randomTrace(seed: number, n: number): Trace {
+  let s = seed;
+  const rnd = () => {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    return s / 2147483648;
+  };
+  const b = new TraceBuilder().constant("x", KiB);
+  const names: string[] = [];
+  let prev = "x";
+  for (let i = 0; i < n; i++) {
+    const args = [prev];
+    if (names.length > 1 && rnd() < 0.4) {
+      const old = names[Math.floor(rnd() * (names.length - 1))]!;
+      if (!args.includes(old)) args.push(old);
+    }
+    const name = `v${i}`;
+    b.call("f", args, name, (1 + Math.floor(rnd() * 3)) * KiB, 10 + Math.floor(rnd() * 390));
+    names.push(name);
+    prev = name;
+  }
+  let g = "";
+  for (let i = n - 1; i >= 0; i--) {
+    b.call("f_backward", g === "" ? [`v${i}`] : [`v${i}`, g], `g${i}`, KiB, 50, true);
+    if (g !== "") b.release(g);
+    b.release(`v${i}`);
+    g = `g${i}`;
+  }
+  return b.build();
+}
+
+Deno.test("chooseIntervals() finds the brute-force optimum on random forward/backward traces", () => {
+  let solved = 0, cases = 0;
+  for (let seed = 1; seed <= 12; seed++) {
+    const t = randomTrace(seed, 4 + (seed % 2));
+    const peak = Math.max(...memoryProfile(analyzeTrace(t)));
+    for (const f of [0.85, 0.7]) {
+      const target = Math.floor(f * peak);
+      if (candidateIntervals(analyzeTrace(t), memoryProfile(analyzeTrace(t)), target).length > 16) {
+        continue;
+      }
+      cases++;
+      if (check(`random ${seed} at ${f}`, t, target)) solved++;
+    }
+  }
+  assert.ok(cases >= 20 && solved >= 16, `${solved} of ${cases} cases had a feasible subset`);
+});
+
+Deno.test("chooseIntervals() relaxed: the LP optimum is at most the brute-force optimum, and its rounding covers the excess", () => {
+  let cases = 0;
+  for (let seed = 1; seed <= 12; seed++) {
+    const t = randomTrace(seed, 4 + (seed % 2));
+    const a = analyzeTrace(t);
+    const peak = Math.max(...memoryProfile(a));
+    for (const f of [0.85, 0.7]) {
+      const target = Math.floor(f * peak);
+      if (candidateIntervals(a, memoryProfile(a), target).length > 16) continue;
+      const exact = bruteForce(t, target);
+      if (exact.cost === Infinity) continue;
+      cases++;
+      const lp = chooseIntervals(a, target, { relax: true });
+      assert.equal(lp.status, "Optimal");
+      // the LP objective adds a tie-break of about 1 ns per interval taken
+      assert.ok(
+        lp.relaxedNs <= exact.cost + 1.2 * exact.chosen.length + 1e-6,
+        `random ${seed} at ${f}: LP ${lp.relaxedNs} ns, optimum ${exact.cost} ns`,
+      );
+      assert.equal(lp.uncoveredBytes, 0, `random ${seed} at ${f}: the rounding leaves memory over`);
+      // the MILP reports no relaxation
+      assert.ok(Number.isNaN(chooseIntervals(a, target).relaxedNs));
+    }
+  }
+  assert.ok(cases >= 16, `${cases} cases`);
+});

@@ -76,6 +76,26 @@ export interface LookaheadVariant {
    * back is waited for). Default: twice the cost model's swap cost.
    */
   readonly swapGbps?: number;
+  /**
+   * Stops the replay (throws {@link LookaheadWorkLimitError}) once the
+   * victims it dropped that are needed again would cost more than this to
+   * recompute (the sum of their drop costs at the time of choosing, ns): a
+   * planner's replays of candidates that thrash end early instead of running
+   * to an overhead of 20. Default: no limit.
+   */
+  readonly workLimitNs?: number;
+}
+
+/** Thrown by a {@link LookaheadPolicy} whose victims passed its `workLimitNs`. */
+export class LookaheadWorkLimitError extends Error {
+  /** The limit passed, ns. */
+  readonly limitNs: number;
+  /** A message naming the limit. */
+  constructor(limitNs: number) {
+    super(`lookahead: the victims' cost of coming back passed the work limit of ${limitNs} ns`);
+    this.name = "LookaheadWorkLimitError";
+    this.limitNs = limitNs;
+  }
 }
 
 /**
@@ -184,6 +204,8 @@ export class LookaheadPolicy extends ScorePolicy {
   readonly #power: number;
   readonly #swap: boolean;
   readonly #gbps: number | undefined;
+  readonly #workLimitNs: number;
+  #workNs = 0;
   /** Prefix sums of the time the distance counts, length `calls + 1`. */
   readonly #at: Float64Array;
   readonly #nameOf: (s: StorageNode) => string | undefined;
@@ -206,6 +228,7 @@ export class LookaheadPolicy extends ScorePolicy {
     this.#power = options.power ?? 1;
     this.#swap = options.swap ?? true;
     this.#gbps = options.swapGbps;
+    this.#workLimitNs = options.workLimitNs ?? Infinity;
     this.#nameOf = options.nameOf ?? ((s) => s.name);
     const n = schedule.calls;
     const short = (options.dist ?? "short") === "short";
@@ -320,7 +343,16 @@ export class LookaheadPolicy extends ScorePolicy {
   /** Picks victims like every score policy, counting the searches. */
   override choose(ctx: EvictionContext): Victim[] {
     this.#choose++;
-    return super.choose(ctx);
+    const victims = super.choose(ctx);
+    if (this.#workLimitNs < Infinity) {
+      for (const v of victims) {
+        // Only recomputation counts (a swap's copy mostly overlaps compute).
+        if (v.action !== "drop" || this.#nextNeed(v.storage) === Infinity) continue;
+        this.#workNs += this.#costOf(v.storage, ctx, "drop");
+      }
+      if (this.#workNs > this.#workLimitNs) throw new LookaheadWorkLimitError(this.#workLimitNs);
+    }
+    return victims;
   }
 
   /** Cost of bringing `s` back at its next need per byte and per (distance to that need)^power; 0 when nothing needs it again. */

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { plannerContext, replayTrace } from "@libra/runtime";
 import { plannerConformance } from "./_conformance.ts";
 import { chainTrace, TraceBuilder } from "./_planner_testing.ts";
-import { buildSchedule } from "./lookahead.ts";
+import { buildSchedule, LookaheadWorkLimitError } from "./lookahead.ts";
 import { LookaheadPlanner } from "./lookahead_planner.ts";
 import { planPolicy } from "./planner.ts";
 import { createPolicy } from "./policies.ts";
@@ -70,4 +70,29 @@ Deno.test("lookahead evicts the value needed furthest ahead (Belady): 3 recomput
   assert.equal(plan.stats.recomputeOverhead, 300 / 360);
   assert.equal(plan.stats.copyOverhead, 0);
   assert.notEqual(plan.stats.chosen, "fallback");
+});
+
+Deno.test("LookaheadPolicy stops a replay once its victims' cost of coming back passes workLimitNs", () => {
+  const t = cyclicTrace();
+  const budget = 3 * KiB + 1;
+  const run = (workLimitNs: number) =>
+    replayTrace(t, {
+      budgetBytes: budget,
+      policy: planPolicy(
+        {
+          planner: "t",
+          budgetBytes: budget,
+          steps: [],
+          lookahead: { schedule: buildSchedule(t), variant: { workLimitNs } },
+        },
+        createPolicy("dtr-eq"),
+      ),
+    });
+  // By hand (the Belady test above): three victims, each needed again and
+  // brought back by its 100 ns producer (x stays), so 300 ns in all.
+  assert.equal(run(300).stats.remats, 3);
+  assert.throws(() => run(299), LookaheadWorkLimitError);
+  // The planner's replays stop there; the plan it keeps has no limit.
+  const plan = new LookaheadPlanner().plan(t, budget, plannerContext(t));
+  assert.equal(plan.lookahead?.variant.workLimitNs, undefined);
 });
