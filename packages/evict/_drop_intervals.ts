@@ -341,17 +341,17 @@ export function chooseIntervals(
       }
     }
   }
+  const noPlan = (status: string) => ({
+    chosen: [],
+    status,
+    objectiveNs: Infinity,
+    uncoveredBytes: Infinity,
+    size,
+    relaxedNs: NaN,
+  });
   const maxNonzeros = options.maxNonzeros ?? 400_000;
   if (nonzeros > maxNonzeros) {
-    const status = `Too large (${nonzeros} nonzeros, limit ${maxNonzeros})`;
-    return {
-      chosen: [],
-      status,
-      objectiveNs: Infinity,
-      uncoveredBytes: Infinity,
-      size,
-      relaxedNs: NaN,
-    };
+    return noPlan(`Too large (${nonzeros} nonzeros, limit ${maxNonzeros})`);
   }
   const relax = options.relax ?? false;
   const r = highs().solve(
@@ -365,14 +365,7 @@ export function chooseIntervals(
   const status = r.Status as string;
   const cols = r.Columns as Record<string, { Primal?: number }>;
   if (cols === undefined || !(status === "Optimal" || status === "Time limit reached")) {
-    return {
-      chosen: [],
-      status,
-      objectiveNs: Infinity,
-      uncoveredBytes: Infinity,
-      size,
-      relaxedNs: NaN,
-    };
+    return noPlan(status);
   }
   const chosen: Interval[] = [];
   const cut = relax ? 1e-6 : 0.5;

@@ -47,6 +47,39 @@ function unetTrace(stem = false): Trace {
   return b.release("g4").release("e2").release("e1").build();
 }
 
+/** Every subset of `d`. */
+function subsets<T>(d: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let m = 0; m < 1 << d.length; m++) out.push(d.filter((_, j) => (m >> j) & 1));
+  return out;
+}
+
+/**
+ * A dynamic program over the retained sets of every stage (each a subset of
+ * the values whose retention is a decision there): the least summed
+ * `stage(t, retained into t, retained into t + 1)` over the step, the last
+ * stage retaining nothing further (`null`).
+ */
+function overRetention(
+  p: CheckmateProblem,
+  stage: (t: number, cur: number[], next: number[] | null) => number,
+): number {
+  const retainable = (t: number) => p.values.filter((v) => p.sVar(t, v.k)).map((v) => v.k);
+  let best = new Map<string, { set: number[]; cost: number }>([["", { set: [], cost: 0 }]]);
+  for (let t = 0; t < p.n; t++) {
+    const next = new Map<string, { set: number[]; cost: number }>();
+    for (const nx of subsets(retainable(t + 1))) {
+      let c = Infinity;
+      for (const { set, cost } of best.values()) c = Math.min(c, cost + stage(t, set, nx));
+      if (c < Infinity) next.set(nx.join(","), { set: nx, cost: c });
+    }
+    best = next;
+  }
+  let end = Infinity;
+  for (const { set, cost } of best.values()) end = Math.min(end, cost + stage(p.n, set, null));
+  return end;
+}
+
 /**
  * The least recomputation by exhaustive search, independent of the MILP: a
  * dynamic program over stages whose state is the set of values retained into
@@ -56,12 +89,6 @@ function unetTrace(stem = false): Trace {
  * held plus every recomputed call's outputs. Infinity when nothing fits.
  */
 function bruteForce(p: CheckmateProblem, budget: number): number {
-  const subsets = (t: number): number[][] => {
-    const d = p.values.filter((v) => p.sVar(t, v.k)).map((v) => v.k);
-    const out: number[][] = [];
-    for (let m = 0; m < 1 << d.length; m++) out.push(d.filter((_, j) => (m >> j) & 1));
-    return out;
-  };
   const holds = (t: number, set: readonly number[], v: number) => p.forced(t, v) || set.includes(v);
   // cost of stage t holding `cur`, retaining `next` into t + 1 (Infinity: impossible)
   const stage = (t: number, cur: number[], next: number[] | null): number => {
@@ -92,19 +119,7 @@ function bruteForce(p: CheckmateProblem, budget: number): number {
     }
     return mem <= budget ? cost : Infinity;
   };
-  let best = new Map<string, { set: number[]; cost: number }>([["", { set: [], cost: 0 }]]);
-  for (let t = 0; t < p.n; t++) {
-    const next = new Map<string, { set: number[]; cost: number }>();
-    for (const nx of subsets(t + 1)) {
-      let c = Infinity;
-      for (const { set, cost } of best.values()) c = Math.min(c, cost + stage(t, set, nx));
-      if (c < Infinity) next.set(nx.join(","), { set: nx, cost: c });
-    }
-    best = next;
-  }
-  let end = Infinity;
-  for (const { set, cost } of best.values()) end = Math.min(end, cost + stage(p.n, set, null));
-  return end;
+  return overRetention(p, stage);
 }
 
 /**
@@ -119,12 +134,6 @@ function bruteForce(p: CheckmateProblem, budget: number): number {
  * the step, at the end); a value the runtime may not drop (forced) always.
  */
 function bruteForceFrees(p: CheckmateProblem, budget: number): number {
-  const subsets = <T>(d: readonly T[]): T[][] => {
-    const out: T[][] = [];
-    for (let m = 0; m < 1 << d.length; m++) out.push(d.filter((_, j) => (m >> j) & 1));
-    return out;
-  };
-  const retainable = (t: number) => p.values.filter((v) => p.sVar(t, v.k)).map((v) => v.k);
   const stage = (t: number, cur: number[], next: number[] | null): number => {
     const start = new Set(p.values.filter((v) => p.forced(t, v.k)).map((v) => v.k));
     for (const v of cur) start.add(v);
@@ -172,19 +181,7 @@ function bruteForceFrees(p: CheckmateProblem, budget: number): number {
     }
     return best;
   };
-  let best = new Map<string, { set: number[]; cost: number }>([["", { set: [], cost: 0 }]]);
-  for (let t = 0; t < p.n; t++) {
-    const next = new Map<string, { set: number[]; cost: number }>();
-    for (const nx of subsets(retainable(t + 1))) {
-      let c = Infinity;
-      for (const { set, cost } of best.values()) c = Math.min(c, cost + stage(t, set, nx));
-      if (c < Infinity) next.set(nx.join(","), { set: nx, cost: c });
-    }
-    best = next;
-  }
-  let end = Infinity;
-  for (const { set, cost } of best.values()) end = Math.min(end, cost + stage(p.n, set, null));
-  return end;
+  return overRetention(p, stage);
 }
 
 /** Replays `plan` with no fallback policy: memory must fit by the plan alone. */
