@@ -12,6 +12,7 @@
 import type { CostModel } from "@libra/cost";
 import type { Lineage, StorageNode } from "@libra/lineage";
 import { mulberry32 } from "@libra/util/rng";
+import { clearList } from "@libra/util/list";
 
 /** What to do with a victim: drop it (recompute later) or swap it to host. */
 export type EvictAction = "drop" | "swap";
@@ -304,8 +305,8 @@ export abstract class ScorePolicy implements EvictionPolicy {
    */
   #boundedScan(ctx: EvictionContext, minBytes: number): StorageNode | null {
     const cands = this.#cands, bounds = this.#bounds;
-    clear(cands);
-    clear(bounds);
+    clearList(cands);
+    clearList(bounds);
     let first = -1, firstBound = Infinity;
     for (const s of ctx.pool) {
       if (s.bytes < minBytes || !this.allowed(s, ctx)) continue;
@@ -341,8 +342,8 @@ export abstract class ScorePolicy implements EvictionPolicy {
       }
       if (sc === 0) break;
     }
-    clear(cands);
-    clear(bounds);
+    clearList(cands);
+    clearList(bounds);
     this.scored = scored;
     return best;
   }
@@ -439,13 +440,4 @@ export abstract class ScorePolicy implements EvictionPolicy {
   #sampled: Int32Array = new Int32Array(0);
   #order: Int32Array = new Int32Array(0);
   #sampleBounds: Float64Array = new Float64Array(0);
-}
-
-/**
- * Empties a scratch list, keeping its capacity: `length = 0` drops the
- * backing store, so the next push allocates a new one (about 150 bytes, on
- * every call of a hot path); popping keeps it.
- */
-function clear(a: unknown[]): void {
-  while (a.length > 0) a.pop();
 }

@@ -23,6 +23,7 @@ import {
   StorageNode,
   TensorNode,
 } from "./_nodes.ts";
+import { clearList } from "@libra/util/list";
 
 export {
   CallNode,
@@ -283,8 +284,8 @@ export class Lineage {
         sum += r.value;
       }
     }
-    clear(ns);
-    clear(roots);
+    clearList(ns);
+    clearList(roots);
     return sum;
   }
 
@@ -301,7 +302,7 @@ export class Lineage {
       const n = ns[i]!;
       if (n.eq !== null) merge(n.eq, eq);
     }
-    clear(ns);
+    clearList(ns);
   }
 
   /**
@@ -500,7 +501,7 @@ export class Lineage {
         if (!ok) break outer;
       }
     }
-    clear(comps);
+    clearList(comps);
     return ok && abs <= Number.MAX_SAFE_INTEGER ? sum : -1;
   }
 
@@ -741,13 +742,4 @@ export function storageCompute(s: StorageNode): number {
     }
   }
   return sum;
-}
-
-/**
- * Empties a scratch list, keeping its capacity: `length = 0` drops the
- * backing store, so the next push allocates a new one (about 150 bytes, on
- * every call of a hot path); popping keeps it.
- */
-function clear(a: unknown[]): void {
-  while (a.length > 0) a.pop();
 }

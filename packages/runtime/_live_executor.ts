@@ -11,6 +11,7 @@ import type { CallNode, StorageNode } from "@libra/lineage";
 import type { Backend, DeviceBuffer, HostBuffer, Transfer } from "@libra/tensor/backend";
 import type { KernelName } from "@libra/tensor/kernels";
 import type { Executor } from "./engine.ts";
+import { clearList } from "@libra/util/list";
 
 /** A `Runtime` buffer: a storage of the lineage graph, with the backend buffer its executor gives it. */
 export class VirtualBuffer implements DeviceBuffer {
@@ -55,7 +56,7 @@ export class LiveExecutor implements Executor {
     if (n === 0) return undefined;
     if (n === 1) {
       if (this.#spareFor[0] !== s) return undefined;
-      clear(this.#spareFor);
+      clearList(this.#spareFor);
       return this.#spareBuf.pop();
     }
     const i = this.#spareFor.indexOf(s);
@@ -69,7 +70,7 @@ export class LiveExecutor implements Executor {
   dropSpares(): void {
     if (this.#spareBuf.length === 0) return;
     while (this.#spareBuf.length > 0) this.backend.free(this.#spareBuf.pop()!);
-    clear(this.#spareFor);
+    clearList(this.#spareFor);
   }
   allocate(s: StorageNode): void {
     s.data = this.backend.alloc(s.bytes);
@@ -164,13 +165,4 @@ export class LiveExecutor implements Executor {
     } else this.pending.set(s, tr);
     return (performance.now() - t0) * 1e6;
   }
-}
-
-/**
- * Empties a scratch list, keeping its capacity: `length = 0` drops the
- * backing store, so the next push allocates a new one (about 150 bytes, on
- * every call of a hot path); popping keeps it.
- */
-function clear(a: unknown[]): void {
-  while (a.length > 0) a.pop();
 }

@@ -21,6 +21,7 @@ import {
   swapIn,
   unlock,
 } from "./_eviction.ts";
+import { clearList } from "@libra/util/list";
 
 interface Frame {
   t: TensorNode;
@@ -123,13 +124,13 @@ export function materialize(e: Engine, k: EngineState, target: TensorNode, remat
       if (e.used + call.totalBytes > k.budget) reserve(e, k, call.totalBytes);
       run(e, k, call, f.remat);
       for (const s of f.locked) unlock(k, s);
-      clear(f.locked);
+      clearList(f.locked);
       stack.pop();
     }
   } catch (err) {
     for (const f of stack) {
       for (const s of f.locked) unlock(k, s);
-      clear(f.locked);
+      clearList(f.locked);
     }
     throw err;
   }
@@ -165,7 +166,7 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
   const outs = call.outputs;
   // A call runs to the end before the next one starts: one list serves them all.
   const fresh = k.fresh;
-  if (fresh.length > 0) clear(fresh);
+  if (fresh.length > 0) clearList(fresh);
   for (const o of outs) {
     const s = o.storage;
     if (s.residency !== "resident" && s.residency !== "freed" && !fresh.includes(s)) {
@@ -233,7 +234,7 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
     }
     refreshPool(k, s);
   }
-  if (fresh.length > 0) clear(fresh);
+  if (fresh.length > 0) clearList(fresh);
   if (remat) {
     e.timeline.mark(e.callIndex, e.used, "remat", call.outputs[0]?.name ?? call.op);
     if (k.onEvent) {
@@ -246,13 +247,4 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
     }
     checkThrash(e, k);
   }
-}
-
-/**
- * Empties a scratch list, keeping its capacity: `length = 0` drops the
- * backing store, so the next push allocates a new one (about 150 bytes, on
- * every call of a hot path); popping keeps it.
- */
-function clear(a: unknown[]): void {
-  while (a.length > 0) a.pop();
 }

@@ -14,6 +14,7 @@ import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
 import { addUsed, evict, lock, now, refreshPool, reserve, unlock } from "./_eviction.ts";
 import { materialize } from "./_remat.ts";
+import { clearList } from "@libra/util/list";
 
 /** Drops an external reference; with eager eviction an unreferenced storage is evicted (lineage kept). */
 export function release(e: Engine, k: EngineState, t: TensorNode): void {
@@ -74,7 +75,7 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
   s.stamp = stamp;
   // Not re-entered: what the walk frees does not release anything.
   const stack = k.reapStack;
-  clear(stack);
+  clearList(stack);
   stack.push(s);
   let budget = 16;
   while (stack.length > 0 && budget-- > 0) {
@@ -94,7 +95,7 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
       }
     }
   }
-  clear(stack);
+  clearList(stack);
 }
 
 /** Releases `s`'s memory and forgets it (no one needs it again). */
@@ -538,13 +539,4 @@ export function collect(e: Engine, k: EngineState): number {
 function allFreed(call: CallNode): boolean {
   for (const o of call.outputs) if (o.storage.residency !== "freed") return false;
   return true;
-}
-
-/**
- * Empties a scratch list, keeping its capacity: `length = 0` drops the
- * backing store, so the next push allocates a new one (about 150 bytes, on
- * every call of a hot path); popping keeps it.
- */
-function clear(a: unknown[]): void {
-  while (a.length > 0) a.pop();
 }

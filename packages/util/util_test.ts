@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { formatDuration, median, mulberry32, renderTable, Rng, StatusLine } from "./mod.ts";
+import {
+  clearList,
+  formatDuration,
+  median,
+  mulberry32,
+  renderTable,
+  Rng,
+  StatusLine,
+} from "./mod.ts";
 
 Deno.test("median: odd, even, unsorted, empty; the input is left alone", () => {
   const xs = [5, 1, 4];
@@ -67,4 +75,18 @@ Deno.test("StatusLine redraws on a terminal and prints plain lines elsewhere", (
   b.print("kept");
   b.clear();
   assert.equal(plain, "kept\n");
+});
+
+Deno.test("clearList empties the list in place (the same array, no elements left)", () => {
+  const a: unknown[] = [1, "x", null, undefined, { k: 1 }];
+  const same = a;
+  clearList(a);
+  assert.equal(a, same);
+  assert.equal(a.length, 0);
+  assert.equal(0 in a, false);
+  a.push(7);
+  assert.deepEqual(a, [7]);
+  clearList(a);
+  clearList(a);
+  assert.deepEqual(a, []);
 });
