@@ -185,9 +185,7 @@ export class LookaheadPlanner implements Planner {
         ...(note !== undefined ? { note } : {}),
       });
       t0 = t1;
-      const better = best === undefined ||
-        (r.feasible && (!best.feasible || r.overhead < best.overhead));
-      if (better) best = { plan, name, feasible: r.feasible, overhead: r.overhead, r };
+      if (beats(r, best)) best = { plan, name, feasible: r.feasible, overhead: r.overhead, r };
     };
     const gbps = this.#gbps;
     const variants = gbps === undefined
@@ -260,10 +258,7 @@ export class LookaheadPlanner implements Planner {
         lookahead: { schedule, variant: v },
       }, variantName(v));
       const t = trials[trials.length - 1]!;
-      if (
-        dynamic === undefined ||
-        (t.feasible && (!dynamic.feasible || t.overhead < dynamic.overhead))
-      ) dynamic = { variant: v, feasible: t.feasible, overhead: t.overhead };
+      if (beats(t, dynamic)) dynamic = { variant: v, feasible: t.feasible, overhead: t.overhead };
       if (v === variants[0] && this.#targets.length > 0) {
         // One interval plan early (an LP, seconds): a feasible replay bounds
         // the work of the variants after it, which at low budgets thrash.
@@ -330,4 +325,12 @@ export class LookaheadPlanner implements Planner {
       },
     };
   }
+}
+
+/** A replay `r` beats `kept` (none yet, or feasible where it is not, or lower overhead). */
+function beats(
+  r: { readonly feasible: boolean; readonly overhead: number },
+  kept: { readonly feasible: boolean; readonly overhead: number } | undefined,
+): boolean {
+  return kept === undefined || (r.feasible && (!kept.feasible || r.overhead < kept.overhead));
 }
