@@ -375,20 +375,22 @@ export class CheckmatePlanner implements Planner {
           timeLimitReached ||= sol.status === "Time limit reached";
         }
         if (!sol.hasSolution) continue;
-        for (const cut of [0.5, 0.3, 0.7, 0.1, 0.9, 0.2, 0.4, 0.6, 0.8, 0.01, 0.99]) {
-          consider(retention(p, sol.value, (x) => x >= cut), `threshold ${cut}@${f}`);
-        }
-        for (let k = 0; k < this.#roundings; k++) {
-          consider(retention(p, sol.value, (x) => rand() < x), `random ${k}@${f}`);
-        }
+        // every threshold, then `roundings` random draws, of one way to round
+        const roundAll = (
+          round: (pick: (x: number) => boolean) => Retention,
+          label: string,
+        ) => {
+          for (const cut of [0.5, 0.3, 0.7, 0.1, 0.9, 0.2, 0.4, 0.6, 0.8, 0.01, 0.99]) {
+            consider(round((x) => x >= cut), `${label}threshold ${cut}@${f}`);
+          }
+          for (let k = 0; k < this.#roundings; k++) {
+            consider(round((x) => rand() < x), `${label}random ${k}@${f}`);
+          }
+        };
+        roundAll((pick) => retention(p, sol.value, pick), "");
         // the same by gaps between uses: a gap's mean decides all its stages
         const gs = gaps(p, sol.value);
-        for (const cut of [0.5, 0.3, 0.7, 0.1, 0.9, 0.2, 0.4, 0.6, 0.8, 0.01, 0.99]) {
-          consider(byGaps(p, gs, (x) => x >= cut), `gap threshold ${cut}@${f}`);
-        }
-        for (let k = 0; k < this.#roundings; k++) {
-          consider(byGaps(p, gs, (x) => rand() < x), `gap random ${k}@${f}`);
-        }
+        roundAll((pick) => byGaps(p, gs, pick), "gap ");
         if (best !== undefined && frees && f === 1 && this.#neighbourhood) {
           // the MILP around the best plan: decisions where the relaxation agrees with it
           // are fixed (RINS), the others are solved exactly while the time limit lasts
