@@ -47,8 +47,11 @@ export class EngineState {
   overheadLimit: number;
   /** The budget-free compute the limit is relative to, ns. */
   baselineComputeNs: number | undefined;
-  /** When each storage swapped in on the copy stream is back (copy-engine time). */
-  readonly readyAt: Map<StorageNode, number> = new Map();
+  /**
+   * Storages swapped in on the copy stream whose completion a call has not
+   * waited for yet (each keeps the time in `StorageNode.readyAt`).
+   */
+  readyCount = 0;
   /** What the policy sees. */
   readonly ctx: EvictionContext;
   /** Bytes the current `reserve` must free (read through `ctx.bytesNeeded`). */
@@ -73,7 +76,7 @@ export class EngineState {
    * registered where a storage can enter that state and forgotten when it is
    * freed. When it is empty, the walk after a release has nothing to find.
    */
-  readonly orphans: Set<StorageNode> = new Set();
+  readonly orphans: OrphanSet = new OrphanSet();
   /** Scratch: the storages a running call makes resident (see `_remat.ts`). */
   readonly fresh: StorageNode[] = [];
   /** Scratch: the walk of `reapAncestors` (see `_upkeep.ts`). */
@@ -120,4 +123,32 @@ export function checkLimit(limit: number): number {
     throw new RangeError(`overhead limit must be a number >= 1 (or Infinity), got ${limit}`);
   }
   return limit;
+}
+
+/**
+ * The storages marked {@link StorageNode.orphan}: membership is the mark on
+ * the node, and the set keeps only the count. (A `Set` churned on every
+ * release kept garbage alive through minor collections: see the note on
+ * `StorageNode`'s owners.)
+ */
+export class OrphanSet {
+  /** Number of marked storages. */
+  size = 0;
+  /** Marks `s` (no-op when marked). */
+  add(s: StorageNode): void {
+    if (s.orphan) return;
+    s.orphan = true;
+    this.size++;
+  }
+  /** Unmarks `s`; returns whether it was marked. */
+  delete(s: StorageNode): boolean {
+    if (!s.orphan) return false;
+    s.orphan = false;
+    this.size--;
+    return true;
+  }
+  /** Whether `s` is marked. */
+  has(s: StorageNode): boolean {
+    return s.orphan;
+  }
 }

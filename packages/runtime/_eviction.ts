@@ -249,7 +249,8 @@ export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   let stall: number;
   if (measured === undefined && e.copyEngine !== null) {
     // Asynchronous: the call that reads it waits for the copy (`_remat.ts`).
-    k.readyAt.set(s, e.copyEngine.swapIn(s.bytes).endNs);
+    if (s.readyAt < 0) k.readyCount++;
+    s.readyAt = e.copyEngine.swapIn(s.bytes).endNs;
     stall = 0;
   } else stall = measured ?? k.cost.swapCost(s.bytes);
   s.residency = "resident";

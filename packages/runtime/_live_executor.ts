@@ -23,7 +23,8 @@ export class VirtualBuffer implements DeviceBuffer {
 
 /** The executor of a live `Runtime`: runs calls on the wrapped backend and moves bytes for swaps. */
 export class LiveExecutor implements Executor {
-  readonly pending: Map<StorageNode, Transfer> = new Map();
+  /** Storages with a copy in flight (each holds it in `StorageNode.transfer`). */
+  pending = 0;
   asyncStallNs = 0;
   /**
    * Time every kernel (else only recomputations): the cost model prices calls
@@ -45,7 +46,7 @@ export class LiveExecutor implements Executor {
    * produced into again; {@link dropSpares} frees what was not reused.
    */
   keepSpare(s: StorageNode): void {
-    if (this.pending.size > 0) this.wait(s);
+    if (this.pending > 0) this.wait(s);
     if (s.data === undefined) return;
     this.#spareFor.push(s);
     this.#spareBuf.push(s.data as DeviceBuffer);
@@ -76,7 +77,7 @@ export class LiveExecutor implements Executor {
     s.data = this.backend.alloc(s.bytes);
   }
   release(s: StorageNode): void {
-    if (this.pending.size > 0) this.wait(s);
+    if (this.pending > 0) this.wait(s);
     if (s.data !== undefined) {
       this.backend.free(s.data as DeviceBuffer);
       s.data = undefined;
@@ -87,9 +88,10 @@ export class LiveExecutor implements Executor {
     }
   }
   wait(s: StorageNode): void {
-    const tr = this.pending.get(s);
+    const tr = s.transfer as Transfer | undefined;
     if (tr === undefined) return;
-    this.pending.delete(s);
+    s.transfer = undefined;
+    this.pending--;
     if (!tr.done) {
       const t0 = performance.now();
       tr.wait();
@@ -117,7 +119,7 @@ export class LiveExecutor implements Executor {
         outs[i] = s.data as DeviceBuffer;
       }
     }
-    const waits = this.pending.size > 0;
+    const waits = this.pending > 0;
     for (let i = 0; i < ni; i++) {
       const st = ci[i]!.storage;
       if (waits) this.wait(st);
@@ -162,7 +164,10 @@ export class LiveExecutor implements Executor {
     if (tr.done) {
       this.backend.freeHost(s.host as HostBuffer);
       s.host = undefined;
-    } else this.pending.set(s, tr);
+    } else {
+      if (s.transfer === undefined) this.pending++;
+      s.transfer = tr;
+    }
     return (performance.now() - t0) * 1e6;
   }
 }

@@ -143,11 +143,12 @@ export function materialize(e: Engine, k: EngineState, target: TensorNode, remat
 function awaitCopies(e: Engine, k: EngineState, call: CallNode): void {
   const ce = e.copyEngine!;
   let wait = 0;
-  if (k.readyAt.size > 0) {
+  if (k.readyCount > 0) {
     for (const inp of call.inputs) {
-      const t = k.readyAt.get(inp.storage);
-      if (t === undefined) continue;
-      k.readyAt.delete(inp.storage);
+      const s = inp.storage, t = s.readyAt;
+      if (t < 0) continue;
+      s.readyAt = -1;
+      k.readyCount--;
       wait += ce.waitUntil(t);
     }
   }

@@ -109,6 +109,10 @@ export function freeStorage(e: Engine, k: EngineState, s: StorageNode): void {
   }
   k.pool.remove(s);
   s.residency = "freed";
+  if (s.readyAt >= 0) {
+    s.readyAt = -1;
+    k.readyCount--;
+  }
   for (const t of s.tensors) t.defined = false;
   e.lineage.removeStorage(s);
   if (k.orphans.size > 0) k.orphans.delete(s);

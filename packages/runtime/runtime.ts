@@ -168,7 +168,7 @@ export class Runtime implements Backend {
    * only plan hooks read it, and hashing every carried value's new name costs
    * a step of a model with many live values more than its calls.
    */
-  readonly #names = new Map<string, StorageNode>();
+  #names = new Map<string, StorageNode>();
   /**
    * While {@link #names} waits to be built: the storages it holds at the step's
    * end with their names, then its updates since, in order (`0, name, s`:
@@ -355,7 +355,9 @@ export class Runtime implements Backend {
    * Values already prefixed keep their names.
    */
   #renameCarried(prefix: string): void {
-    this.#names.clear();
+    // A new map rather than `clear()`: a cleared map's old table keeps pointing at its
+    // new one, a chain that kept old steps' storages alive through minor collections.
+    this.#names = new Map();
     this.#callOuts.length = 0;
     const names: string[] = [], stores: StorageNode[] = [];
     this.engine.lineage.storages.forEach((s) => {

@@ -1,0 +1,62 @@
+/**
+ * The runtime's bookkeeping leaves nothing for the garbage collector's young
+ * generation to keep: after a full collection (which promotes whatever is
+ * live at that moment), a training-like loop's lineage dies young again. A
+ * long-lived `Set` or `Map` churned on every call broke that: each outgrown
+ * hash table pointed at the next, and every minor collection then copied and
+ * promoted the storages the dead tables still named, with the graphs behind
+ * them (5 to 10 MB per scavenge). The oracle is V8's own heap accounting:
+ * what two minor collections leave over the heap after a full one, against
+ * what the loop allocated. Needs `--v8-flags=--expose-gc` (as `deno task
+ * test` runs); skipped without it.
+ */
+
+import assert from "node:assert/strict";
+import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+import type { DeviceBuffer } from "@libra/tensor/backend";
+import { Runtime } from "./runtime.ts";
+
+const gc = (globalThis as { gc?: (o?: { type: "minor" | "major" }) => void }).gc;
+
+Deno.test({
+  name: "minor collections free the lineage of finished steps after a full collection",
+  ignore: typeof gc !== "function",
+  fn() {
+    const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
+    const n = 16, bytes = 4 * n, data = new Float32Array(n).fill(1);
+    // A step: a host write (a leaf), a chain computed from it, everything freed.
+    const step = () => {
+      const x = rt.alloc(bytes);
+      rt.write(x, data);
+      const made: DeviceBuffer[] = [];
+      let prev = x;
+      for (let i = 0; i < 6; i++) {
+        const y = rt.alloc(bytes);
+        rt.run("relu", [prev], [y], [n]);
+        made.push(y);
+        prev = y;
+      }
+      for (const b of made) rt.free(b);
+      rt.free(x);
+      rt.endStep();
+    };
+    for (let i = 0; i < 500; i++) step();
+    const used = () => Deno.memoryUsage().heapUsed;
+    gc!();
+    gc!();
+    const base = used();
+    let peak = base;
+    for (let i = 0; i < 4000; i++) {
+      step();
+      if (i % 100 === 0) peak = Math.max(peak, used());
+    }
+    gc!({ type: "minor" });
+    gc!({ type: "minor" });
+    const kept = used() - base;
+    // The loop's garbage is many MB (the heap grew by `peak - base` at the least
+    // between collections); a minor collection keeps well under 1 MB of it.
+    assert.ok(peak - base > 2e6, `the loop allocated only ${peak - base} bytes`);
+    assert.ok(kept < 1e6, `${kept} bytes outlived two minor collections`);
+    assert.equal(rt.lineage.storages.size, 0);
+  },
+});
