@@ -138,6 +138,9 @@ export interface EngineOptions {
 
 /** See {@link EngineOptions.leafRelease}. */
 export type LeafRelease = "keep-if-needed" | "free-unless-evicted" | "keep-pinned" | "free";
+/** {@link Engine.lastOutputs} after an in-place call (shared: never written). */
+const NO_OUTPUTS: readonly TensorNode[] = Object.freeze([]);
+
 /** The shared core. See the module doc. */
 export class Engine {
   /** The lineage graph. */
@@ -395,7 +398,8 @@ export class Engine {
 
   /**
    * Accounts for an in-place call that ran outside {@link compute} (it is not
-   * replayable, so it is not recorded in lineage): prices it, advances the
+   * replayable, so it is not recorded in lineage): prices it (at `costNs`
+   * when given, else by the cost model), advances the
    * clock, counts it as a model call. Returns its cost.
    */
   noteInPlace(
@@ -403,17 +407,18 @@ export class Engine {
     params: readonly number[],
     measuredNs: number | undefined,
     bytes: number,
+    costNs?: number,
   ): number {
     const k = this.#k;
     const hooks = k.policy.hooks;
-    const cost = k.cost.callCost(
+    const cost = costNs ?? k.cost.callCost(
       { op, params, index: this.callIndex - this.stepBase, totalBytes: bytes },
       measuredNs,
     );
     this.clock += cost;
     this.copyEngine?.compute(cost);
     this.stats.computeNs += cost;
-    this.lastOutputs = [];
+    this.lastOutputs = NO_OUTPUTS;
     if (measuredNs !== undefined) this.stats.kernelNs += measuredNs;
     this.stats.calls++;
     this.timeline.point(this.callIndex, this.used);

@@ -35,6 +35,7 @@ import {
 import { checkKernelCall, type KernelName, kernelSpec } from "@libra/tensor/kernels";
 import { Engine } from "./engine.ts";
 import { LiveExecutor, VirtualBuffer } from "./_live_executor.ts";
+import { clearList } from "@libra/util/list";
 import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
 
 /** A budget: bytes, or a ratio of the budget-free peak (measured by the first step unless given). */
@@ -183,6 +184,13 @@ export class Runtime implements Backend {
   readonly #callOuts: (readonly VirtualBuffer[] | undefined)[] = [];
   /** Per kernel, by a hash of params and buffer sizes: the calls that passed `checkKernelCall`. */
   readonly #checked = new Map<string, Map<number, CheckedCall[]>>();
+  /** Scratch of {@link #runInPlace}: the storages it writes, their values' names, their references. */
+  readonly #mutated: StorageNode[] = [];
+  readonly #oldNames: string[] = [];
+  readonly #ext: number[] = [];
+  /** Scratch of {@link #runInPlace}: the kernel's storages and buffer list, by length. */
+  readonly #storesBy: StorageNode[][] = [];
+  readonly #bufsBy: DeviceBuffer[][] = [];
   /** Output names `c<index>.<k>` by call index in the step. */
   readonly #outNames: string[][] = [];
   /** Scratch of `run`: its input and output buffers and output specs. */
@@ -514,7 +522,7 @@ export class Runtime implements Backend {
           "in-place kernels with outputs are not supported by the runtime",
         );
       }
-      this.#runInPlace(kernel, tensors, mutates, p);
+      this.#runInPlace(kernel, tensors, checked);
       return;
     }
     const record = this.#record;
@@ -628,52 +636,81 @@ export class Runtime implements Backend {
     return e;
   }
 
-  #runInPlace(
-    kernel: KernelName,
-    tensors: TensorNode[],
-    mutates: readonly number[],
-    params: number[],
-  ): void {
-    const stores = tensors.map((t) => t.storage);
-    const mutated: StorageNode[] = [];
-    for (const m of mutates) {
-      const s = stores[m]!;
-      if (!mutated.includes(s)) mutated.push(s);
+  #runInPlace(kernel: KernelName, tensors: TensorNode[], checked: CheckedCall): void {
+    const engine = this.engine, params = checked.params;
+    // The storages it writes, once each, with their values' names (scratch lists:
+    // nothing in here calls back into the runtime).
+    const mutated = this.#mutated, oldNames = this.#oldNames, ext = this.#ext;
+    clearList(mutated);
+    clearList(oldNames);
+    clearList(ext);
+    let bytes = 0;
+    for (const m of checked.mutates) {
+      const s = tensors[m]!.storage;
+      if (mutated.includes(s)) continue;
+      mutated.push(s);
+      oldNames.push(s.tensors[0]!.name);
+      bytes += s.bytes;
     }
-    const names = tensors.map((t) => t.name);
-    const oldNames = mutated.map((s) => s.tensors[0]!.name);
-    let ns = 0;
-    const ext: number[] = [];
-    this.engine.beforeInPlace();
-    this.engine.withInputs(tensors, () => {
+    const names = this.#record === null ? null : tensors.map((t) => t.name);
+    // The buffers, as they are now: overwriting moves the inputs' values to other
+    // storages (a copy, or a tombstone) and the kernel writes these.
+    const n = tensors.length;
+    const stores = this.#storesBy[n] ?? (this.#storesBy[n] = new Array(n));
+    for (let i = 0; i < n; i++) stores[i] = tensors[i]!.storage;
+    let ns: number | undefined;
+    engine.beforeInPlace();
+    engine.withInputs(tensors, () => {
       // Copy-on-write: a value that recorded calls read keeps its bytes in a
       // new storage, so everything computed from it stays recomputable.
-      for (const s of mutated) ext.push(this.engine.overwrite(s, s.bytes % 4 === 0));
-      const bufs = stores.map((s) => {
+      for (let i = 0; i < mutated.length; i++) {
+        const s = mutated[i]!;
+        ext.push(engine.overwrite(s, s.bytes % 4 === 0));
+      }
+      const bufs = this.#bufsBy[n] ?? (this.#bufsBy[n] = new Array(n));
+      for (let i = 0; i < n; i++) {
+        const s = stores[i]!;
         this.#exec.wait(s);
-        return s.data as DeviceBuffer;
+        bufs[i] = s.data as DeviceBuffer;
+      }
+      try {
+        // Timed as the executor times calls: when the cost model or the caller wants it.
+        if (this.#exec.timeAll()) {
+          const t0 = performance.now();
+          this.#backend.run(kernel, bufs, [], params);
+          ns = (performance.now() - t0) * 1e6;
+        } else this.#backend.run(kernel, bufs, [], params);
+      } finally {
+        for (let i = 0; i < n; i++) {
+          bufs[i] = undefined as unknown as DeviceBuffer;
+          stores[i] = undefined as unknown as StorageNode;
+        }
+      }
+    });
+    for (let i = 0; i < mutated.length; i++) engine.adoptLeaf(mutated[i]!, ext[i]!, oldNames[i]!);
+    // A static cost model prices the update once per checked entry, as for other calls.
+    let fixed = checked.cost;
+    if (fixed === undefined && this.#staticCost !== null) {
+      fixed = checked.cost = this.#staticCost.callCost({
+        op: kernel,
+        params,
+        index: engine.callIndex - engine.stepBase,
+        totalBytes: bytes,
       });
-      const t0 = performance.now();
-      this.#backend.run(kernel, bufs, [], params);
-      ns = (performance.now() - t0) * 1e6;
-    });
-    mutated.forEach((s, i) => this.engine.adoptLeaf(s, ext[i]!, oldNames[i]!));
-    const cost = this.engine.noteInPlace(
-      kernel,
-      params,
-      ns,
-      mutated.reduce((a, s) => a + s.bytes, 0),
-    );
-    this.#record?.push({
-      kind: "mutate",
-      op: kernel,
-      args: names,
-      mutate: [...mutates],
-      timeNs: cost,
-      backward: false,
-      params,
-      line: 0,
-    });
+    }
+    const cost = engine.noteInPlace(kernel, params, ns, bytes, fixed);
+    if (names !== null) {
+      this.#record!.push({
+        kind: "mutate",
+        op: kernel,
+        args: names,
+        mutate: [...checked.mutates],
+        timeNs: cost,
+        backward: false,
+        params,
+        line: 0,
+      });
+    }
   }
 
   memory(): MemoryInfo {
