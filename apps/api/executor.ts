@@ -192,7 +192,6 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
       cpuOverheadHigh: m.cpu.high,
       accountedOverhead: m.accounted.overhead,
       measuredPairs: m.pairs,
-      warmupSteps: m.warmupSteps,
     }
     : {};
   const plan = r.plan
@@ -217,6 +216,7 @@ export async function executeTrain(spec: TrainSpec, ctx: ExecuteContext): Promis
       baselineStepMs: median(r.baselineStepTimesMs),
       budgetStepMs: median(r.stepTimesMs),
       steps: spec.steps,
+      warmupSteps: r.warmupSteps,
       ...measured,
       ...plan,
     },

@@ -56,8 +56,9 @@ Deno.test({
     assert.ok(r.peakBytes! <= r.budgetBytes!, `peak ${r.peakBytes} within ${r.budgetBytes}`);
     assert.ok(r.stats.evictions! > 0, "the budget forced evictions");
     // re-materialization is exact: the same losses as without a budget
-    // two warm-up steps, then the three measured ones
-    assert.equal(r.loss.length, 5);
+    // the warm-up steps (two or more), then the three measured ones
+    assert.ok(r.stats.warmupSteps! >= 2);
+    assert.equal(r.loss.length, r.stats.warmupSteps! + 3);
     for (const l of r.loss) assert.equal(l.loss, l.baseline);
     assert.ok(r.overhead! > 0);
     assert.ok(r.memory!.samples.every(([, b]) => b <= r.budgetBytes!), "timeline within budget");

@@ -7,7 +7,12 @@
 import assert from "node:assert/strict";
 import { OutOfBudgetError, parseTrace } from "@libra/runtime";
 import { FrozenProfileCostModel } from "@libra/cost";
-import { runTraining, type StepInfo, type TrainingPhase } from "./run_training.ts";
+import {
+  DEFAULT_WARMUP_CALLS,
+  runTraining,
+  type StepInfo,
+  type TrainingPhase,
+} from "./run_training.ts";
 
 let native = "";
 try {
@@ -30,6 +35,7 @@ Deno.test({
       budgetRatio: 0.8,
       steps: 3,
       seed: 1,
+      warmupCalls: 0,
       timeline: true,
       recordLastStep: true,
       onStep: (s) => steps.push(s),
@@ -111,7 +117,7 @@ Deno.test({
   ignore,
   fn() {
     for (const policy of ["dtr-eq", "chen-sqrt"]) {
-      const o = { model: "gpt", policy, budgetRatio: 0.01, steps: 2 };
+      const o = { model: "gpt", policy, budgetRatio: 0.01, steps: 2, warmupCalls: 0 };
       assert.throws(() => runTraining(o), OutOfBudgetError);
       const r = runTraining({ ...o, allowInfeasible: true, timeline: true, recordLastStep: true });
       assert.ok(r.outOfBudget instanceof OutOfBudgetError, policy);
@@ -150,11 +156,19 @@ Deno.test({
     `runTraining: the measurement pairs interleaved steps, with intervals, CPU time and accounting${native}`,
   ignore,
   fn() {
-    const r = runTraining({ model: "mlp", policy: "dtr-eq", budgetRatio: 0.8, steps: 6, seed: 2 });
+    const r = runTraining({
+      model: "mlp",
+      policy: "dtr-eq",
+      budgetRatio: 0.8,
+      steps: 6,
+      seed: 2,
+      warmupCalls: 0,
+    });
     const m = r.measurement!;
     assert.equal(m.method, "interleaved");
     assert.equal(m.pairs, 6);
     assert.equal(m.warmupSteps, 2);
+    assert.equal(r.losses.length, 2 + 6);
     for (const p of [m.wall, m.cpu]) {
       assert.equal(p.ratios.length, 6);
       p.ratios.forEach((x, i) => assert.equal(x, p.budgetMs[i]! / p.baselineMs[i]!));
@@ -229,11 +243,43 @@ Deno.test({
       policy: "dtr-eq",
       budgetRatio: 0.7,
       steps: 2,
+      warmupCalls: 0,
       config: { dropout: 0.2 },
     });
     assert.ok(r.stats.remats > 0);
     assert.equal(r.losses.length, 4);
     assert.deepEqual(r.losses, r.baselineLosses);
+  },
+});
+
+Deno.test({
+  name:
+    `runTraining: the warm-up runs past its minimum steps until warmupCalls runtime calls${native}`,
+  ignore,
+  fn() {
+    const o = { model: "mlp", policy: "dtr-eq", budgetRatio: 0.9, steps: 1 };
+    // The calls of the first k steps, counted by runs of exactly k warm-up steps.
+    const upTo = [0];
+    for (let k = 1; k <= 12; k++) {
+      const m = runTraining({ ...o, warmupSteps: k, warmupCalls: 0 }).measurement!;
+      assert.equal(m.warmupSteps, k);
+      upTo.push(m.warmupCalls);
+    }
+    assert.ok(upTo[12]! > upTo[11]! && upTo[1]! > 0);
+    for (const calls of [1, upTo[5]!, upTo[5]! + 1, upTo[11]!]) {
+      const r = runTraining({ ...o, warmupCalls: calls });
+      const m = r.measurement!;
+      let want = 2;
+      while (upTo[want]! < calls) want++;
+      assert.equal(m.warmupSteps, want, `warmupCalls ${calls}`);
+      assert.equal(m.warmupCalls, upTo[want]);
+      assert.equal(r.losses.length, want + 1);
+      assert.equal(r.baselineLosses.length, want + 1);
+    }
+    // A run's own warm-up (the default) reaches the default number of calls.
+    const d = runTraining(o).measurement!;
+    assert.ok(d.warmupCalls >= DEFAULT_WARMUP_CALLS || d.warmupSteps === 100, `${d.warmupCalls}`);
+    assert.throws(() => runTraining({ ...o, warmupCalls: -1 }), /warmupCalls must be .* got -1/);
   },
 });
 

@@ -12,10 +12,12 @@ import { MODEL_NAMES } from "@libra/nn";
 import { LIVE_COST_MODELS, type LiveCostModelName } from "@libra/cost";
 import {
   DEFAULT_STEPS,
+  DEFAULT_WARMUP_CALLS,
   DEFAULT_WARMUP_STEPS,
   MAX_STEPS,
   runTraining,
   type RunTrainingResult,
+  WARMUP_EXTENSION_MS,
 } from "@libra/train/run-training";
 
 /** Largest `--seed`. */
@@ -26,14 +28,16 @@ export const summary = "train a model under a memory budget and compare with no 
 
 const HELP =
   `Usage: deno task libra run --model M --budget-ratio R [--preset tiny] [--policy P] [--steps N]
-                           [--warmup W] [--cost-model C] [--device cpu|cuda] [--seed S]
+                           [--warmup W] [--warmup-calls K] [--cost-model C]
+                           [--device cpu|cuda] [--seed S]
                            [--json] [--quiet]
 
 Trains two copies of a model of @libra/nn (same seed, same batches; SGD with
 momentum, synthetic data): one on the backend directly, one under the
 re-materialization runtime with budget = R x the budget-free peak (measured in
-the warm-up steps). After W warm-up steps each, their steps alternate (A B, B A,
-...), so load from other processes falls on both alike. The overhead is the
+the warm-up steps). After W warm-up steps each (more while the runtime has run
+fewer than K calls: JavaScript compiles its hot paths only after thousands of
+calls), their steps alternate (A B, B A, ...), so load from other processes falls on both alike. The overhead is the
 median of the N paired ratios (budgeted step time / budget-free step time), with
 a distribution-free 95% interval; CPU time is shown beside wall time, and the
 overhead the runtime accounts for (recompute + bookkeeping + swap stalls on top
@@ -47,7 +51,11 @@ Options:
   --budget-ratio R   budget as a fraction of the budget-free peak, in (0, 1] (required)
   --steps N          measured steps per copy, 1..${MAX_STEPS}; default ${DEFAULT_STEPS}
                      (6 or more give a 95% interval)
-  --warmup W         warm-up steps per copy, 1..100; default ${DEFAULT_WARMUP_STEPS}
+  --warmup W         warm-up steps per copy, at the least, 1..100; default ${DEFAULT_WARMUP_STEPS}
+  --warmup-calls K   and more steps (up to 100, for at most ${
+    WARMUP_EXTENSION_MS / 1000
+  } s) until the
+                     runtime has run K calls, 0..1000000; default ${DEFAULT_WARMUP_CALLS}
   --cost-model C     ${LIVE_COST_MODELS.join(", ")}; default analytic (deterministic
                      decisions); profiled = the warm-up's kernel times, frozen for the
                      run; measured = every call's own time (decisions follow noise)
@@ -101,9 +109,9 @@ function formatText(r: RunTrainingResult, policy: string): string {
     `policy ${policy}: budget ${r.budgetBytes} bytes of a ${r.baselinePeakBytes}-byte budget-free peak; peak ${r.peakBytes} bytes`,
     `overhead ${x3(m.wall.median)} [${x3(m.wall.low)}, ${x3(m.wall.high)}] wall (${
       pct(m.wall.confidence)
-    } interval, ${m.pairs} interleaved pairs; median step ${med(m.wall.budgetMs).toFixed(1)} vs ${
-      med(m.wall.baselineMs).toFixed(1)
-    } ms)`,
+    } interval, ${m.pairs} interleaved pairs after ${m.warmupSteps} warm-up steps (${m.warmupCalls} calls); median step ${
+      med(m.wall.budgetMs).toFixed(1)
+    } vs ${med(m.wall.baselineMs).toFixed(1)} ms)`,
     `         ${x3(m.cpu.median)} [${x3(m.cpu.low)}, ${x3(m.cpu.high)}] process CPU time`,
     `         ${x3(m.accounted.overhead)} accounted (recompute ${
       m.accounted.recomputeMs.toFixed(1)
@@ -155,6 +163,7 @@ export function main(args: string[]): number {
         "budget-ratio": { type: "string" },
         steps: { type: "string", default: String(DEFAULT_STEPS) },
         warmup: { type: "string", default: String(DEFAULT_WARMUP_STEPS) },
+        "warmup-calls": { type: "string", default: String(DEFAULT_WARMUP_CALLS) },
         "cost-model": { type: "string", default: "analytic" },
         device: { type: "string", default: "cpu" },
         seed: { type: "string", default: "0" },
@@ -190,6 +199,8 @@ export function main(args: string[]): number {
   if (typeof steps === "string") return fail(steps);
   const warmup = intFlag("warmup", values.warmup, 1, 100);
   if (typeof warmup === "string") return fail(warmup);
+  const warmupCalls = intFlag("warmup-calls", values["warmup-calls"], 0, 1_000_000);
+  if (typeof warmupCalls === "string") return fail(warmupCalls);
   const seed = intFlag("seed", values.seed, 0, MAX_SEED);
   if (typeof seed === "string") return fail(seed);
   if (values.device !== "cpu" && values.device !== "cuda") {
@@ -216,6 +227,7 @@ export function main(args: string[]): number {
       budgetRatio: ratio,
       steps,
       warmupSteps: warmup,
+      warmupCalls,
       costModel: costModel as LiveCostModelName,
       device: values.device,
       seed,

@@ -243,7 +243,8 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
   warmupSteps: {
     label: "warm-up steps",
     unit: "count",
-    help: "Steps run before measuring (first allocations and kernel set-up), not counted.",
+    help:
+      "Steps run before measuring (first allocations, kernel set-up, and enough runtime calls for JavaScript to compile its hot paths), not counted.",
   },
   planSteps: {
     label: "planned steps",
