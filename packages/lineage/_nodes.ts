@@ -156,7 +156,7 @@ export class StorageNode {
    * When a swap-in of this storage on a simulated copy stream completes,
    * in copy-engine time; -1 when none is pending (owned by the runtime's engine).
    */
-  readyAt = -1;
+  readyAt: number = -1;
 
   /** Current residency. */
   get residency(): Residency {
