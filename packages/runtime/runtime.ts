@@ -164,22 +164,16 @@ export class Runtime implements Backend {
   #step = 0;
   #writes = 0;
   /**
-   * Storages by name: host writes `w<n>` and values carried over from earlier
-   * steps (read through {@link #named}). Built on first use after a step ends:
-   * only plan hooks read it, and hashing every carried value's new name costs
-   * a step of a model with many live values more than its calls.
+   * Storages by name (read through {@link #named}): every live storage by its
+   * value's name when built, kept up to date for host writes `w<n>` since (a
+   * step's call outputs `c<i>.<k>` resolve through {@link #callOuts} first).
+   * Built on first use after a step ends, from the lineage's storages as they
+   * are then: only plan hooks read it, and hashing every carried value's name
+   * at every step's end costs a model with many live values more than its calls.
    */
   #names = new Map<string, StorageNode>();
-  /**
-   * While {@link #names} waits to be built: the storages it holds at the step's
-   * end with their names, then its updates since, in order (`0, name, s`:
-   * forget `name` if it is `s`'s; `1, name, s`: `name` is `s`'s).
-   */
-  #unbuilt: {
-    names: string[];
-    stores: StorageNode[];
-    log: (0 | 1 | string | StorageNode)[];
-  } | null = null;
+  /** {@link #names} is to be built again (a step ended since it was built). */
+  #namesStale = false;
   /** Per call of this step (index since the step began): its output buffers. */
   readonly #callOuts: (readonly VirtualBuffer[] | undefined)[] = [];
   /** Per kernel, by a hash of params and buffer sizes: the calls that passed `checkKernelCall`. */
@@ -366,34 +360,26 @@ export class Runtime implements Backend {
     // A new map rather than `clear()`: a cleared map's old table keeps pointing at its
     // new one, a chain that kept old steps' storages alive through minor collections.
     this.#names = new Map();
+    this.#namesStale = true;
     this.#callOuts.length = 0;
-    const names: string[] = [], stores: StorageNode[] = [];
     this.engine.lineage.storages.forEach((s) => {
-      for (const t of s.tensors) {
+      const ts = s.tensors;
+      for (let i = 0; i < ts.length; i++) {
+        const t = ts[i]!;
         if (stepLocal(t.name)) t.name = prefix + t.name;
       }
-      const root = s.tensors[0];
-      if (root !== undefined && s.residency !== "freed") {
-        names.push(root.name);
-        stores.push(s);
-      }
     });
-    this.#unbuilt = { names, stores, log: [] };
   }
 
-  /** {@link #names}, built first if it waits to be. */
+  /** {@link #names}, built first if a step ended since it was. */
   #named(): Map<string, StorageNode> {
-    const u = this.#unbuilt;
-    if (u !== null) {
-      this.#unbuilt = null;
+    if (this.#namesStale) {
+      this.#namesStale = false;
       const m = this.#names;
-      for (let i = 0; i < u.names.length; i++) m.set(u.names[i]!, u.stores[i]!);
-      const log = u.log;
-      for (let i = 0; i < log.length; i += 3) {
-        const name = log[i + 1] as string, s = log[i + 2] as StorageNode;
-        if (log[i] === 1) m.set(name, s);
-        else if (m.get(name) === s) m.delete(name);
-      }
+      this.engine.lineage.storages.forEach((s) => {
+        const root = s.tensors[0];
+        if (root !== undefined && s.residency !== "freed") m.set(root.name, s);
+      });
     }
     return this.#names;
   }
@@ -458,8 +444,7 @@ export class Runtime implements Backend {
       // partial write keeps the rest of its bytes, so they must be on the device.
       if (!full) this.engine.materialize(old);
       this.#record?.push({ kind: "release", name: old.name, line: 0 });
-      if (this.#unbuilt !== null) this.#unbuilt.log.push(0, old.name, s);
-      else if (this.#names.get(old.name) === s) this.#names.delete(old.name);
+      if (!this.#namesStale && this.#names.get(old.name) === s) this.#names.delete(old.name);
       if (full) {
         this.engine.retire(s, false);
         t = this.engine.leaf(s.bytes, this.#leafName(), { storage: s });
@@ -468,8 +453,7 @@ export class Runtime implements Backend {
         t = this.engine.adoptLeaf(s, ext, this.#leafName());
       }
     }
-    if (this.#unbuilt !== null) this.#unbuilt.log.push(1, t.name, s);
-    else this.#names.set(t.name, s);
+    if (!this.#namesStale) this.#names.set(t.name, s);
     this.#record?.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
     this.#backend.write(s.data as DeviceBuffer, data, offsetBytes);
   }
