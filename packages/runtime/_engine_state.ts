@@ -81,6 +81,8 @@ export class EngineState {
   readonly fresh: StorageNode[] = [];
   /** Scratch: the walk of `reapAncestors` (see `_upkeep.ts`). */
   readonly reapStack: StorageNode[] = [];
+  /** Scratch: the storages `collect` looks at (see `_upkeep.ts`). */
+  readonly collectScratch: StorageNode[] = [];
   /** The control surface plan hooks get (set by the engine). */
   control!: PlanControl;
 

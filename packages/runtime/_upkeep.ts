@@ -481,63 +481,84 @@ export function collect(e: Engine, k: EngineState): number {
   k.deadCandidates = 0;
   const needed = e.lineage.nextStamp();
   const stack: StorageNode[] = [];
-  // One pass over the map (its iterator allocates a result per storage where this runs
-  // unoptimized, once every few thousand calls); the loops below read the array.
-  const all: StorageNode[] = [];
+  // One pass over the table (its iterator allocates a result per storage where this runs
+  // unoptimized, once every few thousand calls); the passes below read the array. Each
+  // pass calls a small function per storage: those are compiled by the optimizing tier
+  // like any hot function, where a long loop in a function entered once per step ran in
+  // a lower one (on-stack replacement).
+  const all = k.collectScratch;
+  clearList(all);
   e.lineage.storages.forEach((s) => void all.push(s));
-  for (let i = 0; i < all.length; i++) {
-    const s = all[i]!;
-    if (s.extRefs > 0 || s.pinned || s.locks > 0) {
-      s.stamp = needed;
-      stack.push(s);
-    }
-  }
-  while (stack.length > 0) {
-    const cur = stack.pop()!;
-    if (!cur.droppable) continue;
-    for (const t of cur.tensors) {
-      const p = t.producer;
-      if (p === null || !p.replayable) continue;
-      for (const inp of p.inputs) {
-        const n = inp.storage;
-        if (n.stamp !== needed && n.residency !== "freed") {
-          n.stamp = needed;
-          stack.push(n);
-        }
-      }
-    }
-  }
+  for (let i = 0; i < all.length; i++) markIfHeld(all[i]!, needed, stack);
+  while (stack.length > 0) markInputs(stack.pop()!, needed, stack);
   let freed = 0;
-  const dead: StorageNode[] = [];
+  const dead = stack; // empty: the walk is done
   for (let i = 0; i < all.length; i++) {
     const s = all[i]!;
     if (s.stamp !== needed && s.residency !== "empty") dead.push(s);
   }
-  for (const s of dead) {
-    freeStorage(e, k, s);
+  for (let i = 0; i < dead.length; i++) {
+    freeStorage(e, k, dead[i]!);
     freed++;
   }
+  clearList(dead);
   let pruned = false;
   for (let a = 0; a < all.length; a++) {
-    const s = all[a]!;
-    if (s.residency === "freed") continue; // freed above: no longer in the map
-    const ts = s.tensors;
-    for (let i = 0; i < ts.length; i++) {
-      const t = ts[i]!;
-      const cs = t.consumers;
-      // A new list only where a call is dead (a walk up the stack may be iterating this one).
-      let j = 0;
-      while (j < cs.length && !allFreed(cs[j]!)) j++;
-      if (j === cs.length) continue;
-      const kept = cs.slice(0, j);
-      for (j++; j < cs.length; j++) if (!allFreed(cs[j]!)) kept.push(cs[j]!);
-      t.consumers = kept;
-      pruned = true;
-    }
+    // freed above: no longer in the table
+    if (all[a]!.residency !== "freed" && pruneDeadConsumers(all[a]!)) pruned = true;
   }
+  clearList(all);
   if (pruned) e.lineage.edgesChanged();
   e.stats.bookkeepingNs += (now() - t0) * 1e6;
   return freed;
+}
+
+/** {@link collect}: stamps `s` and queues it when the program holds it. */
+function markIfHeld(s: StorageNode, needed: number, stack: StorageNode[]): void {
+  if (s.extRefs > 0 || s.pinned || s.locks > 0) {
+    s.stamp = needed;
+    stack.push(s);
+  }
+}
+
+/** {@link collect}: what a needed droppable `cur` is recomputed from is needed too. */
+function markInputs(cur: StorageNode, needed: number, stack: StorageNode[]): void {
+  if (!cur.droppable) return;
+  const ts = cur.tensors;
+  for (let i = 0; i < ts.length; i++) {
+    const p = ts[i]!.producer;
+    if (p === null || !p.replayable) continue;
+    const ins = p.inputs;
+    for (let j = 0; j < ins.length; j++) {
+      const n = ins[j]!.storage;
+      if (n.stamp !== needed && n.residency !== "freed") {
+        n.stamp = needed;
+        stack.push(n);
+      }
+    }
+  }
+}
+
+/**
+ * {@link collect}: drops the calls whose outputs are all freed from the
+ * consumer lists of `s`'s tensors; returns whether it dropped any. A new list
+ * only where a call is dead (a walk up the stack may be iterating this one).
+ */
+function pruneDeadConsumers(s: StorageNode): boolean {
+  const ts = s.tensors;
+  let pruned = false;
+  for (let i = 0; i < ts.length; i++) {
+    const t = ts[i]!;
+    const cs = t.consumers;
+    let j = 0;
+    while (j < cs.length && !allFreed(cs[j]!)) j++;
+    if (j === cs.length) continue;
+    const kept = cs.slice(0, j);
+    for (j++; j < cs.length; j++) if (!allFreed(cs[j]!)) kept.push(cs[j]!);
+    t.consumers = kept;
+    pruned = true;
+  }
+  return pruned;
 }
 
 function allFreed(call: CallNode): boolean {
