@@ -20,6 +20,7 @@ import { parseArgs } from "node:util";
 import { type Lab, openLab, realExecutor, redact, type Run, type RunResults } from "@libra/api";
 import { type ServerHandle, startServer } from "@libra/web";
 import { parsePort } from "./serve.ts";
+import { DEFAULT_WARMUP_CALLS } from "@libra/train/run-training";
 import { renderTable } from "@libra/util/table";
 import { StatusLine, stderrSink } from "@libra/util/progress";
 
@@ -36,7 +37,7 @@ export interface DemoPlan {
   ratios: number[];
   /** Policies or planners. */
   policies: string[];
-  /** Measured steps per run and copy (after two warm-up steps; 6 or more give a 95% interval). */
+  /** Measured steps per run and copy (after the warm-up; 6 or more give a 95% interval). */
   steps: number;
   /** Seed of models and data. */
   seed: number;
@@ -89,7 +90,8 @@ Options:
   --ratios R,S        budget ratios in (0, 1] (default ${DEFAULT_DEMO.ratios.join(",")})
   --policies P,Q      policies or planners (default ${DEFAULT_DEMO.policies.join(",")})
   --preset NAME       preset of every model (default ${DEFAULT_DEMO.preset})
-  --steps N           measured steps per run and copy, after 2 warm-up steps
+  --steps N           measured steps per run and copy, after the warm-up (2 steps or more,
+                      until the runtime has run ${DEFAULT_WARMUP_CALLS} calls)
                       (default ${DEFAULT_DEMO.steps}; 6 or more give a 95% interval)
   --port N            port (default $LIBRA_PORT or 8000; 0 picks a free one)
   --host H            interface (default 127.0.0.1; 0.0.0.0 serves the network)
