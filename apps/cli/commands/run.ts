@@ -37,8 +37,8 @@ momentum, synthetic data): one on the backend directly, one under the
 re-materialization runtime with budget = R x the budget-free peak (measured in
 the warm-up steps). After W warm-up steps each (more while the runtime has run
 fewer than K calls: JavaScript compiles its hot paths only after thousands of
-calls), their steps alternate (A B, B A, ...), so load from other processes falls on both alike. The overhead is the
-median of the N paired ratios (budgeted step time / budget-free step time), with
+calls), their steps alternate (A B, B A, ...), so load from other processes
+falls on both alike. The overhead is the median of the N paired ratios (budgeted step time / budget-free step time), with
 a distribution-free 95% interval; CPU time is shown beside wall time, and the
 overhead the runtime accounts for (recompute + bookkeeping + swap stalls on top
 of the budget-free step) beside the measured one. Losses are bitwise the same.
