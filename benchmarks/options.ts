@@ -157,7 +157,7 @@ const DOCS: readonly OptionDoc[] = [
     name: "steps",
     arg: "N",
     doc:
-      "measured steps per copy of a live measurement (after 2 warm-up steps; budget-free and budgeted steps interleaved; 6 give a 95% interval)",
+      "measured steps per copy of a live measurement (after 2 warm-up steps, once the suite has warmed the process up; budget-free and budgeted steps interleaved; 6 give a 95% interval)",
     def: "6 (quick: 5)",
   },
   {
