@@ -69,3 +69,37 @@ Deno.test("copy-on-write: none at an ample budget, copies without one and under 
     assert.deepEqual(r.weights, free.weights);
   }
 });
+
+Deno.test("an in-place update keeps the node of a leaf no call read, and retires one that was read", () => {
+  const ref = new ReferenceBackend();
+  const rt = new Runtime({ backend: ref, timeline: false });
+  const n = 4, bytes = 4 * n;
+  const param = [1, 2, 3, 4], grad = [0.5, -1, 2, 0], mom = [0.1, 0.2, 0.3, 0.4];
+  const p = rt.alloc(bytes), g = rt.alloc(bytes), m = rt.alloc(bytes), y = rt.alloc(bytes);
+  rt.write(p, new Float32Array(param));
+  rt.write(g, new Float32Array(grad));
+  rt.write(m, new Float32Array(mom));
+  rt.run("relu", [p], [y], [n]); // a recorded call reads the parameter, none the momentum
+  const node = (b: typeof p) => (b as unknown as { storage: { tensors: unknown[] } }).storage;
+  const [p0, m0] = [node(p).tensors[0], node(m).tensors[0]];
+  // lr 0.1, momentum 0.9, not the first step: buf = 0.9 buf + g; param -= 0.1 buf
+  rt.run("sgd_update", [p, g, m], [], [n, 0.1, 0.9, 0, 0, 0, 0]);
+  assert.equal(node(m).tensors[0], m0, "the unread momentum keeps its node");
+  assert.notEqual(node(p).tensors[0], p0, "the parameter a call read takes a new leaf");
+  // The same update on the bare backend is the oracle, bit for bit.
+  const f32 = (be: { read(b: typeof p): Uint8Array }, b: typeof p) =>
+    Array.from(new Float32Array(be.read(b).slice().buffer));
+  const bare = new ReferenceBackend();
+  const [bp, bg, bm] = [param, grad, mom].map((v) => {
+    const b = bare.alloc(bytes);
+    bare.write(b, new Float32Array(v));
+    return b;
+  }) as [typeof p, typeof p, typeof p];
+  bare.run("sgd_update", [bp, bg, bm], [], [n, 0.1, 0.9, 0, 0, 0, 0]);
+  assert.deepEqual(f32(rt, m), f32(bare, bm));
+  assert.deepEqual(f32(rt, p), f32(bare, bp));
+  assert.notDeepEqual(f32(rt, p), param, "the update changed the parameter");
+  // the value computed from the old parameter is still the old one's relu
+  assert.deepEqual(f32(rt, y), param);
+  for (const b of [p, g, m, y]) rt.free(b);
+});

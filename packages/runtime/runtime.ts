@@ -126,6 +126,14 @@ function inputTensor(kernel: KernelName, ins: readonly VirtualBuffer[], i: numbe
   return t;
 }
 
+/** `s` holds one leaf value, on the device, that no recorded call read. */
+function unreadLeaf(s: StorageNode): boolean {
+  const ts = s.tensors;
+  if (ts.length !== 1 || s.residency !== "resident") return false;
+  const t = ts[0]!;
+  return t.producer === null && t.consumers.length === 0;
+}
+
 function hasConsumers(s: StorageNode): boolean {
   for (const t of s.tensors) if (t.consumers.length > 0) return true;
   return false;
@@ -649,7 +657,9 @@ export class Runtime implements Backend {
       // new storage, so everything computed from it stays recomputable.
       for (let i = 0; i < mutated.length; i++) {
         const s = mutated[i]!;
-        ext.push(engine.overwrite(s, s.bytes % 4 === 0));
+        // A leaf no recorded call read (an optimizer's state) changes in place: no lineage
+        // refers to its old value, so its node stays (-1: nothing to retire and adopt).
+        ext.push(unreadLeaf(s) ? -1 : engine.overwrite(s, s.bytes % 4 === 0));
       }
       const bufs = this.#bufsBy[n] ?? (this.#bufsBy[n] = new Array(n));
       for (let i = 0; i < n; i++) {
@@ -671,7 +681,9 @@ export class Runtime implements Backend {
         }
       }
     });
-    for (let i = 0; i < mutated.length; i++) engine.adoptLeaf(mutated[i]!, ext[i]!, oldNames[i]!);
+    for (let i = 0; i < mutated.length; i++) {
+      if (ext[i]! >= 0) engine.adoptLeaf(mutated[i]!, ext[i]!, oldNames[i]!);
+    }
     // A static cost model prices the update once per checked entry, as for other calls.
     let fixed = checked.cost;
     if (fixed === undefined && this.#staticCost !== null) {
