@@ -25,6 +25,20 @@ function ratio(num: number, den: number): number {
   return den > 0 ? num / den : Infinity;
 }
 
+/**
+ * `c(t) / (m(t) * staleness(t))` from a storage's `compute`, `bytes` and
+ * `lastAccess` (its own, or the pool's copy): `dtr-local`'s score, and the
+ * bound below `dtr`'s and `dtr-eq`'s.
+ */
+function localScore(
+  compute: number,
+  bytes: number,
+  lastAccess: number,
+  ctx: EvictionContext,
+): number {
+  return ratio(compute, bytes * (ctx.clock - lastAccess));
+}
+
 /** `dtr`: (c(t) + sum of c over the evicted neighbourhood e*(t)) / (m(t) * staleness(t)). */
 export class DtrPolicy extends ScorePolicy {
   /** `"dtr"`. */
@@ -43,7 +57,7 @@ export class DtrPolicy extends ScorePolicy {
    * whose bound is at most one known score (same victim, far fewer walks).
    */
   override lowerBound(s: StorageNode, ctx: EvictionContext): number {
-    return ratio(s.compute, s.bytes * staleness(s, ctx));
+    return localScore(s.compute, s.bytes, s.lastAccess, ctx);
   }
 }
 
@@ -82,7 +96,7 @@ export class DtrEqPolicy extends ScorePolicy {
     lastAccess: number,
     ctx: EvictionContext,
   ): number {
-    return ratio(compute, bytes * (ctx.clock - lastAccess));
+    return localScore(compute, bytes, lastAccess, ctx);
   }
   /** While the lineage knows every class value non-negative. */
   protected override slotBoundHolds(ctx: EvictionContext): boolean {
@@ -96,7 +110,7 @@ export class DtrLocalPolicy extends ScorePolicy {
   readonly name: string = "dtr-local";
   /** c(t) / (m(t) x staleness). */
   score(s: StorageNode, ctx: EvictionContext): number {
-    return ratio(s.compute, s.bytes * staleness(s, ctx));
+    return localScore(s.compute, s.bytes, s.lastAccess, ctx);
   }
   /** The score itself, from the copied fields. */
   override slotBound(
@@ -105,7 +119,7 @@ export class DtrLocalPolicy extends ScorePolicy {
     lastAccess: number,
     ctx: EvictionContext,
   ): number {
-    return ratio(compute, bytes * (ctx.clock - lastAccess));
+    return localScore(compute, bytes, lastAccess, ctx);
   }
 }
 
