@@ -103,3 +103,35 @@ Deno.test("an in-place update keeps the node of a leaf no call read, and retires
   assert.deepEqual(f32(rt, y), param);
   for (const b of [p, g, m, y]) rt.free(b);
 });
+
+Deno.test("a static cost model prices each in-place update by the bytes it writes, shared buffers once", () => {
+  // The model's rule is the oracle: a call costs the bytes it writes.
+  const rt = new Runtime({
+    backend: new ReferenceBackend(),
+    timeline: false,
+    costModel: {
+      name: "bytes",
+      staticCallCost: true,
+      measures: false,
+      callCost: (c) => c.totalBytes,
+      swapCost: () => 0,
+    },
+  });
+  const n = 4, bytes = 4 * n;
+  const [p, g, m] = [1, 2, 3].map((v) => {
+    const b = rt.alloc(bytes);
+    rt.write(b, new Float32Array(n).fill(v));
+    return b;
+  }) as [ReturnType<Runtime["alloc"]>, ReturnType<Runtime["alloc"]>, ReturnType<Runtime["alloc"]>];
+  const sgd = [n, 0.1, 0.9, 0, 0, 0, 0];
+  const priced = (ins: ReturnType<Runtime["alloc"]>[]) => {
+    const before = rt.stats.computeNs;
+    rt.run("sgd_update", ins, [], sgd);
+    return rt.stats.computeNs - before;
+  };
+  assert.equal(priced([p, g, m]), 2 * bytes, "parameter and momentum");
+  // Same kernel, params and sizes, but the parameter is its own momentum: one buffer written.
+  assert.equal(priced([p, g, p]), bytes);
+  assert.equal(priced([p, g, m]), 2 * bytes);
+  for (const b of [p, g, m]) rt.free(b);
+});

@@ -561,12 +561,12 @@ export class Runtime implements Backend {
     // call) for plans and recordings only: without `endStep` it would grow with every call.
     if (record !== null || engine.policy.hooks !== undefined) this.#callOuts[index] = outs.slice();
     // A static cost model prices the call as the engine would after running it (from the
-    // same facts: op, params and the bytes of its fresh outputs), once per checked entry.
+    // same facts: op, params and the bytes of its fresh outputs, which the entry's sizes fix).
     let cost = checked.cost;
     if (cost === undefined && this.#staticCost !== null) {
       let totalBytes = 0;
       for (let k = 0; k < no; k++) totalBytes += outs[k]!.bytes;
-      cost = checked.cost = this.#staticCost.callCost({ op: kernel, params: p, index, totalBytes });
+      cost = this.#staticPrice(kernel, checked, index, totalBytes, true);
     }
     let results: TensorNode[];
     if (spares) {
@@ -628,6 +628,28 @@ export class Runtime implements Backend {
     return e;
   }
 
+  /**
+   * The static cost model's price of a call of `checked` that writes
+   * `totalBytes`, kept on the entry when `keep` (the price is then the same
+   * for every call of it).
+   */
+  #staticPrice(
+    kernel: KernelName,
+    checked: CheckedCall,
+    index: number,
+    totalBytes: number,
+    keep: boolean,
+  ): number {
+    const cost = this.#staticCost!.callCost({
+      op: kernel,
+      params: checked.params,
+      index,
+      totalBytes,
+    });
+    if (keep) checked.cost = cost;
+    return cost;
+  }
+
   #runInPlace(kernel: KernelName, tensors: TensorNode[], checked: CheckedCall): void {
     const engine = this.engine, params = checked.params;
     // The storages it writes, once each, with their values' names (scratch lists:
@@ -684,15 +706,13 @@ export class Runtime implements Backend {
     for (let i = 0; i < mutated.length; i++) {
       if (ext[i]! >= 0) engine.adoptLeaf(mutated[i]!, ext[i]!, oldNames[i]!);
     }
-    // A static cost model prices the update once per checked entry, as for other calls.
-    let fixed = checked.cost;
+    // A static cost model prices the update as for other calls. The bytes it writes are the
+    // entry's only when no two of its written inputs share a buffer: kept and reused only then.
+    const distinct = mutated.length === checked.mutates.length;
+    let fixed = distinct ? checked.cost : undefined;
     if (fixed === undefined && this.#staticCost !== null) {
-      fixed = checked.cost = this.#staticCost.callCost({
-        op: kernel,
-        params,
-        index: engine.callIndex - engine.stepBase,
-        totalBytes: bytes,
-      });
+      const index = engine.callIndex - engine.stepBase;
+      fixed = this.#staticPrice(kernel, checked, index, bytes, distinct);
     }
     const cost = engine.noteInPlace(kernel, params, ns, bytes, fixed);
     if (names !== null) {
