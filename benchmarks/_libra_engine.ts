@@ -41,7 +41,7 @@ import {
   DEFAULT_WARMUP_CALLS,
   runTraining,
   type RunTrainingResult,
-  WARMUP_EXTENSION_MS,
+  warmupGoesOn,
 } from "@libra/train/run-training";
 import { type Backend, manualSeed, withBackend } from "@libra/tensor";
 import type {
@@ -239,8 +239,8 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
    * JIT warm-up for the whole suite: JavaScript compiles the runtime's hot
    * paths only after thousands of calls, and that code serves every later run
    * of the process. So the first model prepared trains under a runtime until
-   * the process has made `DEFAULT_WARMUP_CALLS` runtime calls (at most 100
-   * steps, {@link WARMUP_EXTENSION_MS}), and the measured live runs then warm
+   * the process has made `DEFAULT_WARMUP_CALLS` runtime calls (as long as
+   * `warmupGoesOn` says a run's warm-up goes on), and the measured live runs then warm
    * up `runTraining`'s minimum steps each, all alike.
    */
   const warmJit = (m: ModelHandle, b: Backend, s: RunSettings) => {
@@ -251,8 +251,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
     try {
       for (
         let i = 0;
-        i < 100 && processCalls + rt.engine.callIndex < DEFAULT_WARMUP_CALLS &&
-        performance.now() - t0 < WARMUP_EXTENSION_MS;
+        warmupGoesOn(i, processCalls + rt.engine.callIndex, DEFAULT_WARMUP_CALLS, t0);
         i++
       ) {
         t.step();

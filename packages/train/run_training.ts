@@ -82,6 +82,24 @@ export const DEFAULT_WARMUP_STEPS = 2;
 export const DEFAULT_WARMUP_CALLS = 6000;
 /** The warm-up goes past its minimum steps for {@link DEFAULT_WARMUP_CALLS} for at most this long. */
 export const WARMUP_EXTENSION_MS = 4000;
+/** The most warm-up steps a run takes: its `warmupSteps`, and the steps it adds for `warmupCalls`. */
+export const MAX_WARMUP_STEPS = 100;
+
+/**
+ * Whether a warm-up past its minimum steps goes on: it has run `steps` steps
+ * (fewer than {@link MAX_WARMUP_STEPS}), made `calls` runtime calls (fewer
+ * than `target`), and went past its minimum at `sinceMs` (`performance.now()`),
+ * less than {@link WARMUP_EXTENSION_MS} ago.
+ */
+export function warmupGoesOn(
+  steps: number,
+  calls: number,
+  target: number,
+  sinceMs: number,
+): boolean {
+  return steps < MAX_WARMUP_STEPS && calls < target &&
+    performance.now() - sinceMs < WARMUP_EXTENSION_MS;
+}
 /** Measured and accounted overheads that differ by more than this fraction get a warning. */
 export const AGREEMENT_TOLERANCE = 0.1;
 
@@ -311,8 +329,10 @@ function checkOptions(o: RunTrainingOptions): void {
     throw new RangeError(`steps must be an integer in 1..${MAX_STEPS}, got ${o.steps}`);
   }
   const warm = o.warmupSteps ?? DEFAULT_WARMUP_STEPS;
-  if (!Number.isInteger(warm) || warm < 1 || warm > 100) {
-    throw new RangeError(`warmupSteps must be an integer in 1..100, got ${o.warmupSteps}`);
+  if (!Number.isInteger(warm) || warm < 1 || warm > MAX_WARMUP_STEPS) {
+    throw new RangeError(
+      `warmupSteps must be an integer in 1..${MAX_WARMUP_STEPS}, got ${o.warmupSteps}`,
+    );
   }
   const warmCalls = o.warmupCalls ?? DEFAULT_WARMUP_CALLS;
   if (!Number.isInteger(warmCalls) || warmCalls < 0 || warmCalls > 1_000_000) {
@@ -579,9 +599,8 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     const calls0 = rt.engine.callIndex;
     const more = (i: number) => {
       if (i < minWarmup) return true;
-      if (i >= 100 || rt.engine.callIndex - calls0 >= warmupCalls) return false;
       if (i === minWarmup) extendedFrom = performance.now();
-      return performance.now() - extendedFrom < WARMUP_EXTENSION_MS;
+      return warmupGoesOn(i, rt.engine.callIndex - calls0, warmupCalls, extendedFrom);
     };
     for (let i = 0; more(i); i++) {
       const n = Math.max(minWarmup, i + 1);

@@ -15,6 +15,7 @@ import {
   DEFAULT_WARMUP_CALLS,
   DEFAULT_WARMUP_STEPS,
   MAX_STEPS,
+  MAX_WARMUP_STEPS,
   runTraining,
   type RunTrainingResult,
   WARMUP_EXTENSION_MS,
@@ -51,8 +52,8 @@ Options:
   --budget-ratio R   budget as a fraction of the budget-free peak, in (0, 1] (required)
   --steps N          measured steps per copy, 1..${MAX_STEPS}; default ${DEFAULT_STEPS}
                      (6 or more give a 95% interval)
-  --warmup W         warm-up steps per copy, at the least, 1..100; default ${DEFAULT_WARMUP_STEPS}
-  --warmup-calls K   and more steps (up to 100, for at most ${
+  --warmup W         warm-up steps per copy, at the least, 1..${MAX_WARMUP_STEPS}; default ${DEFAULT_WARMUP_STEPS}
+  --warmup-calls K   and more steps (up to ${MAX_WARMUP_STEPS}, for at most ${
     WARMUP_EXTENSION_MS / 1000
   } s) until the
                      runtime has run K calls, 0..1000000; default ${DEFAULT_WARMUP_CALLS}
@@ -197,7 +198,7 @@ export function main(args: string[]): number {
   }
   const steps = intFlag("steps", values.steps, 1, MAX_STEPS);
   if (typeof steps === "string") return fail(steps);
-  const warmup = intFlag("warmup", values.warmup, 1, 100);
+  const warmup = intFlag("warmup", values.warmup, 1, MAX_WARMUP_STEPS);
   if (typeof warmup === "string") return fail(warmup);
   const warmupCalls = intFlag("warmup-calls", values["warmup-calls"], 0, 1_000_000);
   if (typeof warmupCalls === "string") return fail(warmupCalls);
