@@ -142,15 +142,10 @@ export class OrphanSet {
     s.orphan = true;
     this.size++;
   }
-  /** Unmarks `s`; returns whether it was marked. */
-  delete(s: StorageNode): boolean {
-    if (!s.orphan) return false;
+  /** Unmarks `s` (no-op when unmarked). */
+  delete(s: StorageNode): void {
+    if (!s.orphan) return;
     s.orphan = false;
     this.size--;
-    return true;
-  }
-  /** Whether `s` is marked. */
-  has(s: StorageNode): boolean {
-    return s.orphan;
   }
 }

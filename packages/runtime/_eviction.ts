@@ -242,6 +242,19 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
   }
 }
 
+/**
+ * When the swap-in of `s` on the copy stream completes (copy-engine time), or
+ * -1 when none is pending; forgets it either way.
+ */
+export function takeReady(k: EngineState, s: StorageNode): number {
+  const t = s.readyAt;
+  if (t >= 0) {
+    s.readyAt = -1;
+    k.readyCount--;
+  }
+  return t;
+}
+
 /** Brings swapped `s` back into new device memory (reserving it first). */
 export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   reserve(e, k, s.bytes);

@@ -19,6 +19,7 @@ import {
   refreshPool,
   reserve,
   swapIn,
+  takeReady,
   unlock,
 } from "./_eviction.ts";
 import { clearList } from "@libra/util/list";
@@ -145,11 +146,8 @@ function awaitCopies(e: Engine, k: EngineState, call: CallNode): void {
   let wait = 0;
   if (k.readyCount > 0) {
     for (const inp of call.inputs) {
-      const s = inp.storage, t = s.readyAt;
-      if (t < 0) continue;
-      s.readyAt = -1;
-      k.readyCount--;
-      wait += ce.waitUntil(t);
+      const t = takeReady(k, inp.storage);
+      if (t >= 0) wait += ce.waitUntil(t);
     }
   }
   if (k.budget !== Infinity) {

@@ -12,7 +12,7 @@
 import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
 import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
-import { addUsed, evict, lock, now, refreshPool, reserve, unlock } from "./_eviction.ts";
+import { addUsed, evict, lock, now, refreshPool, reserve, takeReady, unlock } from "./_eviction.ts";
 import { materialize } from "./_remat.ts";
 import { clearList } from "@libra/util/list";
 
@@ -109,10 +109,7 @@ export function freeStorage(e: Engine, k: EngineState, s: StorageNode): void {
   }
   k.pool.remove(s);
   s.residency = "freed";
-  if (s.readyAt >= 0) {
-    s.readyAt = -1;
-    k.readyCount--;
-  }
+  takeReady(k, s);
   for (const t of s.tensors) t.defined = false;
   e.lineage.removeStorage(s);
   if (k.orphans.size > 0) k.orphans.delete(s);
