@@ -383,6 +383,28 @@ export class Lineage {
     this.#edgeEpoch++;
   }
 
+  /**
+   * After a collection freed storages and cut the calls that only fed freed
+   * ones (the only edges it removes): `s`'s kept neighbour list lapses if it
+   * names a freed storage. A list that names none is the one a walk would
+   * make now, and one that does is only worth dropping so that it keeps no
+   * dead storage alive: a freed storage is never evicted again, so it counts
+   * in no {@link neighborClassCost} (which keeps the order of the others).
+   * Every other list stays valid, where {@link edgesChanged} would make
+   * every storage walk its neighbours again.
+   */
+  dropFreedNeighbors(s: StorageNode): void {
+    const list = s.neighborList;
+    if (list === null) return;
+    for (let i = 0; i < list.length; i++) {
+      if (list[i]!.residency === "freed") {
+        s.neighborList = null;
+        s.neighborListAt = 0;
+        return;
+      }
+    }
+  }
+
   readonly #scratch: StorageNode[] = [];
   readonly #roots: EqNode[] = [];
 

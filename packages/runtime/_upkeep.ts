@@ -499,13 +499,17 @@ export function collect(e: Engine, k: EngineState): number {
     freed++;
   }
   clearList(dead);
-  let pruned = false;
+  const lineage = e.lineage;
   for (let a = 0; a < all.length; a++) {
+    const s = all[a]!;
     // freed above: no longer in the table
-    if (all[a]!.residency !== "freed" && pruneDeadConsumers(all[a]!)) pruned = true;
+    if (s.residency === "freed") continue;
+    pruneDeadConsumers(s);
+    // The edges cut lead to freed storages only: what a kept neighbour list names of
+    // them never counts again, so only a list naming a freed storage lapses.
+    lineage.dropFreedNeighbors(s);
   }
   clearList(all);
-  if (pruned) e.lineage.edgesChanged();
   e.stats.bookkeepingNs += (now() - t0) * 1e6;
   return freed;
 }
@@ -538,12 +542,11 @@ function markInputs(cur: StorageNode, needed: number, stack: StorageNode[]): voi
 
 /**
  * {@link collect}: drops the calls whose outputs are all freed from the
- * consumer lists of `s`'s tensors; returns whether it dropped any. A new list
- * only where a call is dead (a walk up the stack may be iterating this one).
+ * consumer lists of `s`'s tensors. A new list only where a call is dead (a
+ * walk up the stack may be iterating this one).
  */
-function pruneDeadConsumers(s: StorageNode): boolean {
+function pruneDeadConsumers(s: StorageNode): void {
   const ts = s.tensors;
-  let pruned = false;
   for (let i = 0; i < ts.length; i++) {
     const t = ts[i]!;
     const cs = t.consumers;
@@ -553,9 +556,7 @@ function pruneDeadConsumers(s: StorageNode): boolean {
     const kept = cs.slice(0, j);
     for (j++; j < cs.length; j++) if (!allFreed(cs[j]!)) kept.push(cs[j]!);
     t.consumers = kept;
-    pruned = true;
   }
-  return pruned;
 }
 
 function allFreed(call: CallNode): boolean {
