@@ -18,10 +18,12 @@
  * ```
  */
 export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
+  // The state in a typed array: as a closure's number it was a fresh heap number on
+  // most draws (above the small-integer range), which a sampling search draws ~100 of.
+  const state = new Int32Array(1);
+  state[0] = seed;
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
+    let t = state[0] = (state[0]! + 0x6d2b79f5) | 0;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
