@@ -82,21 +82,31 @@ export class DtrEqPolicy extends ScorePolicy {
     lastAccess: number,
     ctx: EvictionContext,
   ): number {
-    const c = compute + ctx.lineage.neighborClassCost(s);
-    return ratio(c, bytes * (ctx.clock - lastAccess));
+    const nc = ctx.lineage.neighborClassCost(s);
+    this.lastFloor = nc;
+    return ratio(compute + nc, bytes * (ctx.clock - lastAccess));
   }
   /**
-   * `c(t) / (m(t) * staleness(t))`: with no class of negative value the
-   * neighbouring class cost is a sum of non-negative numbers, and adding it
-   * and dividing round monotonically, so this never exceeds {@link score}.
+   * The lineage's {@link Lineage.neighborCostEpoch}: within it the
+   * neighbouring class cost only grows, so one found is a floor of it.
+   */
+  protected override floorEpoch(ctx: EvictionContext): number {
+    return ctx.lineage.neighborCostEpoch;
+  }
+  /**
+   * `(c(t) + floor) / (m(t) * staleness(t))`: with no class of negative
+   * value the neighbouring class cost is a sum of non-negative numbers, at
+   * least the floor kept of it in this epoch (0 when none), and adding it and
+   * dividing round monotonically, so this never exceeds {@link score}.
    */
   override slotBound(
     compute: number,
     bytes: number,
     lastAccess: number,
     ctx: EvictionContext,
+    floor: number,
   ): number {
-    return localScore(compute, bytes, lastAccess, ctx);
+    return localScore(compute + floor, bytes, lastAccess, ctx);
   }
   /** While the lineage knows every class value non-negative. */
   protected override slotBoundHolds(ctx: EvictionContext): boolean {

@@ -33,6 +33,15 @@ export const SLOT_LAST_ACCESS = 0;
 export const SLOT_COMPUTE = 1;
 /** Offset of a member's `bytes` in its record of {@link EvictablePool.slots}. */
 export const SLOT_BYTES = 2;
+/**
+ * Offset of the policy's floor in a member's record of
+ * {@link EvictablePool.slots}: what a {@link ScorePolicy} with a
+ * {@link ScorePolicy.floorEpoch} keeps of the part of a member's score that
+ * only grows within that epoch (`dtr-eq`: the neighbouring class cost), 0
+ * when it knows none. The pool sets it to 0 when a member enters and moves it
+ * with the member; only the policy writes it otherwise.
+ */
+export const SLOT_FLOOR = 3;
 
 /** The evictable pool: insertion-ordered, with O(1) random access for sampling. */
 export interface EvictablePool {
@@ -47,7 +56,7 @@ export interface EvictablePool {
    * {@link SLOT_STRIDE} numbers per position `i` from `i * SLOT_STRIDE`: the
    * member's `lastAccess`, `compute` and `bytes` at {@link SLOT_LAST_ACCESS},
    * {@link SLOT_COMPUTE} and {@link SLOT_BYTES}, equal to the storage's own
-   * while a policy chooses. A sampled search reads a candidate's record (one
+   * while a policy chooses, and the policy's {@link SLOT_FLOOR}. A sampled search reads a candidate's record (one
    * cache line) instead of the storage (several) to rule it out by a
    * {@link ScorePolicy.slotBound}.
    */
@@ -212,7 +221,26 @@ export abstract class ScorePolicy implements EvictionPolicy {
    * {@link EvictablePool.slots}, the sampled search scores only the sampled
    * storages whose bound does not exceed one known score (same victim).
    */
-  slotBound?(compute: number, bytes: number, lastAccess: number, ctx: EvictionContext): number;
+  slotBound?(
+    compute: number,
+    bytes: number,
+    lastAccess: number,
+    ctx: EvictionContext,
+    floor: number,
+  ): number;
+
+  /**
+   * Optional: the epoch within which the part of a score that
+   * {@link lastFloor} reports only grows (while {@link slotBoundHolds}). A
+   * policy that defines it keeps, in each scored member's
+   * {@link SLOT_FLOOR}, a lower bound of that part, and gets it back as
+   * {@link slotBound}'s `floor` until the epoch changes (0 otherwise): a
+   * member scored once is then ruled out by its bound alone.
+   */
+  protected floorEpoch?(ctx: EvictionContext): number;
+
+  /** Set by {@link slotScore} of a policy with a {@link floorEpoch}: the growing part it found. */
+  protected lastFloor = 0;
 
   /**
    * Optional {@link score} of `s` with its `compute`, `bytes` and
@@ -354,10 +382,11 @@ export abstract class ScorePolicy implements EvictionPolicy {
   /**
    * The sampled search's victim (the last of the `k` sampled storages with
    * the lowest score), scoring few of them: their bounds come from the pool's
-   * slots, and they are scored in the order of their bounds until the next
-   * bound exceeds the lowest score so far; every storage left scores above
-   * that, so it can be no victim. Draws the same numbers as the plain
-   * sampled search.
+   * slots, and they are scored in increasing order of their bounds (a heap)
+   * until the next bound exceeds the lowest score so far; every storage left
+   * scores above that, so it can be no victim. Draws the same numbers as the
+   * plain sampled search, and picks the same storage: the lowest score, ties
+   * to the later sample, whatever order the scores come in.
    */
   #boundedSample(
     ctx: EvictionContext,
@@ -366,13 +395,22 @@ export abstract class ScorePolicy implements EvictionPolicy {
     minBytes: number,
   ): StorageNode | null {
     const pool = ctx.pool, n = pool.size, only = ctx.onlyDroppable === true;
+    // Floors are read once the slots are known to hold this epoch's (or none), and kept
+    // only when the epoch is the one of the last search: one that changes at every
+    // search would clear what was kept for nothing.
+    let floors = false, keep = false;
+    if (this.floorEpoch !== undefined) {
+      floors = true;
+      keep = keptFloors(slots, this, ctx.lineage, this.floorEpoch(ctx), n);
+    }
     if (this.#sampled.length < k) {
       this.#sampled = new Int32Array(2 * k);
       this.#order = new Int32Array(2 * k);
       this.#sampleBounds = new Float64Array(2 * k);
     }
     // Candidate t (in sampling order, t < m): pool position sampled[t], bound
-    // bounds[t]; left: the candidates not scored yet.
+    // bounds[t] (a NaN bound as -Infinity: such a candidate is always scored);
+    // order: a min-heap of the candidates not scored yet, by bound.
     const sampled = this.#sampled, order = this.#order, bounds = this.#sampleBounds;
     let m = 0;
     for (let j = 0; j < k; j++) {
@@ -381,37 +419,32 @@ export abstract class ScorePolicy implements EvictionPolicy {
       const bytes = slots[o + SLOT_BYTES]!;
       if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
       sampled[m] = i;
-      bounds[m] = this.slotBound!(
+      const b = this.slotBound!(
         slots[o + SLOT_COMPUTE]!,
         bytes,
         slots[o + SLOT_LAST_ACCESS]!,
         ctx,
+        floors ? slots[o + SLOT_FLOOR]! : 0,
       );
+      bounds[m] = b === b ? b : -Infinity;
       order[m] = m;
       m++;
     }
-    // The candidate of the lowest bound first, then the others in sampling
-    // order, skipping those whose bound exceeds the lowest score so far.
-    let first = -1, lo = Infinity;
-    for (let t = 0; t < m; t++) {
-      const b = bounds[t]!;
-      if (b < lo) {
-        lo = b;
-        first = t;
-      }
-    }
+    for (let h = (m >> 1) - 1; h >= 0; h--) siftDown(order, bounds, h, m);
     let scored = 0;
     let best = -1, bestScore = Infinity;
-    if (first >= 0) {
-      bestScore = this.#slotScore(pool, slots, sampled[first]!, ctx);
-      scored++;
-      if (bestScore !== bestScore) bestScore = Infinity;
-      else best = first;
-    }
-    for (let t = 0; t < m; t++) {
-      if (t === first || bounds[t]! > bestScore) continue;
+    let left = m;
+    while (left > 0) {
+      const t = order[0]!;
+      if (bounds[t]! > bestScore) break; // and so are all the others'
+      order[0] = order[--left]!;
+      siftDown(order, bounds, 0, left);
       const sc = this.#slotScore(pool, slots, sampled[t]!, ctx);
       scored++;
+      if (keep) {
+        slots[sampled[t]! * SLOT_STRIDE + SLOT_FLOOR] = this.lastFloor * FLOOR_MARGIN;
+        markFloors(slots);
+      }
       // Ties go to the later sample, as in the plain search (`<=` in sampling order).
       if (sc < bestScore || (sc === bestScore && t > best)) {
         bestScore = sc;
@@ -440,4 +473,76 @@ export abstract class ScorePolicy implements EvictionPolicy {
   #sampled: Int32Array = new Int32Array(0);
   #order: Int32Array = new Int32Array(0);
   #sampleBounds: Float64Array = new Float64Array(0);
+}
+
+/**
+ * Restores the min-heap order of `heap[0..size)` (candidates keyed by
+ * `keys[candidate]`) below position `h`.
+ */
+function siftDown(heap: Int32Array, keys: Float64Array, h: number, size: number): void {
+  const item = heap[h]!, key = keys[item]!;
+  for (;;) {
+    let c = 2 * h + 1;
+    if (c >= size) break;
+    if (c + 1 < size && keys[heap[c + 1]!]! < keys[heap[c]!]!) c++;
+    if (keys[heap[c]!]! >= key) break;
+    heap[h] = heap[c]!;
+    h = c;
+  }
+  heap[h] = item;
+}
+
+/**
+ * A kept floor is the part found times this: the same values summed in
+ * another order (classes merged since) may round below the sum found, by far
+ * less than this margin, so the floor stays below the part as it is now.
+ */
+const FLOOR_MARGIN = 1 - 2 ** -20;
+
+/** Whose floors a pool's slots hold, and in which epoch (see {@link keptFloors}). */
+interface FloorState {
+  kind: unknown;
+  owner: unknown;
+  epoch: number;
+  /** Some floor may be non-zero. */
+  dirty: boolean;
+}
+
+/** Per slots array (a pool's, replaced when it grows). */
+const FLOORS = new WeakMap<Float64Array, FloorState>();
+
+/**
+ * Makes the floors of `slots` (a pool of `size` members) hold for `policy`'s
+ * kind, `owner` (the lineage) and `epoch`, clearing them when they may be
+ * another's (an array not seen before may be a grown pool's copy); returns
+ * whether they did already, so that the search may keep more.
+ */
+function keptFloors(
+  slots: Float64Array,
+  policy: object,
+  owner: unknown,
+  epoch: number,
+  size: number,
+): boolean {
+  const kind = policy.constructor;
+  const st = FLOORS.get(slots);
+  if (st !== undefined && st.kind === kind && st.owner === owner && st.epoch === epoch) {
+    return true;
+  }
+  if (st === undefined || st.dirty) {
+    for (let o = SLOT_FLOOR; o < size * SLOT_STRIDE; o += SLOT_STRIDE) slots[o] = 0;
+  }
+  if (st === undefined) FLOORS.set(slots, { kind, owner, epoch, dirty: false });
+  else {
+    st.kind = kind;
+    st.owner = owner;
+    st.epoch = epoch;
+    st.dirty = false;
+  }
+  return false;
+}
+
+/** A floor of `slots` was written (see {@link keptFloors}). */
+function markFloors(slots: Float64Array): void {
+  FLOORS.get(slots)!.dirty = true;
 }

@@ -123,3 +123,47 @@ Deno.test("dtr-eq's slot bound waits for non-negative classes", () => {
   const { lineage: l2 } = randomState(5, 200, false);
   assert.equal(l2.classesNonNegative, true);
 });
+
+Deno.test("dtr-eq's kept floors pick the plain sample's victims as classes grow and shrink", () => {
+  let spared = 0, trials = 0;
+  for (let seed = 1; seed <= 30; seed++) {
+    const rng = mulberry32(1000 + seed);
+    const { lineage, pool: resident, clock } = randomState(seed, 120 + seed * 5, false);
+    // Half of the resident storages form the pool; the others (and the evicted ones)
+    // change between searches: evictions grow classes, re-materializations shrink them.
+    const pool = resident.filter((_, i) => i % 2 === 0);
+    const others = resident.filter((_, i) => i % 2 === 1);
+    if (pool.length <= 16) continue;
+    trials++;
+    const plain = createPolicy("dtr-eq", { mode: "sqrt", seed }) as ScorePolicy;
+    const ranked = createPolicy("dtr-eq", { mode: "sqrt", seed }) as ScorePolicy;
+    const plainCtx = ctxOf(lineage, arrayPool(pool), clock);
+    const rankedCtx = ctxOf(lineage, slotPool(pool), clock);
+    const k = Math.ceil(Math.sqrt(pool.length));
+    for (let c = 0; c < 60; c++) {
+      const want = plain.choose(plainCtx);
+      const got = ranked.choose(rankedCtx);
+      assert.equal(got[0]?.storage.id, want[0]?.storage.id, `seed ${seed}, choice ${c}`);
+      if (ranked.scored < k / 4) spared++;
+      // Mostly quiet stretches (the floors kept), now and then a change.
+      const r = rng();
+      if (r < 0.15) {
+        const s = others[Math.floor(rng() * others.length)]!;
+        if (s.residency === "resident") {
+          s.residency = "evicted";
+          lineage.joinEvictedClass(s);
+        }
+      } else if (r < 0.3) {
+        // Any evicted storage: most classes next to the pool predate the searches.
+        const evicted = [...lineage.storages.values()].filter((s) => s.residency === "evicted");
+        const s = evicted[Math.floor(rng() * evicted.length)];
+        if (s !== undefined) {
+          lineage.leaveClass(s);
+          s.residency = "resident";
+        }
+      }
+    }
+  }
+  assert.ok(trials >= 20, `enough pools to sample (${trials})`);
+  assert.ok(spared > 0, "kept floors spared scoring");
+});

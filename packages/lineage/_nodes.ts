@@ -171,6 +171,7 @@ export class StorageNode {
         if (o.cachesEvictedNeighbors) o.evictedNeighborAppeared(this);
       } else {
         if (o.tracksNeighborhoods) o.neighborhoodChanged(this);
+        o.neighborCostEpoch++;
         this.#residency = r;
       }
       return;

@@ -311,6 +311,7 @@ export class Lineage {
    */
   leaveClass(s: StorageNode): void {
     if (s.eq !== null) {
+      this.neighborCostEpoch++;
       addToClass(s.eq, -s.compute);
       if (!(find(s.eq).value >= 0)) this.classesNonNegative = false;
       s.eq = null;
@@ -327,6 +328,7 @@ export class Lineage {
 
   /** `s`'s value is gone (freed or retired): it holds no class (the class keeps its value). */
   forgetClass(s: StorageNode): void {
+    if (s.eq !== null) this.neighborCostEpoch++;
     s.eq = null;
   }
 
@@ -381,7 +383,19 @@ export class Lineage {
    */
   edgesChanged(): void {
     this.#edgeEpoch++;
+    this.neighborCostEpoch++;
   }
+
+  /**
+   * Changes whenever some storage's {@link neighborClassCost} may have gone
+   * down: a storage left `evicted`, left or lost its class, or edges were cut
+   * or tensors moved. In between, every one only grows (new edges and
+   * evictions add classes; a merge's value is the sum of what it joins),
+   * while {@link classesNonNegative} holds: a cost found then stays a lower
+   * bound until this changes (up to rounding: a sum of the same values added
+   * in another order).
+   */
+  neighborCostEpoch = 1;
 
   /**
    * After a collection freed storages and cut the calls that only fed freed
@@ -587,6 +601,7 @@ export class Lineage {
     this.#nbhdVersion++;
     // Edges may be gone or tensors moved: the kept neighbour lists lapse too.
     this.#edgeEpoch++;
+    this.neighborCostEpoch++;
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   type EvictablePool,
   SLOT_BYTES,
   SLOT_COMPUTE,
+  SLOT_FLOOR,
   SLOT_LAST_ACCESS,
   SLOT_STRIDE,
 } from "@libra/evict";
@@ -27,8 +28,9 @@ export class Pool implements EvictablePool {
   readonly items: StorageNode[] = [];
   /**
    * Per position `i`: the member's `lastAccess`, `compute` and `bytes` at
-   * `i * SLOT_STRIDE` plus `SLOT_LAST_ACCESS`, `SLOT_COMPUTE`, `SLOT_BYTES`
-   * (replaced by a larger array as the pool grows).
+   * `i * SLOT_STRIDE` plus `SLOT_LAST_ACCESS`, `SLOT_COMPUTE`, `SLOT_BYTES`,
+   * and the policy's floor at `SLOT_FLOOR` (0 when a member enters, moved
+   * with it; replaced by a larger array as the pool grows).
    */
   slots: Float64Array = new Float64Array(64 * SLOT_STRIDE);
   /** Summed bytes of the members. */
@@ -61,6 +63,7 @@ export class Pool implements EvictablePool {
     slots[o + SLOT_LAST_ACCESS] = s.lastAccess;
     slots[o + SLOT_COMPUTE] = s.compute;
     slots[o + SLOT_BYTES] = s.bytes;
+    slots[o + SLOT_FLOOR] = 0;
     const tail = this.#tail;
     this.#prev[i] = tail;
     this.#next[i] = -1;
@@ -96,6 +99,7 @@ export class Pool implements EvictablePool {
       slots[o + SLOT_LAST_ACCESS] = slots[p + SLOT_LAST_ACCESS]!;
       slots[o + SLOT_COMPUTE] = slots[p + SLOT_COMPUTE]!;
       slots[o + SLOT_BYTES] = slots[p + SLOT_BYTES]!;
+      slots[o + SLOT_FLOOR] = slots[p + SLOT_FLOOR]!;
     }
     s.poolIndex = -1;
     this.bytes -= s.bytes;
