@@ -175,20 +175,61 @@ export class Lineage {
       const s = outs[i]!.storage;
       s.compute = storageCompute(s);
     }
-    if (this.cachesEvictedNeighbors) {
-      // New edges between every input and output storage: their caches lapse.
+    if (this.cachesEvictedNeighbors) this.#newEdges(call);
+    return call.outputs;
+  }
+
+  /**
+   * A new call's edges, once {@link neighborClassCost} has been asked: no
+   * storage they touch is known to have no evicted neighbour, and their kept
+   * neighbour lists are made what a walk would make now, where that is
+   * cheap and sure, or lapse. Sure when every output is fresh (its storage
+   * holds only its new tensor: it had no edges, so no list names it): an
+   * output's list is the call's distinct input storages, and an input
+   * storage holding one tensor walks the new call last, so its kept list
+   * gains the outputs at its end. Made here, while these storages are in
+   * the cache, rather than by a walk when a sampled search first scores them.
+   */
+  #newEdges(call: CallNode): void {
+    const inputs = call.inputs, outs = call.outputs;
+    let sure = this.cachesNeighborLists;
+    for (let i = 0; i < outs.length && sure; i++) {
+      if (outs[i]!.storage.tensors.length !== 1) sure = false;
+    }
+    if (!sure) {
       for (let i = 0; i < inputs.length; i++) {
         const s = inputs[i]!.storage;
         s.noEvictedNeighbors = 0;
         s.neighborListAt = 0;
       }
-      for (let i = 0; i < n; i++) {
+      for (let i = 0; i < outs.length; i++) {
         const s = outs[i]!.storage;
         s.noEvictedNeighbors = 0;
         s.neighborListAt = 0;
       }
+      return;
     }
-    return call.outputs;
+    const epoch = this.#edgeEpoch;
+    const stamp = this.nextStamp();
+    const ins: StorageNode[] = [];
+    for (let i = 0; i < inputs.length; i++) {
+      const s = inputs[i]!.storage;
+      if (s.stamp === stamp) continue;
+      s.stamp = stamp;
+      ins.push(s);
+      s.noEvictedNeighbors = 0;
+      const list = s.neighborList;
+      if (list !== null && s.neighborListAt === epoch && s.tensors.length === 1) {
+        for (let k = 0; k < outs.length; k++) list.push(outs[k]!.storage);
+      } else s.neighborListAt = 0;
+    }
+    for (let k = 0; k < outs.length; k++) {
+      const s = outs[k]!.storage;
+      s.noEvictedNeighbors = 0;
+      // Each its own list: a list grows in place when its storage is read.
+      s.neighborList = k === 0 ? ins : ins.slice();
+      s.neighborListAt = epoch;
+    }
   }
 
   /**
@@ -376,6 +417,11 @@ export class Lineage {
   cachesNeighborLists = true;
   /** Changes with every edge removed or tensor moved (see {@link edgesChanged}); from 1. */
   #edgeEpoch = 1;
+
+  /** The epoch a kept neighbour list is valid in (see {@link StorageNode.neighborListAt}). */
+  get neighborListEpoch(): number {
+    return this.#edgeEpoch;
+  }
 
   /**
    * Edges were cut or tensors moved between storages (a new call's edges

@@ -198,3 +198,67 @@ Deno.test("Lineage.neighborClassCost() remembers storages without evicted neighb
   }
   assert.ok(hits > 1000, `the cache answered (${hits} times)`);
 });
+
+/** Every neighbour of `s` in the order a walk finds them (the test's own walk). */
+function walkNeighbors(s: StorageNode): StorageNode[] {
+  const out: StorageNode[] = [];
+  const add = (n: StorageNode) => {
+    if (n !== s && !out.includes(n)) out.push(n);
+  };
+  for (const t of s.tensors) {
+    for (const inp of t.producer?.inputs ?? []) add(inp.storage);
+    for (const c of t.consumers) for (const o of c.outputs) add(o.storage);
+  }
+  return out;
+}
+
+Deno.test("Lineage keeps the neighbour lists a new call extends equal to a walk's", () => {
+  for (let seed = 1; seed <= 20; seed++) {
+    let a = seed;
+    // A small LCG: uniforms in [0, 1).
+    const rng = () => (a = (Math.imul(a, 1664525) + 1013904223) >>> 0) / 4294967296;
+    const g = new Lineage();
+    const ts: TensorNode[] = [g.addLeaf(16, "x")];
+    ts[0]!.storage.residency = "resident";
+    let kept = 0, extended = 0;
+    for (let i = 0; i < 300; i++) {
+      const pick = () => ts[Math.floor(rng() * ts.length)]!;
+      const inputs = rng() < 0.4 ? [pick(), pick()] : [pick()];
+      const r = rng();
+      // Fresh outputs mostly; now and then two outputs, a view, or an output into a
+      // storage that already holds a value (where lists must lapse).
+      const outputs = r < 0.1
+        ? [{ bytes: 16 }, { bytes: 32 }]
+        : r < 0.15
+        ? [{ bytes: 0, alias: 0 }]
+        : r < 0.2
+        ? [{ bytes: 16, storage: pick().storage }]
+        : [{ bytes: 16 }];
+      const before = new Map(
+        [...g.storages.values()].map((s) => [s, s.neighborList?.length ?? -1]),
+      );
+      const made = g.addCall("f", [], inputs, outputs, 1 + Math.floor(rng() * 5));
+      for (const t of made) {
+        t.storage.residency = rng() < 0.4 ? "evicted" : "resident";
+        if (t.storage.residency === "evicted") g.joinEvictedClass(t.storage);
+        ts.push(t);
+      }
+      // Asking for class costs keeps lists (from the first question on).
+      for (let q = 0; q < 3; q++) g.neighborClassCost(pick().storage);
+      for (const s of g.storages.values()) {
+        if (s.neighborList === null || s.neighborListAt === 0) continue;
+        // Only lists valid now are compared: a lapsed one is walked again when asked.
+        const valid = s.neighborListAt === g.neighborListEpoch;
+        if (!valid) continue;
+        kept++;
+        if ((before.get(s) ?? -1) >= 0 && s.neighborList.length > before.get(s)!) extended++;
+        assert.deepEqual(
+          s.neighborList.map((n) => n.id),
+          walkNeighbors(s).map((n) => n.id),
+          `seed ${seed}, call ${i}, storage ${s.id}`,
+        );
+      }
+    }
+    assert.ok(kept > 100 && extended > 10, `lists kept (${kept}) and extended (${extended})`);
+  }
+});
