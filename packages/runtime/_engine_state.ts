@@ -66,8 +66,8 @@ export class EngineState {
   pricing: CallNode | null = null;
   /**
    * Keep `dtr-eq`'s evicted equivalence classes (`StorageNode.eq`, through
-   * the lineage's `joinEvictedClass`, `leaveClass`, `forgetClass`): on from
-   * the first policy that needs them (see `PolicyNeeds`), for good.
+   * the lineage's `joinEvictedClass`, `leaveClass`, `forgetClass`): on once
+   * a policy needs them (see `PolicyNeeds`) and the budget is finite, for good.
    */
   eqClasses = false;
   /**

@@ -132,19 +132,29 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
 
 /**
  * Installs `policy` and what it needs: equivalence classes are kept from the
- * first policy that needs them on (when they start mid-run, the storages
- * evicted by then form the classes of their connected evicted regions, as if
- * they had been evicted with classes kept). Evicted regions need nothing here:
- * the lineage keeps their cache from the first question on.
+ * moment a policy that needs them may choose (see {@link keepClassesIfNeeded}).
+ * Evicted regions need nothing here: the lineage keeps their cache from the
+ * first question on.
  */
 export function adoptPolicy(e: Engine, k: EngineState, policy: EvictionPolicy): void {
   k.policy = policy;
-  if (needsOf(policy).equivalenceClasses && !k.eqClasses) {
-    k.eqClasses = true;
-    for (const s of e.lineage.storages.values()) {
-      if (s.residency === "evicted" && e.lineage.classOf(s) === null) {
-        e.lineage.joinEvictedClass(s);
-      }
+  keepClassesIfNeeded(e, k);
+}
+
+/**
+ * Starts keeping `dtr-eq`'s equivalence classes once the policy needs them
+ * and the budget is finite (without a budget no policy chooses, and an eager
+ * drop's class would be work for nothing on every free): the storages evicted
+ * by then form the classes of their connected evicted regions, as if they had
+ * been evicted with classes kept, except that what was freed meanwhile counts
+ * in none (it is gone from the graph). Kept for good from then on.
+ */
+export function keepClassesIfNeeded(e: Engine, k: EngineState): void {
+  if (k.eqClasses || k.budget === Infinity || !needsOf(k.policy).equivalenceClasses) return;
+  k.eqClasses = true;
+  for (const s of e.lineage.storages.values()) {
+    if (s.residency === "evicted" && e.lineage.classOf(s) === null) {
+      e.lineage.joinEvictedClass(s);
     }
   }
 }

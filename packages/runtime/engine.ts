@@ -43,6 +43,7 @@ import {
   evict,
   evictable,
   evictableBytes,
+  keepClassesIfNeeded,
   lock,
   refreshPool,
   reserve,
@@ -215,6 +216,7 @@ export class Engine {
     if (k.budget === Infinity) k.freePeak = Math.max(k.freePeak ?? 0, this.stats.peakBytes);
     k.budget = bytes;
     this.stats.budgetBytes = bytes;
+    keepClassesIfNeeded(this, k);
   }
 
   /**

@@ -41,8 +41,9 @@ Deno.test("Engine re-materializes a 100k-long evicted chain without stack overfl
 });
 
 Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materialize, never split", () => {
-  // x -> a[10] -> b[20] -> c[40] -> d[80], all 8 bytes, references kept.
-  const e = engine();
+  // x -> a[10] -> b[20] -> c[40] -> d[80], all 8 bytes, references kept (a budget
+  // they fit: classes are kept once one is set).
+  const e = engine(1024);
   const x = e.leaf(8, "x", { pinned: true });
   const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
   const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
@@ -74,7 +75,7 @@ Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materiali
 Deno.test("Engine keeps equivalence classes only for a policy that needs them", () => {
   // x -> a[10] -> b[20] -> c[40] -> d[80]; drop a and c under lru (no classes),
   // then install dtr-eq: the evicted storages form the classes of their regions.
-  const e = engine(Infinity, "lru");
+  const e = engine(1024, "lru");
   const x = e.leaf(8, "x", { pinned: true });
   const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
   const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
@@ -93,6 +94,29 @@ Deno.test("Engine keeps equivalence classes only for a policy that needs them", 
   e.setPolicy(createPolicy("lru"));
   e.evict(d.storage, "drop", "policy");
   assert.equal(classValue(e.lineage.classOf(d.storage)!), 150, "once on, classes stay on");
+});
+
+Deno.test("Engine keeps equivalence classes once a budget is set", () => {
+  // x -> a[10] -> b[20] -> c[40] -> d[80]; without a budget no policy chooses, so the
+  // drops keep no classes; a budget starts them from the evicted regions of the moment.
+  const e = engine();
+  const x = e.leaf(8, "x", { pinned: true });
+  const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
+  const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
+  const [c] = e.compute("f", [], [b], [{ bytes: 8, name: "c" }], 40) as [TensorNode];
+  const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
+  e.evict(a.storage, "drop", "policy");
+  e.evict(b.storage, "drop", "policy");
+  assert.equal(e.lineage.classOf(a.storage), null, "no budget: no classes");
+  e.setBudget(1024);
+  assert.equal(classValue(e.lineage.classOf(a.storage)!), 30, "{a, b} is one region");
+  assert.equal(classValue(e.lineage.classOf(b.storage)!), 30, "b is in it");
+  e.evict(c.storage, "drop", "policy");
+  assert.equal(classValue(e.lineage.classOf(a.storage)!), 70, "kept from then on");
+  assert.equal(e.lineage.neighborClassCost(d.storage), 70);
+  e.materialize(c); // recomputes a, b, then c: each leaves the class
+  assert.equal(e.stats.remats, 3);
+  for (const t of [a, b, c]) assert.equal(e.lineage.classOf(t.storage), null);
 });
 
 Deno.test("Runtime gives host memory by a policy's declared needs, not its name", () => {
