@@ -46,6 +46,17 @@ export function newRegionCache(): RegionCache {
 }
 
 /**
+ * The list a new storage starts with: shared by every storage until its first
+ * tensor, which replaces it (a new storage is empty; one array per storage cost
+ * the garbage collector on every call). Never modified: writers replace a
+ * storage's empty list rather than push onto it.
+ */
+const NO_TENSORS: TensorNode[] = [];
+
+/** Like {@link NO_TENSORS}, the consumer list of a tensor nothing has read yet. */
+const NO_CALLS: CallNode[] = [];
+
+/**
  * A storage: one device allocation shared by a tensor and its views.
  *
  * Its state, by owner. Apart from `regions` (and the runtime's pool, which
@@ -114,8 +125,12 @@ export class StorageNode {
   neighborList: StorageNode[] | null = null;
   /** See {@link neighborList}; 0 when it lapsed. */
   neighborListAt = 0;
-  /** Tensors living in this storage; `tensors[0]` is the root (owner), the others are views. */
-  tensors: TensorNode[] = [];
+  /**
+   * Tensors living in this storage; `tensors[0]` is the root (owner), the others
+   * are views. Starts as a shared empty list: replace it, never push onto it, while
+   * it is empty.
+   */
+  tensors: TensorNode[] = NO_TENSORS;
   /**
    * Position in the runtime's evictable pool, or -1 (owned by the pool, which
    * keeps the rest of its state by this position).
@@ -147,6 +162,12 @@ export class StorageNode {
   host: unknown = undefined;
   /** A copy in flight into or out of this storage (owned by the runtime's executor). */
   transfer: unknown = undefined;
+  /**
+   * The live runtime's mark of a storage it handed out as a device buffer
+   * (`Runtime.alloc` returns the storage itself): 1 while the program may use
+   * it, 2 once the program freed it, 0 for every other storage.
+   */
+  buffer: 0 | 1 | 2 = 0;
   /**
    * True while the runtime counts this storage among the unreferenced leaves
    * it may have to free (owned by the runtime's engine).
@@ -221,8 +242,8 @@ export class TensorNode {
   defined = false;
   /** External references to this tensor. */
   extRefs = 0;
-  /** Calls that read this tensor. */
-  consumers: CallNode[] = [];
+  /** Calls that read this tensor (a shared empty list until the first: replace it, never push). */
+  consumers: CallNode[] = NO_CALLS;
 
   /** A tensor (see the fields). */
   constructor(

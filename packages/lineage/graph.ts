@@ -43,7 +43,7 @@ export interface OutputSpec {
   bytes: number;
   /** -1 (default) for fresh storage, or the index of the input this output is a view of. */
   alias?: number;
-  /** Existing empty storage to produce into (live runtime: a pre-allocated virtual buffer). */
+  /** Existing empty storage to produce into (live runtime: the storage a buffer it allocated is). */
   storage?: StorageNode;
 }
 

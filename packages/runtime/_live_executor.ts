@@ -13,14 +13,6 @@ import type { KernelName } from "@libra/tensor/kernels";
 import type { Executor } from "./engine.ts";
 import { clearList } from "@libra/util/list";
 
-/** A `Runtime` buffer: a storage of the lineage graph, with the backend buffer its executor gives it. */
-export class VirtualBuffer implements DeviceBuffer {
-  /** Set by `Runtime.free`. */
-  freed = false;
-  /** Buffer `id` of `bytes`, held by `storage`. */
-  constructor(readonly id: number, readonly bytes: number, readonly storage: StorageNode) {}
-}
-
 /** The executor of a live `Runtime`: runs calls on the wrapped backend and moves bytes for swaps. */
 export class LiveExecutor implements Executor {
   /** Storages with a copy in flight (each holds it in `StorageNode.transfer`). */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
-import type { StorageNode } from "@libra/lineage";
+import { StorageNode, TensorNode } from "@libra/lineage";
 import { createPolicy, type ScorePolicy } from "@libra/evict";
 import type { DeviceBuffer } from "@libra/tensor/backend";
 import { Runtime } from "./runtime.ts";
@@ -141,4 +141,14 @@ Deno.test("dtr-eq's kept floors spare scoring in a long forward chain (same deci
   assert.deepEqual(fast.decisions, plain.decisions);
   // Deterministic: 3482 against 6381 when written.
   assert.ok(fast.scored < 0.7 * plain.scored, `${fast.scored} vs ${plain.scored} scored`);
+});
+
+Deno.test("training leaves the shared empty tensor and consumer lists empty", () => {
+  // New storages and tensors share one empty list each until their first entry;
+  // a push onto it would give every later one a phantom entry.
+  run("dtr-eq", 0.6, "sqrt", true);
+  run("lru", 0.8, "full", true);
+  const s = new StorageNode(0, 4);
+  assert.equal(s.tensors.length, 0);
+  assert.equal(new TensorNode(0, "t", s, null, 0).consumers.length, 0);
 });

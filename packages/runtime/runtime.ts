@@ -21,7 +21,7 @@ import {
   planPolicy,
   type SearchOptions,
 } from "@libra/evict";
-import type { Lineage, StorageNode, TensorNode } from "@libra/lineage";
+import { type Lineage, StorageNode, type TensorNode } from "@libra/lineage";
 import type { Trace, TraceEvent } from "@libra/lineage/trace";
 import {
   type Backend,
@@ -34,7 +34,7 @@ import {
 } from "@libra/tensor/backend";
 import { checkKernelCall, type KernelName, kernelSpec } from "@libra/tensor/kernels";
 import { Engine } from "./engine.ts";
-import { LiveExecutor, VirtualBuffer } from "./_live_executor.ts";
+import { LiveExecutor } from "./_live_executor.ts";
 import { clearList } from "@libra/util/list";
 import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
 
@@ -89,7 +89,7 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
-function sameBytes(a: readonly number[], b: readonly VirtualBuffer[]): boolean {
+function sameBytes(a: readonly number[], b: readonly StorageNode[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]!.bytes) return false;
   return true;
@@ -117,9 +117,9 @@ interface CheckedCall {
 }
 
 /** The value in input buffer `i` of a call of `kernel`. */
-function inputTensor(kernel: KernelName, ins: readonly VirtualBuffer[], i: number): TensorNode {
+function inputTensor(kernel: KernelName, ins: readonly StorageNode[], i: number): TensorNode {
   const x = ins[i]!;
-  const t = x.storage.tensors[0];
+  const t = x.tensors[0];
   if (t === undefined) {
     throw new KernelError(kernel, `input ${i} (buffer ${x.id}) was never written or computed`);
   }
@@ -160,11 +160,12 @@ export class Runtime implements Backend {
   readonly hasData: boolean;
   /** The shared core (lineage, stats, timeline). */
   readonly engine: Engine;
+  /** The engine's lineage, whose storages are this runtime's buffers. */
+  readonly #lineage: Lineage;
   readonly #backend: Backend;
   readonly #exec: LiveExecutor;
   /** The cost model when its call costs are static (`staticCallCost`): calls are priced once per checked entry. */
   readonly #staticCost: CostModel | null;
-  #nextId = 1;
   #ratio: number | undefined;
   readonly #listeners = new Set<(e: RuntimeEvent) => void>();
   #user: ((e: RuntimeEvent) => void) | undefined;
@@ -183,7 +184,7 @@ export class Runtime implements Backend {
   /** {@link #names} is to be built again (a step ended since it was built). */
   #namesStale = false;
   /** Per call of this step (index since the step began): its output buffers. */
-  readonly #callOuts: (readonly VirtualBuffer[] | undefined)[] = [];
+  readonly #callOuts: (readonly StorageNode[] | undefined)[] = [];
   /** Per kernel, by a hash of params and buffer sizes: the calls that passed `checkKernelCall`. */
   readonly #checked = new Map<string, Map<number, CheckedCall[]>>();
   /** Scratch of {@link #runInPlace}: the storages it writes, their values' names, their references. */
@@ -196,8 +197,8 @@ export class Runtime implements Backend {
   /** Output names `c<index>.<k>` by call index in the step. */
   readonly #outNames: string[][] = [];
   /** Scratch of `run`: its input and output buffers and output specs. */
-  readonly #ins: VirtualBuffer[] = [];
-  readonly #outs: VirtualBuffer[] = [];
+  readonly #ins: StorageNode[] = [];
+  readonly #outs: StorageNode[] = [];
   readonly #specs: { bytes: number; storage: StorageNode; name: string }[] = [];
 
   /** A runtime over `options.backend` with the budget, policy and cost model of `options`. */
@@ -241,6 +242,7 @@ export class Runtime implements Backend {
         ? { knownFeasibleBytes: b.peakBytes }
         : {}),
     });
+    this.#lineage = this.engine.lineage;
     this.#user = options.onEvent;
     this.#updateListener();
     this.#record = options.record ? [] : null;
@@ -254,7 +256,7 @@ export class Runtime implements Backend {
   #stepOutput(name: string): StorageNode | undefined {
     const m = STEP_OUTPUT.exec(name);
     if (m === null) return undefined;
-    const s = this.#callOuts[Number(m[1])]?.[Number(m[2])]?.storage;
+    const s = this.#callOuts[Number(m[1])]?.[Number(m[2])];
     return s !== undefined && s.tensors[0]?.name === name ? s : undefined;
   }
 
@@ -402,7 +404,7 @@ export class Runtime implements Backend {
 
   /** Starts bringing a swapped buffer back ahead of use (asynchronous where the backend is). */
   prefetch(buf: DeviceBuffer): void {
-    const s = this.#own(buf, "prefetch").storage;
+    const s = this.#own(buf, "prefetch");
     const t = s.tensors[0];
     if (t !== undefined && s.residency === "swapped") this.engine.materialize(t);
   }
@@ -415,14 +417,15 @@ export class Runtime implements Backend {
         `${this.name}.alloc: bytes must be a non-negative integer, got ${bytes}`,
       );
     }
+    // The storage is the buffer: no handle object of its own per allocation.
     const s = this.engine.lineage.addStorage(bytes);
-    return new VirtualBuffer(this.#nextId++, bytes, s);
+    s.buffer = 1;
+    return s;
   }
 
   free(buf: DeviceBuffer): void {
-    const b = this.#own(buf, "free");
-    b.freed = true;
-    const s = b.storage;
+    const s = this.#own(buf, "free");
+    s.buffer = 2;
     const t = s.tensors[0];
     if (t === undefined) {
       this.engine.lineage.removeStorage(s);
@@ -433,8 +436,7 @@ export class Runtime implements Backend {
   }
 
   write(buf: DeviceBuffer, data: ArrayBufferView, offsetBytes = 0): void {
-    const b = this.#own(buf, "write");
-    const s = b.storage;
+    const s = this.#own(buf, "write");
     if (offsetBytes < 0 || offsetBytes + data.byteLength > s.bytes) {
       throw new RangeError(
         `${this.name}.write: ${data.byteLength} bytes at offset ${offsetBytes} do not fit a buffer of ${s.bytes}`,
@@ -467,7 +469,7 @@ export class Runtime implements Backend {
   }
 
   read(buf: DeviceBuffer, bytes?: number): Uint8Array {
-    const s = this.#own(buf, "read").storage;
+    const s = this.#own(buf, "read");
     const t = s.tensors[0];
     if (t === undefined) {
       throw new Error(`${this.name}.read: buffer ${buf.id} was never written or computed`);
@@ -497,7 +499,7 @@ export class Runtime implements Backend {
     for (let k = 0; k < no; k++) {
       const o = outs[k]!;
       for (let i = 0; i < ni; i++) {
-        if (ins[i]!.storage === o.storage) {
+        if (ins[i] === o) {
           throw new KernelError(kernel, `output buffer ${o.id} is also an input`);
         }
       }
@@ -521,7 +523,7 @@ export class Runtime implements Backend {
     const engine = this.engine;
     let spares = false;
     for (let k = 0; k < no; k++) {
-      const s = outs[k]!.storage;
+      const s = outs[k]!;
       const old = s.tensors[0];
       if (old !== undefined) {
         // A value nothing was computed from needs no dependents made independent.
@@ -550,10 +552,10 @@ export class Runtime implements Backend {
         if (names !== undefined) names[k] = name;
       }
       const spec = specs[k];
-      if (spec === undefined) specs.push({ bytes: o.bytes, storage: o.storage, name });
+      if (spec === undefined) specs.push({ bytes: o.bytes, storage: o, name });
       else {
         spec.bytes = o.bytes;
-        spec.storage = o.storage;
+        spec.storage = o;
         spec.name = name;
       }
     }
@@ -599,8 +601,8 @@ export class Runtime implements Backend {
    */
   #check(
     kernel: KernelName,
-    ins: readonly VirtualBuffer[],
-    outs: readonly VirtualBuffer[],
+    ins: readonly StorageNode[],
+    outs: readonly StorageNode[],
     params: readonly number[],
   ): CheckedCall {
     let h = ins.length * 31 + outs.length;
@@ -756,7 +758,7 @@ export class Runtime implements Backend {
   copy(src: DeviceBuffer, dst: HostBuffer): void;
   copy(src: HostBuffer, dst: DeviceBuffer): void;
   copy(src: DeviceBuffer | HostBuffer, dst: DeviceBuffer | HostBuffer): void {
-    if (src instanceof VirtualBuffer) {
+    if (src instanceof StorageNode) {
       const bytes = this.read(src, Math.min(src.bytes, dst.bytes));
       (dst as HostBuffer).data.set(bytes);
     } else {
@@ -774,13 +776,16 @@ export class Runtime implements Backend {
     return { done: true, wait() {} };
   }
 
-  #own(buf: DeviceBuffer, what: string): VirtualBuffer {
-    if (!(buf instanceof VirtualBuffer)) {
+  /** `buf` as the storage it is, when this runtime allocated it and it was not freed. */
+  #own(buf: DeviceBuffer, what: string): StorageNode {
+    if (!(buf instanceof StorageNode) || buf.buffer === 0 || buf.owner !== this.#lineage) {
       throw new TypeError(
         `${this.name}.${what}: buffer ${buf.id} was not allocated by this runtime`,
       );
     }
-    if (buf.freed) throw new Error(`${this.name}.${what}: buffer ${buf.id} was already freed`);
+    if (buf.buffer === 2) {
+      throw new Error(`${this.name}.${what}: buffer ${buf.id} was already freed`);
+    }
     return buf;
   }
 }

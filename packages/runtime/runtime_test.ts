@@ -148,3 +148,25 @@ Deno.test("Runtime: a partial write keeps the rest of a value that bringing back
   );
   assert.ok(rt.stats.evictions > 0);
 });
+
+Deno.test("Runtime accepts only the live buffers it allocated", () => {
+  const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
+  const other = new Runtime({ backend: new ReferenceBackend(), timeline: false });
+  const a = rt.alloc(16), b = other.alloc(16);
+  rt.write(a, new Float32Array(4).fill(2));
+  assert.throws(
+    () => rt.write(b, new Float32Array(4)),
+    /write: buffer \d+ was not allocated by this runtime/,
+  );
+  assert.throws(() => rt.read(new ReferenceBackend().alloc(16)), /not allocated by this runtime/);
+  // A storage of its own lineage that is no buffer (a value's tombstone, a copy) is none either.
+  const leaf = rt.lineage.addLeaf(16, "x");
+  assert.throws(() => rt.read(leaf.storage), /read: buffer \d+ was not allocated by this runtime/);
+  const y = rt.alloc(16);
+  rt.run("relu", [a], [y], [4]);
+  rt.free(a);
+  assert.throws(() => rt.run("relu", [a], [y], [4]), /relu: buffer \d+ was already freed/);
+  assert.throws(() => rt.free(a), /free: buffer \d+ was already freed/);
+  assert.deepEqual(Array.from(new Float32Array(rt.read(y).slice().buffer)), [2, 2, 2, 2]);
+  assert.ok(a.id !== y.id && a.bytes === 16, "ids tell buffers apart; bytes as asked");
+});
