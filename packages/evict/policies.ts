@@ -94,20 +94,12 @@ export class DtrEqPolicy extends ScorePolicy {
     return ctx.lineage.neighborCostEpoch;
   }
   /**
-   * `(c(t) + floor) / (m(t) * staleness(t))`: with no class of negative
-   * value the neighbouring class cost is a sum of non-negative numbers, at
-   * least the floor kept of it in this epoch (0 when none), and adding it and
-   * dividing round monotonically, so this never exceeds {@link score}.
+   * `(c(t) + floor) / (m(t) * staleness(t))` bounds the score: with no class
+   * of negative value the neighbouring class cost is a sum of non-negative
+   * numbers, at least the floor kept of it in this epoch (0 when none), and
+   * adding it and dividing round monotonically.
    */
-  override slotBound(
-    compute: number,
-    bytes: number,
-    lastAccess: number,
-    ctx: EvictionContext,
-    floor: number,
-  ): number {
-    return localScore(compute + floor, bytes, lastAccess, ctx);
-  }
+  protected override readonly localBound = true;
   /** While the lineage knows every class value non-negative. */
   protected override slotBoundHolds(ctx: EvictionContext): boolean {
     return ctx.lineage.classesNonNegative;
@@ -122,15 +114,8 @@ export class DtrLocalPolicy extends ScorePolicy {
   score(s: StorageNode, ctx: EvictionContext): number {
     return localScore(s.compute, s.bytes, s.lastAccess, ctx);
   }
-  /** The score itself, from the copied fields. */
-  override slotBound(
-    compute: number,
-    bytes: number,
-    lastAccess: number,
-    ctx: EvictionContext,
-  ): number {
-    return localScore(compute, bytes, lastAccess, ctx);
-  }
+  /** The score is the local score itself (no floor). */
+  protected override readonly localBound = true;
 }
 
 /**

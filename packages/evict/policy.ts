@@ -58,7 +58,7 @@ export interface EvictablePool {
    * {@link SLOT_COMPUTE} and {@link SLOT_BYTES}, equal to the storage's own
    * while a policy chooses, and the policy's {@link SLOT_FLOOR}. A sampled search reads a candidate's record (one
    * cache line) instead of the storage (several) to rule it out by a
-   * {@link ScorePolicy.slotBound}.
+   * {@link ScorePolicy.localBound}.
    */
   readonly slots?: Float64Array;
 }
@@ -215,26 +215,25 @@ export abstract class ScorePolicy implements EvictionPolicy {
   lowerBound?(s: StorageNode, ctx: EvictionContext): number;
 
   /**
-   * Optional lower bound of {@link score} from a storage's `compute`, `bytes`
-   * and `lastAccess` alone (never above the score, in floating point too,
-   * while {@link slotBoundHolds}). When defined and the pool keeps
-   * {@link EvictablePool.slots}, the sampled search scores only the sampled
-   * storages whose bound does not exceed one known score (same victim).
+   * True when {@link score} is never below the local score
+   * `(compute + floor) / (bytes x (clock - lastAccess))` (Infinity when that
+   * denominator is not positive), in floating point too, while
+   * {@link slotBoundHolds}; `floor` is the member's {@link SLOT_FLOOR} for a
+   * policy with a {@link floorEpoch}, else 0. When true and the pool keeps
+   * {@link EvictablePool.slots}, the sampled search computes that bound from
+   * each sampled member's slot and scores only the storages whose bound does
+   * not exceed one known score (same victim). The search computes it itself:
+   * a bound method called per candidate, even one the compiler inlined, left
+   * a heap number per candidate (~1.5 KB of garbage per search of 95).
    */
-  slotBound?(
-    compute: number,
-    bytes: number,
-    lastAccess: number,
-    ctx: EvictionContext,
-    floor: number,
-  ): number;
+  protected readonly localBound: boolean = false;
 
   /**
    * Optional: the epoch within which the part of a score that
    * {@link lastFloor} reports only grows (while {@link slotBoundHolds}). A
    * policy that defines it keeps, in each scored member's
-   * {@link SLOT_FLOOR}, a lower bound of that part, and gets it back as
-   * {@link slotBound}'s `floor` until the epoch changes (0 otherwise): a
+   * {@link SLOT_FLOOR}, a lower bound of that part, and gets it back as the
+   * {@link localBound}'s `floor` until the epoch changes (0 otherwise): a
    * member scored once is then ruled out by its bound alone.
    */
   protected floorEpoch?(ctx: EvictionContext): number;
@@ -256,7 +255,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
     ctx: EvictionContext,
   ): number;
 
-  /** True when {@link slotBound} holds now (default true). */
+  /** True when the {@link localBound} holds now (default true). */
   protected slotBoundHolds(_ctx: EvictionContext): boolean {
     return true;
   }
@@ -287,7 +286,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
       const k = Math.ceil(Math.sqrt(n));
       const slots = pool.slots;
       if (
-        slots !== undefined && this.slotBound !== undefined && this.slotBoundHolds(ctx)
+        slots !== undefined && this.localBound && this.slotBoundHolds(ctx)
       ) {
         best = this.#boundedSample(ctx, slots, k, minBytes);
         if (best !== null) return best;
@@ -395,6 +394,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
     minBytes: number,
   ): StorageNode | null {
     const pool = ctx.pool, n = pool.size, only = ctx.onlyDroppable === true;
+    const clock = ctx.clock;
     // Floors are read once the slots are known to hold this epoch's (or none), and kept
     // only when the epoch is the one of the last search: one that changes at every
     // search would clear what was kept for nothing.
@@ -419,13 +419,10 @@ export abstract class ScorePolicy implements EvictionPolicy {
       const bytes = slots[o + SLOT_BYTES]!;
       if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
       sampled[m] = i;
-      const b = this.slotBound!(
-        slots[o + SLOT_COMPUTE]!,
-        bytes,
-        slots[o + SLOT_LAST_ACCESS]!,
-        ctx,
-        floors ? slots[o + SLOT_FLOOR]! : 0,
-      );
+      // The local bound (see `localBound`), as `localScore` in policies.ts computes it.
+      const c = slots[o + SLOT_COMPUTE]! + (floors ? slots[o + SLOT_FLOOR]! : 0);
+      const den = bytes * (clock - slots[o + SLOT_LAST_ACCESS]!);
+      const b = den > 0 ? c / den : Infinity;
       bounds[m] = b === b ? b : -Infinity;
       order[m] = m;
       m++;
