@@ -211,12 +211,20 @@ export class Lineage {
     }
     const epoch = this.#edgeEpoch;
     const stamp = this.nextStamp();
-    const ins: StorageNode[] = [];
+    // The outputs' list: the distinct input storages. With one input it is made with room
+    // for one more, the storage a next call computes from it (a push onto a full list, or
+    // onto an empty one, reserves 17 slots).
+    let ins: StorageNode[] = [];
+    if (inputs.length === 1) {
+      const only = inputs[0]!.storage;
+      ins = [only, only];
+      ins.length = 1;
+    }
     for (let i = 0; i < inputs.length; i++) {
       const s = inputs[i]!.storage;
       if (s.stamp === stamp) continue;
       s.stamp = stamp;
-      ins.push(s);
+      if (inputs.length !== 1) ins.push(s);
       s.noEvictedNeighbors = 0;
       const list = s.neighborList;
       if (list !== null && s.neighborListAt === epoch && s.tensors.length === 1) {

@@ -39,11 +39,9 @@ interface Frame {
  */
 export function materialize(e: Engine, k: EngineState, target: TensorNode, remat: boolean): void {
   const p0 = target.producer;
-  if (
-    p0 !== null && p0.replayable && target.storage.residency !== "swapped" &&
-    e.used + p0.totalBytes <= k.budget
-  ) {
-    // Fast path: every input on the device and the outputs fit.
+  if (p0 !== null && p0.replayable && target.storage.residency !== "swapped") {
+    // Fast path: every input on the device (locked while memory is made for the outputs,
+    // as the general path below does, without its frames).
     const ins = p0.inputs;
     let ready = true;
     for (let i = 0; i < ins.length; i++) {
@@ -60,6 +58,7 @@ export function materialize(e: Engine, k: EngineState, target: TensorNode, remat
         lock(k, s);
       }
       try {
+        if (e.used + p0.totalBytes > k.budget) reserve(e, k, p0.totalBytes);
         run(e, k, p0, remat);
       } finally {
         for (let i = 0; i < ins.length; i++) unlock(k, ins[i]!.storage);
