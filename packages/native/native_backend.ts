@@ -363,7 +363,7 @@ export class NativeBackend implements Backend {
     outputs: readonly DeviceBuffer[],
     params: readonly number[],
   ): void {
-    const nIn = inputs.length, nOut = outputs.length, nP = params.length;
+    const nIn = inputs.length, nOut = outputs.length;
     const inBytes = new Array<number>(nIn);
     const outBytes = new Array<number>(nOut);
     for (let i = 0; i < nIn; i++) inBytes[i] = this.#own(inputs[i]!, kernel).bytes;
@@ -399,7 +399,42 @@ export class NativeBackend implements Backend {
         }
       }
     }
-    const id = info.id;
+    this.#launch(kernel, info.id, inputs, outputs, params);
+  }
+
+  /**
+   * {@link run} for a call its caller has validated: `checkKernelCall` passed
+   * for these buffers' sizes and these params, the outputs are distinct from
+   * each other and from the inputs, and the kernel mutates nothing. Each
+   * buffer is still checked to be this backend's and live (what the native
+   * library reads and writes); the sizes, params and aliasing are not checked
+   * again. A kernel that mutates takes the full {@link run}.
+   */
+  runValidated(
+    kernel: KernelName,
+    inputs: readonly DeviceBuffer[],
+    outputs: readonly DeviceBuffer[],
+    params: readonly number[],
+  ): void {
+    const info = this.#kernels.get(kernel);
+    if (info === undefined || (info.mutates !== undefined && info.mutates.length > 0)) {
+      this.run(kernel, inputs, outputs, params);
+      return;
+    }
+    for (let i = 0; i < inputs.length; i++) this.#own(inputs[i]!, kernel);
+    for (let i = 0; i < outputs.length; i++) this.#own(outputs[i]!, kernel);
+    this.#launch(kernel, info.id, inputs, outputs, params);
+  }
+
+  /** Launches kernel `id` (see {@link run}) on checked buffers. */
+  #launch(
+    kernel: KernelName,
+    id: number,
+    inputs: readonly DeviceBuffer[],
+    outputs: readonly DeviceBuffer[],
+    params: readonly number[],
+  ): void {
+    const nIn = inputs.length, nOut = outputs.length, nP = params.length;
     if (id < 0) {
       throw new KernelError(kernel, `not implemented by ${this.libraryPath} (${this.buildInfo})`, {
         cause: new UnknownKernelError("libra_kernel_id", `unknown kernel "${kernel}"`),

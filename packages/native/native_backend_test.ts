@@ -5,6 +5,7 @@
  */
 
 import assert from "node:assert/strict";
+import { KernelError } from "@libra/tensor/backend";
 import { backendConformance } from "../tensor/_conformance.ts";
 import { loadLibrary, openLibrary } from "./_loader.ts";
 import {
@@ -284,4 +285,35 @@ Deno.test("the cpu library reuses a freed block for the next allocation of its s
   const t = alloc(1000);
   assert.equal(t % 256n, 0n);
   for (const v of [q, r, t]) assert.equal(s.libra_free(Deno.UnsafePointer.create(v)), 0);
+});
+
+Deno.test("runValidated launches what run does, checks buffers, and takes run's checks for mutating kernels", () => {
+  const b = cpuBackend({ threads: 1 });
+  const f32 = (buf: NativeBuffer) => Array.from(new Float32Array(b.read(buf).slice().buffer));
+  const n = 64;
+  const x = b.alloc(4 * n), w = b.alloc(4 * n * n), y1 = b.alloc(4 * n), y2 = b.alloc(4 * n);
+  b.write(x, new Float32Array(n).map((_, i) => Math.sin(i) * 3));
+  b.write(w, new Float32Array(n * n).map((_, i) => Math.cos(i)));
+  // relu and a matmul (1 x n by n x n), each by run and by runValidated: bit for bit equal.
+  b.run("relu", [x], [y1], [n]);
+  b.runValidated("relu", [x], [y2], [n]);
+  assert.deepEqual(f32(y2 as NativeBuffer), f32(y1 as NativeBuffer));
+  assert.ok(f32(y1 as NativeBuffer).some((v) => v > 0) && f32(y1 as NativeBuffer).includes(0));
+  const mm = [1, 1, n, n, 0, 0, 0, 0]; // batch, m, n, k, no transposes, no batch strides
+  b.run("matmul", [x, w], [y1], mm);
+  b.runValidated("matmul", [x, w], [y2], mm);
+  assert.deepEqual(f32(y2 as NativeBuffer), f32(y1 as NativeBuffer));
+  // Buffers are still checked: another backend's, or a freed one, never reach the library.
+  const other = cpuBackend({ threads: 1 }).alloc(4 * n);
+  assert.throws(() => b.runValidated("relu", [other], [y1], [n]), /not allocated by this/);
+  const gone = b.alloc(4 * n);
+  b.free(gone);
+  assert.throws(() => b.runValidated("relu", [x], [gone], [n]), /already freed/);
+  // A kernel that mutates its inputs is validated as by run: a wrong size is refused.
+  const g = b.alloc(4 * n), m = b.alloc(4 * n);
+  assert.throws(
+    () => b.runValidated("sgd_update", [x, g, m], [], [2 * n, 0.1, 0.9, 0, 0, 0, 0]),
+    KernelError,
+  );
+  for (const buf of [x, w, y1, y2, g, m]) b.free(buf);
 });

@@ -30,7 +30,11 @@ export class LiveExecutor implements Executor {
   /** Argument arrays reused by `execute` (backends read them during the call only), by length. */
   readonly #insBy: DeviceBuffer[][] = [];
   readonly #outsBy: DeviceBuffer[][] = [];
-  constructor(readonly backend: Backend) {}
+  /** The backend runs validated calls without checking them again. */
+  readonly #validated: boolean;
+  constructor(readonly backend: Backend) {
+    this.#validated = typeof backend.runValidated === "function";
+  }
   /**
    * Takes `s`'s device buffer aside so that releasing `s` keeps it, for `s`'s
    * next value to reuse (one free and alloc fewer per call). Only the runtime
@@ -120,7 +124,11 @@ export class LiveExecutor implements Executor {
     const timed = remat || this.timeAll();
     const t0 = timed ? performance.now() : 0;
     try {
-      this.backend.run(call.op as KernelName, ins, outs, call.params);
+      // A recorded call passed the runtime's validation when it was made (its sizes and
+      // params never change), so the backend need not validate it again.
+      if (this.#validated) {
+        this.backend.runValidated!(call.op as KernelName, ins, outs, call.params);
+      } else this.backend.run(call.op as KernelName, ins, outs, call.params);
     } finally {
       if (temps !== null) { for (const b of temps) this.backend.free(b); }
       // Drop the references so reused arrays do not keep buffers alive (a loop: `fill`

@@ -503,6 +503,11 @@ export class Runtime implements Backend {
           throw new KernelError(kernel, `output buffer ${o.id} is also an input`);
         }
       }
+      for (let j = 0; j < k; j++) {
+        if (outs[j] === o) {
+          throw new KernelError(kernel, `output buffer ${o.id} is also output ${j}`);
+        }
+      }
     }
     // Kept by the call's lineage: made at its final length (a push reserves 17 slots).
     const tensors: TensorNode[] = ni === 1 ? [inputTensor(kernel, ins, 0)] : new Array(ni);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { KernelError } from "@libra/tensor/backend";
+import { type DeviceBuffer, KernelError } from "@libra/tensor/backend";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { OutOfBudgetError } from "./errors.ts";
 import { Runtime } from "./runtime.ts";
@@ -169,4 +169,21 @@ Deno.test("Runtime accepts only the live buffers it allocated", () => {
   assert.throws(() => rt.free(a), /free: buffer \d+ was already freed/);
   assert.deepEqual(Array.from(new Float32Array(rt.read(y).slice().buffer)), [2, 2, 2, 2]);
   assert.ok(a.id !== y.id && a.bytes === 16, "ids tell buffers apart; bytes as asked");
+});
+
+Deno.test("Runtime refuses a call that writes one buffer as two outputs", () => {
+  // rms_norm_backward over one row of 4: both outputs (gx, ggamma) hold 4 floats.
+  const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
+  const [x, gy, rstd, gamma, out] = [16, 16, 4, 16, 16].map((bytes) => {
+    const b = rt.alloc(bytes);
+    rt.write(b, new Float32Array(bytes / 4).fill(1));
+    return b;
+  }) as [DeviceBuffer, DeviceBuffer, DeviceBuffer, DeviceBuffer, DeviceBuffer];
+  assert.throws(
+    () => rt.run("rms_norm_backward", [x, gy, rstd, gamma], [out, out], [1, 4]),
+    /rms_norm_backward: output buffer \d+ is also output 0/,
+  );
+  const other = rt.alloc(16);
+  rt.run("rms_norm_backward", [x, gy, rstd, gamma], [out, other], [1, 4]);
+  assert.equal(rt.stats.calls, 1, "the refused call was not recorded");
 });

@@ -96,6 +96,19 @@ export interface Backend {
     outputs: readonly DeviceBuffer[],
     params: readonly number[],
   ): void;
+  /**
+   * Optional: {@link run} for a call its caller has validated (`checkKernelCall`
+   * passed for these buffers' sizes and these params; the outputs are
+   * distinct from each other and from the inputs; the kernel mutates nothing).
+   * A backend may skip its own checks of those; a runtime that validates each
+   * distinct call once calls this instead of `run`.
+   */
+  runValidated?(
+    kernel: KernelName,
+    inputs: readonly DeviceBuffer[],
+    outputs: readonly DeviceBuffer[],
+    params: readonly number[],
+  ): void;
   /** Current memory statistics. */
   memory(): MemoryInfo;
   /** Resets `peakBytes` to the current `usedBytes`. */
