@@ -67,10 +67,16 @@ if (native !== null) {
   for (const live of [64, 10_000]) {
     const evicting = live > 64;
     const group = `dispatch${live}`;
+    // Fixed counts, so that both sides of a group average the same number of calls past
+    // the same warm-up: the garbage collections and the VM's stalls of a few ms that land
+    // in a run otherwise move a short run's average by a microsecond.
+    const n = evicting ? 200_000 : 1_000_000, warmup = n / 10;
     Deno.bench({
       name: `raw cpu backend: alloc + relu + free, ${live} live buffers`,
       group,
       baseline: true,
+      n,
+      warmup,
       fn: lazily(() => callStream(b, live)),
     });
     Deno.bench({
@@ -78,6 +84,8 @@ if (native !== null) {
         ? `runtime: the same, 90% budget (dtr-eq, sqrt sampling), evicting every call`
         : `runtime: the same, unlimited budget`,
       group,
+      n,
+      warmup,
       // 16-float values of 64 bytes; 90% of them fit: every call evicts one.
       fn: lazily(() =>
         callStream(
