@@ -31,6 +31,12 @@ export class EngineState {
   readonly hostLimit: number;
   /** The evictable pool. */
   readonly pool: Pool = new Pool();
+  /**
+   * The pool is kept: from the first finite budget on, for good (without one no
+   * policy chooses, and keeping it cost a removal and an insertion per call's
+   * input; `keepPoolIfNeeded` fills it from the storages of the moment).
+   */
+  pooled = false;
   /** Event listener. */
   onEvent: ((e: RuntimeEvent) => void) | undefined;
   /** A budget known to work. */

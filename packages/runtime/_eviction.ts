@@ -38,9 +38,9 @@ export function evictable(k: EngineState, s: StorageNode): boolean {
     (s.droppable || k.hostLimit > 0);
 }
 
-/** Adds `s` to the pool or removes it, as its state says. */
+/** Adds `s` to the pool or removes it, as its state says (and while the pool is kept). */
 export function refreshPool(k: EngineState, s: StorageNode): void {
-  if (evictable(k, s)) k.pool.add(s);
+  if (k.pooled && evictable(k, s)) k.pool.add(s);
   else k.pool.remove(s);
 }
 
@@ -53,7 +53,7 @@ export function lock(k: EngineState, s: StorageNode): void {
 /** Unlocks `s` (back in the pool when evictable). */
 export function unlock(k: EngineState, s: StorageNode): void {
   s.locks--;
-  if (s.locks === 0 && evictable(k, s)) k.pool.add(s);
+  if (s.locks === 0 && k.pooled && evictable(k, s)) k.pool.add(s);
 }
 
 /** Bytes of the evictable pool that some action may evict now. */
@@ -139,6 +139,20 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
 export function adoptPolicy(e: Engine, k: EngineState, policy: EvictionPolicy): void {
   k.policy = policy;
   keepClassesIfNeeded(e, k);
+}
+
+/**
+ * Starts keeping the evictable pool at the first finite budget: every
+ * evictable storage of the moment enters it, in the order they were made
+ * (kept from the start, the order would be the one they last became
+ * evictable in, which sets the candidates a search sees and its ties).
+ */
+export function keepPoolIfNeeded(e: Engine, k: EngineState): void {
+  if (k.pooled || k.budget === Infinity) return;
+  k.pooled = true;
+  for (const s of e.lineage.storages.values()) {
+    if (evictable(k, s)) k.pool.add(s);
+  }
 }
 
 /**

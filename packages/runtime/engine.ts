@@ -44,6 +44,7 @@ import {
   evictable,
   evictableBytes,
   keepClassesIfNeeded,
+  keepPoolIfNeeded,
   lock,
   refreshPool,
   reserve,
@@ -182,6 +183,7 @@ export class Engine {
     this.timeline = new Timeline(options.timeline ?? true);
     const k = this.#k = new EngineState(this, options);
     this.stats.budgetBytes = k.budget;
+    keepPoolIfNeeded(this, k);
     adoptPolicy(this, k, options.policy);
     k.control = {
       evict: (name, action) => {
@@ -216,6 +218,7 @@ export class Engine {
     if (k.budget === Infinity) k.freePeak = Math.max(k.freePeak ?? 0, this.stats.peakBytes);
     k.budget = bytes;
     this.stats.budgetBytes = bytes;
+    keepPoolIfNeeded(this, k);
     keepClassesIfNeeded(this, k);
   }
 

@@ -363,3 +363,25 @@ Deno.test("Runtime.applyPlan() steers a live step by step-relative names and cal
 });
 
 const evict = await import("@libra/evict");
+
+Deno.test("Engine keeps the evictable pool once a budget is set", () => {
+  // Without a budget no policy chooses: the pool stays empty (no removal and insertion per
+  // call's input). A budget fills it with every evictable storage of the moment, in the
+  // order they were made, and the engine evicts from it as usual.
+  const e = engine(Infinity, "lru");
+  const x = e.leaf(8, "x", { pinned: true });
+  const ts: TensorNode[] = [];
+  let prev = x;
+  for (let i = 0; i < 6; i++) {
+    prev = e.compute("f", [], [prev], [{ bytes: 8, name: `v${i}` }], 10)[0]!;
+    ts.push(prev);
+  }
+  assert.equal(e.evictableBytes, 0, "no budget: no pool");
+  e.setBudget(7 * 8); // x and the six values: the next output makes room by one eviction
+  assert.equal(e.evictableBytes, 6 * 8, "every computed value is evictable (x is pinned)");
+  // lru evicts the least recently used: v0, whose last access (reading it for v1) is oldest.
+  e.compute("f", [], [ts[5]!], [{ bytes: 8, name: "w" }], 10);
+  assert.equal(ts[0]!.storage.residency, "evicted");
+  assert.equal(e.stats.evictions, 1);
+  for (const t of ts.slice(1)) assert.equal(t.storage.residency, "resident");
+});
