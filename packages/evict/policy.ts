@@ -56,9 +56,9 @@ export interface EvictablePool {
    * {@link SLOT_STRIDE} numbers per position `i` from `i * SLOT_STRIDE`: the
    * member's `lastAccess`, `compute` and `bytes` at {@link SLOT_LAST_ACCESS},
    * {@link SLOT_COMPUTE} and {@link SLOT_BYTES}, equal to the storage's own
-   * while a policy chooses, and the policy's {@link SLOT_FLOOR}. A sampled search reads a candidate's record (one
-   * cache line) instead of the storage (several) to rule it out by a
-   * {@link ScorePolicy.localBound}.
+   * while a policy chooses, and the policy's {@link SLOT_FLOOR}. A sampled
+   * search reads a candidate's record (one cache line) instead of the storage
+   * (several) to rule it out by a {@link ScorePolicy.localBound}.
    */
   readonly slots?: Float64Array;
 }
