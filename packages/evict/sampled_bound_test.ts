@@ -88,6 +88,29 @@ function ctxOf(lineage: Lineage, pool: EvictablePool, clock: number): EvictionCo
   };
 }
 
+/**
+ * Two sampled searches of `policy` with the same seed over `pool`: `plain`
+ * over a pool without slots, `ranked` over one with them (same candidates
+ * drawn); `k` is the sample size.
+ */
+function twins(
+  policy: string,
+  search: { seed: number; minBytes?: number },
+  lineage: Lineage,
+  pool: StorageNode[],
+  clock: number,
+) {
+  const plain = createPolicy(policy, { mode: "sqrt", ...search }) as ScorePolicy;
+  const ranked = createPolicy(policy, { mode: "sqrt", ...search }) as ScorePolicy;
+  return {
+    plain,
+    ranked,
+    plainCtx: ctxOf(lineage, arrayPool(pool), clock),
+    rankedCtx: ctxOf(lineage, slotPool(pool), clock),
+    k: Math.ceil(Math.sqrt(pool.length)),
+  };
+}
+
 for (const policy of ["dtr-eq", "dtr-local"]) {
   for (const minBytes of [0, 32]) {
     Deno.test(`sampling ranked by slot bounds picks the plain sample's victims: ${policy}, minBytes ${minBytes}`, () => {
@@ -97,12 +120,13 @@ for (const policy of ["dtr-eq", "dtr-local"]) {
         const { lineage, pool, clock } = randomState(seed, 40 + seed * 7, negative);
         if (pool.length <= 16) continue;
         trials++;
-        // Same seeds: both draw the same candidates; only one pool has slots.
-        const plain = createPolicy(policy, { mode: "sqrt", seed, minBytes }) as ScorePolicy;
-        const ranked = createPolicy(policy, { mode: "sqrt", seed, minBytes }) as ScorePolicy;
-        const plainCtx = ctxOf(lineage, arrayPool(pool), clock);
-        const rankedCtx = ctxOf(lineage, slotPool(pool), clock);
-        const k = Math.ceil(Math.sqrt(pool.length));
+        const { plain, ranked, plainCtx, rankedCtx, k } = twins(
+          policy,
+          { seed, minBytes },
+          lineage,
+          pool,
+          clock,
+        );
         for (let c = 0; c < 20; c++) {
           const want = plain.choose(plainCtx);
           const got = ranked.choose(rankedCtx);
@@ -135,11 +159,13 @@ Deno.test("dtr-eq's kept floors pick the plain sample's victims as classes grow 
     const others = resident.filter((_, i) => i % 2 === 1);
     if (pool.length <= 16) continue;
     trials++;
-    const plain = createPolicy("dtr-eq", { mode: "sqrt", seed }) as ScorePolicy;
-    const ranked = createPolicy("dtr-eq", { mode: "sqrt", seed }) as ScorePolicy;
-    const plainCtx = ctxOf(lineage, arrayPool(pool), clock);
-    const rankedCtx = ctxOf(lineage, slotPool(pool), clock);
-    const k = Math.ceil(Math.sqrt(pool.length));
+    const { plain, ranked, plainCtx, rankedCtx, k } = twins(
+      "dtr-eq",
+      { seed },
+      lineage,
+      pool,
+      clock,
+    );
     for (let c = 0; c < 60; c++) {
       const want = plain.choose(plainCtx);
       const got = ranked.choose(rankedCtx);

@@ -22,6 +22,16 @@ function engine(budgetBytes = Infinity, policy = "dtr-eq") {
   });
 }
 
+/** x (pinned) -> a[10] -> b[20] -> c[40] -> d[80] on `e`, every value 8 bytes, references kept. */
+function chain(e: Engine) {
+  const x = e.leaf(8, "x", { pinned: true });
+  const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
+  const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
+  const [c] = e.compute("f", [], [b], [{ bytes: 8, name: "c" }], 40) as [TensorNode];
+  const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
+  return { x, a, b, c, d };
+}
+
 Deno.test("Engine re-materializes a 100k-long evicted chain without stack overflow", () => {
   const e = engine();
   const x = e.leaf(4, "x", { pinned: true });
@@ -44,11 +54,7 @@ Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materiali
   // x -> a[10] -> b[20] -> c[40] -> d[80], all 8 bytes, references kept (a budget
   // they fit: classes are kept once one is set).
   const e = engine(1024);
-  const x = e.leaf(8, "x", { pinned: true });
-  const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
-  const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
-  const [c] = e.compute("f", [], [b], [{ bytes: 8, name: "c" }], 40) as [TensorNode];
-  const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
+  const { a, b, c, d } = chain(e);
   e.evict(a.storage, "drop", "policy");
   e.evict(c.storage, "drop", "policy");
   assert.notEqual(
@@ -76,11 +82,7 @@ Deno.test("Engine keeps equivalence classes only for a policy that needs them", 
   // x -> a[10] -> b[20] -> c[40] -> d[80]; drop a and c under lru (no classes),
   // then install dtr-eq: the evicted storages form the classes of their regions.
   const e = engine(1024, "lru");
-  const x = e.leaf(8, "x", { pinned: true });
-  const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
-  const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
-  const [c] = e.compute("f", [], [b], [{ bytes: 8, name: "c" }], 40) as [TensorNode];
-  const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
+  const { a, b, c, d } = chain(e);
   e.evict(a.storage, "drop", "policy");
   e.evict(c.storage, "drop", "policy");
   assert.equal(e.lineage.classOf(a.storage), null, "lru reads no classes: none kept");
@@ -100,11 +102,7 @@ Deno.test("Engine keeps equivalence classes once a budget is set", () => {
   // x -> a[10] -> b[20] -> c[40] -> d[80]; without a budget no policy chooses, so the
   // drops keep no classes; a budget starts them from the evicted regions of the moment.
   const e = engine();
-  const x = e.leaf(8, "x", { pinned: true });
-  const [a] = e.compute("f", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
-  const [b] = e.compute("f", [], [a], [{ bytes: 8, name: "b" }], 20) as [TensorNode];
-  const [c] = e.compute("f", [], [b], [{ bytes: 8, name: "c" }], 40) as [TensorNode];
-  const [d] = e.compute("f", [], [c], [{ bytes: 8, name: "d" }], 80) as [TensorNode];
+  const { a, b, c, d } = chain(e);
   e.evict(a.storage, "drop", "policy");
   e.evict(b.storage, "drop", "policy");
   assert.equal(e.lineage.classOf(a.storage), null, "no budget: no classes");
