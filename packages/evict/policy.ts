@@ -438,16 +438,14 @@ export abstract class ScorePolicy implements EvictionPolicy {
       siftDown(order, bounds, 0, left);
       const sc = this.#slotScore(pool, slots, sampled[t]!, ctx);
       scored++;
-      if (keep) {
-        slots[sampled[t]! * SLOT_STRIDE + SLOT_FLOOR] = this.lastFloor * FLOOR_MARGIN;
-        markFloors(slots);
-      }
+      if (keep) slots[sampled[t]! * SLOT_STRIDE + SLOT_FLOOR] = this.lastFloor * FLOOR_MARGIN;
       // Ties go to the later sample, as in the plain search (`<=` in sampling order).
       if (sc < bestScore || (sc === bestScore && t > best)) {
         bestScore = sc;
         best = t;
       }
     }
+    if (keep && scored > 0) markFloors(slots);
     if (best < 0) return null;
     this.scored = scored;
     return pool.at(sampled[best]!);
@@ -539,7 +537,7 @@ function keptFloors(
   return false;
 }
 
-/** A floor of `slots` was written (see {@link keptFloors}). */
+/** Floors of `slots` were written (see {@link keptFloors}). */
 function markFloors(slots: Float64Array): void {
   FLOORS.get(slots)!.dirty = true;
 }

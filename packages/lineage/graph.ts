@@ -423,21 +423,12 @@ export class Lineage {
    * time, with the same results).
    */
   cachesNeighborLists = true;
-  /** Changes with every edge removed or tensor moved (see {@link edgesChanged}); from 1. */
+  /** Changes with every edge removed or tensor moved (see {@link invalidateNeighborhoods}); from 1. */
   #edgeEpoch = 1;
 
   /** The epoch a kept neighbour list is valid in (see {@link StorageNode.neighborListAt}). */
   get neighborListEpoch(): number {
     return this.#edgeEpoch;
-  }
-
-  /**
-   * Edges were cut or tensors moved between storages (a new call's edges
-   * clear the lists of its storages itself): every kept neighbour list lapses.
-   */
-  edgesChanged(): void {
-    this.#edgeEpoch++;
-    this.neighborCostEpoch++;
   }
 
   /**
@@ -458,8 +449,8 @@ export class Lineage {
    * make now, and one that does is only worth dropping so that it keeps no
    * dead storage alive: a freed storage is never evicted again, so it counts
    * in no {@link neighborClassCost} (which keeps the order of the others).
-   * Every other list stays valid, where {@link edgesChanged} would make
-   * every storage walk its neighbours again.
+   * Every other list stays valid, where a new edge epoch would make every
+   * storage walk its neighbours again.
    */
   dropFreedNeighbors(s: StorageNode): void {
     const list = s.neighborList;

@@ -160,8 +160,6 @@ export class Runtime implements Backend {
   readonly hasData: boolean;
   /** The shared core (lineage, stats, timeline). */
   readonly engine: Engine;
-  /** The engine's lineage, whose storages are this runtime's buffers. */
-  readonly #lineage: Lineage;
   readonly #backend: Backend;
   readonly #exec: LiveExecutor;
   /** The cost model when its call costs are static (`staticCallCost`): calls are priced once per checked entry. */
@@ -242,7 +240,6 @@ export class Runtime implements Backend {
         ? { knownFeasibleBytes: b.peakBytes }
         : {}),
     });
-    this.#lineage = this.engine.lineage;
     this.#user = options.onEvent;
     this.#updateListener();
     this.#record = options.record ? [] : null;
@@ -783,7 +780,7 @@ export class Runtime implements Backend {
 
   /** `buf` as the storage it is, when this runtime allocated it and it was not freed. */
   #own(buf: DeviceBuffer, what: string): StorageNode {
-    if (!(buf instanceof StorageNode) || buf.buffer === 0 || buf.owner !== this.#lineage) {
+    if (!(buf instanceof StorageNode) || buf.buffer === 0 || buf.owner !== this.engine.lineage) {
       throw new TypeError(
         `${this.name}.${what}: buffer ${buf.id} was not allocated by this runtime`,
       );
