@@ -1,17 +1,21 @@
 /**
  * The live runtime's executor: device buffers of the wrapped backend for the
- * engine's storages, kernel launches (with spare buffers reused at an
- * unlimited budget), swaps through host buffers, and waits on asynchronous
+ * engine's storages (freed ones cached for reuse), kernel launches, swaps through host buffers, and waits on asynchronous
  * copies. Internal to `Runtime`.
  *
  * @module
  */
 
 import type { CallNode, StorageNode } from "@libra/lineage";
-import type { Backend, DeviceBuffer, HostBuffer, Transfer } from "@libra/tensor/backend";
+import {
+  type Backend,
+  type DeviceBuffer,
+  type HostBuffer,
+  OutOfMemoryError,
+  type Transfer,
+} from "@libra/tensor/backend";
 import type { KernelName } from "@libra/tensor/kernels";
 import type { Executor } from "./engine.ts";
-import { clearList } from "@libra/util/list";
 
 /** The executor of a live `Runtime`: runs calls on the wrapped backend and moves bytes for swaps. */
 export class LiveExecutor implements Executor {
@@ -24,9 +28,6 @@ export class LiveExecutor implements Executor {
    * Two clock reads cost more than the rest of a small call's dispatch.
    */
   timeAll: () => boolean = () => true;
-  /** Device buffers kept across `retire` for the storage that is produced into again. */
-  readonly #spareFor: StorageNode[] = [];
-  readonly #spareBuf: DeviceBuffer[] = [];
   /** Argument arrays reused by `execute` (backends read them during the call only), by length. */
   readonly #insBy: DeviceBuffer[][] = [];
   readonly #outsBy: DeviceBuffer[][] = [];
@@ -36,46 +37,117 @@ export class LiveExecutor implements Executor {
     this.#validated = typeof backend.runValidated === "function";
   }
   /**
-   * Takes `s`'s device buffer aside so that releasing `s` keeps it, for `s`'s
-   * next value to reuse (one free and alloc fewer per call). Only the runtime
-   * calls this, at an unlimited budget, right before `s` is retired and
-   * produced into again; {@link dropSpares} frees what was not reused.
+   * The budget the engine keeps (Infinity without one): with the largest
+   * number of bytes buffers held at once, it bounds what the cache may keep.
    */
-  keepSpare(s: StorageNode): void {
-    if (this.pending > 0) this.wait(s);
-    if (s.data === undefined) return;
-    this.#spareFor.push(s);
-    this.#spareBuf.push(s.data as DeviceBuffer);
-    s.data = undefined;
+  budget: () => number = () => Infinity;
+  /**
+   * Free device buffers kept for reuse, by size (a caching allocator, as
+   * PyTorch's): a value released and another of its size made soon after (the
+   * next step's activation, the recomputed value of an evicted one) take no
+   * backend `alloc` and `free`. The cache never makes the device hold more
+   * than the most that values ever held at once, nor more than the budget:
+   * `#held + #cachedBytes <= min(budget, #heldPeak)`, kept by {@link #put}
+   * (which frees a buffer rather than keep it past that) and {@link #trim}
+   * (before an allocation the cache cannot serve). Released whole when no
+   * value holds a buffer any more, and by {@link releaseCached}.
+   */
+  #cache = new Map<number, DeviceBuffer[]>();
+  #cachedBytes = 0;
+  /** Bytes of the device buffers that values (or a call's temporaries) hold. */
+  #held = 0;
+  /** The most {@link #held} has been. */
+  #heldPeak = 0;
+
+  /** Bytes of free device buffers kept for reuse. */
+  get cachedBytes(): number {
+    return this.#cachedBytes;
   }
-  #takeSpare(s: StorageNode): DeviceBuffer | undefined {
-    const n = this.#spareFor.length;
-    if (n === 0) return undefined;
-    if (n === 1) {
-      if (this.#spareFor[0] !== s) return undefined;
-      clearList(this.#spareFor);
-      return this.#spareBuf.pop();
+
+  /** Frees every cached device buffer (PyTorch's `empty_cache`). */
+  releaseCached(): void {
+    if (this.#cachedBytes === 0) return;
+    for (const list of this.#cache.values()) {
+      while (list.length > 0) this.backend.free(list.pop()!);
     }
-    const i = this.#spareFor.indexOf(s);
-    if (i < 0) return undefined;
-    const b = this.#spareBuf[i]!;
-    this.#spareFor.splice(i, 1);
-    this.#spareBuf.splice(i, 1);
+    // A new map, not `clear()`: a cleared map's old table points at its new one, a chain
+    // through which minor collections kept whole steps' storages alive.
+    this.#cache = new Map();
+    this.#cachedBytes = 0;
+  }
+
+  /** A device buffer of `bytes`: a cached one when there is one, else the backend's. */
+  #alloc(bytes: number): DeviceBuffer {
+    const list = this.#cache.get(bytes);
+    let b: DeviceBuffer;
+    if (list !== undefined && list.length > 0) {
+      b = list.pop()!;
+      this.#cachedBytes -= bytes;
+      this.#held += bytes;
+      return b;
+    }
+    // Room first: the cache gives back what would take the device past its limit.
+    if (this.#cachedBytes > 0) this.#trim(bytes);
+    try {
+      b = this.backend.alloc(bytes);
+    } catch (e) {
+      if (!(e instanceof OutOfMemoryError) || this.#cachedBytes === 0) throw e;
+      // The device is full, some of it with cached buffers: give them back, try again.
+      this.releaseCached();
+      b = this.backend.alloc(bytes);
+    }
+    this.#held += bytes;
+    if (this.#held > this.#heldPeak) this.#heldPeak = this.#held;
     return b;
   }
-  /** Frees the spare buffers no output reused. */
-  dropSpares(): void {
-    if (this.#spareBuf.length === 0) return;
-    while (this.#spareBuf.length > 0) this.backend.free(this.#spareBuf.pop()!);
-    clearList(this.#spareFor);
+
+  /** Gives back a device buffer a value or temporary held: to the cache where it fits. */
+  #put(b: DeviceBuffer): void {
+    const bytes = b.bytes;
+    this.#held -= bytes;
+    if (this.#held === 0) {
+      // No value holds device memory: nothing is made soon that a cached buffer would serve.
+      this.backend.free(b);
+      this.releaseCached();
+      return;
+    }
+    const limit = Math.min(this.budget(), this.#heldPeak);
+    if (this.#held + this.#cachedBytes + bytes > limit) {
+      this.backend.free(b);
+      if (this.#cachedBytes > 0) this.#trim(0);
+      return;
+    }
+    const list = this.#cache.get(bytes);
+    if (list === undefined) this.#cache.set(bytes, [b]);
+    else list.push(b);
+    this.#cachedBytes += bytes;
   }
+
+  /**
+   * Frees cached buffers until they, the held bytes and `bytes` more to be
+   * held fit the limit of {@link #cache}.
+   */
+  #trim(bytes: number): void {
+    const held = this.#held + bytes;
+    const limit = Math.min(this.budget(), Math.max(this.#heldPeak, held));
+    if (held + this.#cachedBytes <= limit) return;
+    for (const list of this.#cache.values()) {
+      while (list.length > 0 && held + this.#cachedBytes > limit) {
+        const b = list.pop()!;
+        this.#cachedBytes -= b.bytes;
+        this.backend.free(b);
+      }
+      if (held + this.#cachedBytes <= limit) return;
+    }
+  }
+
   allocate(s: StorageNode): void {
-    s.data = this.backend.alloc(s.bytes);
+    s.data = this.#alloc(s.bytes);
   }
   release(s: StorageNode): void {
     if (this.pending > 0) this.wait(s);
     if (s.data !== undefined) {
-      this.backend.free(s.data as DeviceBuffer);
+      this.#put(s.data as DeviceBuffer);
       s.data = undefined;
     }
     if (s.host !== undefined) {
@@ -107,11 +179,11 @@ export class LiveExecutor implements Executor {
     for (let i = 0; i < no; i++) {
       const s = co[i]!.storage;
       if (s.residency === "resident" || s.residency === "freed") {
-        const tmp = this.backend.alloc(s.bytes);
+        const tmp = this.#alloc(s.bytes);
         (temps ??= []).push(tmp);
         outs[i] = tmp;
       } else {
-        if (s.data === undefined) s.data = this.#takeSpare(s) ?? this.backend.alloc(s.bytes);
+        if (s.data === undefined) s.data = this.#alloc(s.bytes);
         outs[i] = s.data as DeviceBuffer;
       }
     }
@@ -130,7 +202,7 @@ export class LiveExecutor implements Executor {
         this.backend.runValidated!(call.op as KernelName, ins, outs, call.params);
       } else this.backend.run(call.op as KernelName, ins, outs, call.params);
     } finally {
-      if (temps !== null) { for (const b of temps) this.backend.free(b); }
+      if (temps !== null) { for (const b of temps) this.#put(b); }
       // Drop the references so reused arrays do not keep buffers alive (a loop: `fill`
       // is a call into the runtime that cost more than the stores on a small call).
       for (let i = 0; i < no; i++) outs[i] = undefined as unknown as DeviceBuffer;
@@ -144,7 +216,7 @@ export class LiveExecutor implements Executor {
     const t0 = performance.now();
     this.backend.copy(s.data as DeviceBuffer, host);
     const dt = (performance.now() - t0) * 1e6;
-    this.backend.free(s.data as DeviceBuffer);
+    this.#put(s.data as DeviceBuffer);
     s.data = undefined;
     s.host = host;
     return dt;
@@ -157,7 +229,7 @@ export class LiveExecutor implements Executor {
     return (performance.now() - t0) * 1e6;
   }
   swapIn(s: StorageNode): number {
-    const dev = this.backend.alloc(s.bytes);
+    const dev = this.#alloc(s.bytes);
     const t0 = performance.now();
     const tr = this.backend.copyAsync(s.host as HostBuffer, dev);
     s.data = dev;

@@ -240,6 +240,7 @@ export class Runtime implements Backend {
         ? { knownFeasibleBytes: b.peakBytes }
         : {}),
     });
+    this.#exec.budget = () => this.engine.budgetBytes;
     this.#user = options.onEvent;
     this.#updateListener();
     this.#record = options.record ? [] : null;
@@ -285,6 +286,19 @@ export class Runtime implements Backend {
   /** The budget in force (Infinity while a ratio budget is still being measured). */
   get budgetBytes(): number {
     return this.engine.budgetBytes;
+  }
+
+  /**
+   * Bytes of free device buffers the runtime keeps for reuse (never more than
+   * the budget, nor than the most its values held at once, leaves room for).
+   */
+  get cachedBytes(): number {
+    return this.#exec.cachedBytes;
+  }
+
+  /** Gives the cached free device buffers back to the backend. */
+  releaseCached(): void {
+    this.#exec.releaseCached();
   }
 
   /** Sets the budget in bytes. */
@@ -523,7 +537,6 @@ export class Runtime implements Backend {
     }
     const record = this.#record;
     const engine = this.engine;
-    let spares = false;
     for (let k = 0; k < no; k++) {
       const s = outs[k]!;
       const old = s.tensors[0];
@@ -531,11 +544,7 @@ export class Runtime implements Backend {
         // A value nothing was computed from needs no dependents made independent.
         if (hasConsumers(s)) engine.invalidate(s);
         record?.push({ kind: "release", name: old.name, line: 0 });
-        // Without a budget to respect, the device buffer goes straight to the new value.
-        if (s.residency === "resident" && engine.budgetBytes === Infinity) {
-          this.#exec.keepSpare(s);
-          spares = true;
-        }
+        // Its device buffer goes to the executor's cache, where the new value finds it.
         engine.retire(s, false);
       }
     }
@@ -572,14 +581,7 @@ export class Runtime implements Backend {
       for (let k = 0; k < no; k++) totalBytes += outs[k]!.bytes;
       cost = this.#staticPrice(kernel, checked, index, totalBytes, true);
     }
-    let results: TensorNode[];
-    if (spares) {
-      try {
-        results = engine.compute(kernel, p, tensors, specs, cost);
-      } finally {
-        this.#exec.dropSpares();
-      }
-    } else results = engine.compute(kernel, p, tensors, specs, cost);
+    const results = engine.compute(kernel, p, tensors, specs, cost);
     if (record !== null) {
       record.push({
         kind: "call",
