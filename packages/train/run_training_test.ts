@@ -29,6 +29,8 @@ Deno.test({
   fn() {
     const steps: StepInfo[] = [];
     const phases: TrainingPhase[] = [];
+    // Steps as they end, and "evict" where the policy evicted in between.
+    const log: string[] = [];
     const r = runTraining({
       model: "mlp",
       policy: "dtr-eq+swap",
@@ -38,11 +40,18 @@ Deno.test({
       warmupCalls: 0,
       timeline: true,
       recordLastStep: true,
-      onStep: (s) => steps.push(s),
+      onStep: (s) => {
+        steps.push(s);
+        log.push(`${s.phase}${s.step}`);
+      },
       onPhase: (p) => phases.push(p),
+      onEvent: (e) => {
+        if (e.type === "evict" && !e.eager && log.at(-1) !== "evict") log.push("evict");
+      },
     });
     assert.deepEqual(phases, ["warm-up", "measure"]);
-    // warm-up A B, B A; then measured pairs alternate: A B, B A, A B
+    // warm-up A B, B A, then two more pairs with the budget set; then measured pairs
+    // alternate: A B, B A, A B
     assert.deepEqual(
       steps.map((s) => `${s.phase}${s.step}/${s.steps}`),
       [
@@ -50,6 +59,10 @@ Deno.test({
         "warm-up0/2",
         "warm-up1/2",
         "warm-up1/2",
+        "warm-up2/4",
+        "warm-up2/4",
+        "warm-up3/4",
+        "warm-up3/4",
         "baseline0/3",
         "budget0/3",
         "budget1/3",
@@ -58,8 +71,17 @@ Deno.test({
         "budget2/3",
       ],
     );
+    // The policy evicts in every step the budgeted copy runs under its budget, the last
+    // two warm-up steps included, and in no other.
+    assert.deepEqual(log, [
+      ...["warm-up0", "warm-up0", "warm-up1", "warm-up1"],
+      ...["warm-up2", "evict", "warm-up2", "evict", "warm-up3", "warm-up3"],
+      ...["baseline0", "evict", "budget0", "evict", "budget1", "baseline1"],
+      ...["baseline2", "evict", "budget2"],
+    ]);
+    assert.equal(r.measurement!.budgetedWarmupSteps, 2);
     const budgetSteps = steps.filter((s) => s.phase === "budget");
-    assert.deepEqual(budgetSteps.map((s) => s.loss), r.losses.slice(2));
+    assert.deepEqual(budgetSteps.map((s) => s.loss), r.losses.slice(4));
     assert.deepEqual(r.stepTimesMs, budgetSteps.map((s) => s.ms));
     assert.equal(r.baselineStepTimesMs.length, 3);
     assert.equal(steps.at(-1)!.peakBytes, r.peakBytes);
@@ -167,8 +189,9 @@ Deno.test({
     const m = r.measurement!;
     assert.equal(m.method, "interleaved");
     assert.equal(m.pairs, 6);
-    assert.equal(m.warmupSteps, 2);
-    assert.equal(r.losses.length, 2 + 6);
+    assert.equal(m.warmupSteps, 2 + 2);
+    assert.equal(m.budgetedWarmupSteps, 2);
+    assert.equal(r.losses.length, 4 + 6);
     for (const p of [m.wall, m.cpu]) {
       assert.equal(p.ratios.length, 6);
       p.ratios.forEach((x, i) => assert.equal(x, p.budgetMs[i]! / p.baselineMs[i]!));
@@ -196,7 +219,7 @@ Deno.test({
     assert.equal(m.busy !== null, load !== null && load[0]! > navigator.hardwareConcurrency);
     if (m.busy !== null) assert.match(m.busy, /CPU-time ratio \d\.\d{3}/);
     // both copies trained the same model: bitwise the same losses, warm-up included
-    assert.equal(r.losses.length, 8);
+    assert.equal(r.losses.length, 10);
     assert.deepEqual(r.losses, r.baselineLosses);
   },
 });
@@ -247,7 +270,8 @@ Deno.test({
       config: { dropout: 0.2 },
     });
     assert.ok(r.stats.remats > 0);
-    assert.equal(r.losses.length, 4);
+    // two warm-up steps without the budget and two with it, then the two measured
+    assert.equal(r.losses.length, 6);
     assert.deepEqual(r.losses, r.baselineLosses);
   },
 });
@@ -257,7 +281,14 @@ Deno.test({
     `runTraining: the warm-up runs past its minimum steps until warmupCalls runtime calls${native}`,
   ignore,
   fn() {
-    const o = { model: "mlp", policy: "dtr-eq", budgetRatio: 0.9, steps: 1 };
+    // Only the budget-free warm-up counts calls: no budgeted steps after it here.
+    const o = {
+      model: "mlp",
+      policy: "dtr-eq",
+      budgetRatio: 0.9,
+      steps: 1,
+      budgetedWarmupSteps: 0,
+    };
     // The calls of the first k steps, counted by runs of exactly k warm-up steps.
     const upTo = [0];
     for (let k = 1; k <= 12; k++) {

@@ -11,6 +11,7 @@ import { PLANNER_NAMES, POLICY_NAMES } from "@libra/evict";
 import { MODEL_NAMES } from "@libra/nn";
 import { LIVE_COST_MODELS, type LiveCostModelName } from "@libra/cost";
 import {
+  DEFAULT_BUDGETED_WARMUP_STEPS,
   DEFAULT_STEPS,
   DEFAULT_WARMUP_CALLS,
   DEFAULT_WARMUP_STEPS,
@@ -29,7 +30,7 @@ export const summary = "train a model under a memory budget and compare with no 
 
 const HELP =
   `Usage: deno task libra run --model M --budget-ratio R [--preset tiny] [--policy P] [--steps N]
-                           [--warmup W] [--warmup-calls K] [--cost-model C]
+                           [--warmup W] [--warmup-calls K] [--budgeted-warmup B] [--cost-model C]
                            [--device cpu|cuda] [--seed S]
                            [--json] [--quiet]
 
@@ -57,6 +58,8 @@ Options:
     WARMUP_EXTENSION_MS / 1000
   } s) until the
                      runtime has run K calls, 0..1000000; default ${DEFAULT_WARMUP_CALLS}
+  --budgeted-warmup B  then B warm-up steps per copy under the budget, 0..${MAX_WARMUP_STEPS};
+                     default ${DEFAULT_BUDGETED_WARMUP_STEPS} (the budgeted paths compile before measuring)
   --cost-model C     ${LIVE_COST_MODELS.join(", ")}; default analytic (deterministic
                      decisions); profiled = the warm-up's kernel times, frozen for the
                      run; measured = every call's own time (decisions follow noise)
@@ -110,7 +113,7 @@ function formatText(r: RunTrainingResult, policy: string): string {
     `policy ${policy}: budget ${r.budgetBytes} bytes of a ${r.baselinePeakBytes}-byte budget-free peak; peak ${r.peakBytes} bytes`,
     `overhead ${x3(m.wall.median)} [${x3(m.wall.low)}, ${x3(m.wall.high)}] wall (${
       pct(m.wall.confidence)
-    } interval, ${m.pairs} interleaved pairs after ${m.warmupSteps} warm-up steps (${m.warmupCalls} calls); median step ${
+    } interval, ${m.pairs} interleaved pairs after ${m.warmupSteps} warm-up steps (${m.warmupCalls} calls; the last ${m.budgetedWarmupSteps} budgeted); median step ${
       med(m.wall.budgetMs).toFixed(1)
     } vs ${med(m.wall.baselineMs).toFixed(1)} ms)`,
     `         ${x3(m.cpu.median)} [${x3(m.cpu.low)}, ${x3(m.cpu.high)}] process CPU time`,
@@ -165,6 +168,7 @@ export function main(args: string[]): number {
         steps: { type: "string", default: String(DEFAULT_STEPS) },
         warmup: { type: "string", default: String(DEFAULT_WARMUP_STEPS) },
         "warmup-calls": { type: "string", default: String(DEFAULT_WARMUP_CALLS) },
+        "budgeted-warmup": { type: "string", default: String(DEFAULT_BUDGETED_WARMUP_STEPS) },
         "cost-model": { type: "string", default: "analytic" },
         device: { type: "string", default: "cpu" },
         seed: { type: "string", default: "0" },
@@ -202,6 +206,8 @@ export function main(args: string[]): number {
   if (typeof warmup === "string") return fail(warmup);
   const warmupCalls = intFlag("warmup-calls", values["warmup-calls"], 0, 1_000_000);
   if (typeof warmupCalls === "string") return fail(warmupCalls);
+  const budgetedWarmup = intFlag("budgeted-warmup", values["budgeted-warmup"], 0, MAX_WARMUP_STEPS);
+  if (typeof budgetedWarmup === "string") return fail(budgetedWarmup);
   const seed = intFlag("seed", values.seed, 0, MAX_SEED);
   if (typeof seed === "string") return fail(seed);
   if (values.device !== "cpu" && values.device !== "cuda") {
@@ -229,6 +235,7 @@ export function main(args: string[]): number {
       steps,
       warmupSteps: warmup,
       warmupCalls,
+      budgetedWarmupSteps: budgetedWarmup,
       costModel: costModel as LiveCostModelName,
       device: values.device,
       seed,

@@ -244,7 +244,7 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
     label: "warm-up steps",
     unit: "count",
     help:
-      "Steps run before measuring (first allocations, kernel set-up, and enough runtime calls for JavaScript to compile its hot paths), not counted.",
+      "Steps run before measuring (first allocations, kernel set-up, and enough runtime calls for JavaScript to compile its hot paths; the last two under the budget, so that its paths compile too), not counted.",
   },
   planSteps: {
     label: "planned steps",
