@@ -82,9 +82,12 @@ export const DEFAULT_WARMUP_STEPS = 2;
  * engine compiles the runtime's hot paths with its optimizing tier only after
  * thousands of calls, and until then every call costs it several times what it
  * costs later (measured on gpt small: the runtime's time per step fell by a
- * third to a half between the 2nd and the 20th step, 280 calls each).
+ * third to a half between the 2nd and the 20th step, 280 calls each; on lstm
+ * small, 2,650 calls a step, the budgeted steps measured after 6,000 calls of
+ * warm-up took 1.3x the budget-free ones, after 30,000 1.08x, what the
+ * runtime accounts for).
  */
-export const DEFAULT_WARMUP_CALLS = 6000;
+export const DEFAULT_WARMUP_CALLS = 30_000;
 /** The warm-up goes past its minimum steps for {@link DEFAULT_WARMUP_CALLS} for at most this long. */
 export const WARMUP_EXTENSION_MS = 4000;
 /**
