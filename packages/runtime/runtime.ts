@@ -360,16 +360,32 @@ export class Runtime implements Backend {
     this.#renameCarried(`s${this.#step}.`);
     this.#step++;
     this.#writes = 0;
-    if (this.#record !== null) {
-      this.#record = [];
-      for (const s of this.engine.lineage.storages.values()) {
-        const t = s.tensors[0];
-        if (
-          t === undefined || s.extRefs <= 0 || s.residency === "empty" || s.residency === "freed"
-        ) continue;
-        this.#record.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
-      }
+    if (this.#record !== null) this.#record = this.#liveConstants();
+  }
+
+  /** A recording's start: the values the program holds now, as CONSTANTs. */
+  #liveConstants(): TraceEvent[] {
+    const events: TraceEvent[] = [];
+    for (const s of this.engine.lineage.storages.values()) {
+      const t = s.tensors[0];
+      if (
+        t === undefined || s.extRefs <= 0 || s.residency === "empty" || s.residency === "freed"
+      ) continue;
+      events.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
     }
+    return events;
+  }
+
+  /**
+   * Starts recording (as `record: true` does from the start), with the values
+   * the program holds now declared as CONSTANTs: called between steps, the
+   * next {@link trace} is that step's, as a runtime recording all along would
+   * give it, without the cost of recording every step before (an event per
+   * call and per value: a third more time per step on lstm small). A no-op
+   * while recording.
+   */
+  startRecording(): void {
+    if (this.#record === null) this.#record = this.#liveConstants();
   }
 
   /**
@@ -405,10 +421,15 @@ export class Runtime implements Backend {
     return this.#names;
   }
 
-  /** The trace recorded since the start or the last {@link endStep} (requires `record: true`). */
+  /**
+   * The trace recorded since the start, the last {@link endStep} or
+   * {@link startRecording} (requires `record: true` or `startRecording()`).
+   */
   trace(): Trace {
     if (this.#record === null) {
-      throw new Error("Runtime.trace(): create the runtime with record: true");
+      throw new Error(
+        "Runtime.trace(): create the runtime with record: true, or call startRecording() first",
+      );
     }
     return { events: [...this.#record], source: this.name };
   }

@@ -3,6 +3,7 @@ import { type DeviceBuffer, KernelError } from "@libra/tensor/backend";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { OutOfBudgetError } from "./errors.ts";
 import { Runtime } from "./runtime.ts";
+import { formatTrace } from "./trace.ts";
 import type { RuntimeEvent } from "./stats.ts";
 
 function relu(x: number[]): number[] {
@@ -186,4 +187,35 @@ Deno.test("Runtime refuses a call that writes one buffer as two outputs", () => 
   const other = rt.alloc(16);
   rt.run("rms_norm_backward", [x, gy, rstd, gamma], [out, other], [1, 4]);
   assert.equal(rt.stats.calls, 1, "the refused call was not recorded");
+});
+
+Deno.test("Runtime.startRecording between steps gives the trace a runtime recording all along gives", () => {
+  const program = (rt: Runtime, startAt: number | null) => {
+    const w = rt.alloc(16);
+    rt.write(w, new Float32Array([1, -2, 3, -4]));
+    let carried: DeviceBuffer | null = null;
+    for (let step = 0; step < 3; step++) {
+      if (step === startAt) rt.startRecording();
+      const x = rt.alloc(16), y = rt.alloc(16), z = rt.alloc(16);
+      rt.write(x, new Float32Array([step, -1, 2, -3]));
+      rt.run("add", [x, w], [y], [1, 4, 1, 1]);
+      rt.run("relu", [carried ?? y], [z], [4]);
+      rt.free(x);
+      rt.free(y);
+      if (carried !== null) rt.free(carried);
+      carried = z; // lives into the next step: a CONSTANT of its trace
+      if (step === 2) return formatTrace(rt.trace());
+      rt.endStep();
+    }
+    throw new Error("unreachable");
+  };
+  const all = program(new Runtime({ backend: new ReferenceBackend(), record: true }), null);
+  const late = program(new Runtime({ backend: new ReferenceBackend() }), 2);
+  assert.match(all, /"CONSTANT","NAME":"s1\.c1\.0"/, "the carried value is declared");
+  assert.match(all, /"INSTRUCTION":"CALL"/);
+  assert.equal(late, all);
+  assert.throws(
+    () => new Runtime({ backend: new ReferenceBackend() }).trace(),
+    /startRecording\(\)/,
+  );
 });

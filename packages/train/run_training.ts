@@ -582,7 +582,8 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     policy: needs !== undefined ? needs.fallback : o.policy,
     search: { seed: o.seed ?? 0 },
     timeline: o.timeline ?? false,
-    record: o.recordLastStep ?? false,
+    // Recording starts before the last budgeted step (`startRecording`): every step
+    // recorded would cost each measured one an event per call.
     costModel: cost,
     ...(o.onEvent ? { onEvent: o.onEvent } : {}),
     overheadLimit: o.overheadLimit ?? 2,
@@ -622,6 +623,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     const stepB = (phase: "warm-up" | "budget", i: number, n: number, budgeted = false): Step => {
       check(phase, i, n);
       if (budgeted) live?.beginStep();
+      if (phase === "budget" && o.recordLastStep && i === n - 1) rt.startRecording();
       const s = under.step();
       if (phase === "budget" && o.recordLastStep && i === n - 1) trace = formatTrace(rt.trace());
       rt.endStep();
