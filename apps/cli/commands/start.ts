@@ -47,14 +47,16 @@ export interface DemoPlan {
  * The default sweep: 2 models x 3 ratios x 2 policies = 12 runs of the `small`
  * presets, whose steps take 50 ms or more on a 2-core machine (the
  * `tiny` ones take a few ms: timer resolution and scheduling noise would be the
- * numbers); 6 measured pairs each give a 95% interval.
+ * numbers); 21 measured pairs each, as `libra run` measures by default
+ * (with 6, lstm small at ratio 1.0 measured 1.35-1.6 with intervals as wide
+ * as 0.8-1.8, where longer runs measure 1.05-1.15).
  */
 export const DEFAULT_DEMO: Readonly<DemoPlan> = {
   models: ["gpt", "lstm"],
   preset: "small",
   ratios: [1, 0.7, 0.5],
   policies: ["dtr-eq", "libra"],
-  steps: 6,
+  steps: 21,
   seed: 0,
 };
 
