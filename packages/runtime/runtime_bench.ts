@@ -2,13 +2,15 @@
  * Benchmarks: the runtime's dispatch cost side by side with raw backend calls
  * (the native cpu backend, each group's baseline; the targets: at most 1 us
  * added per call at an unlimited budget, 2 us with 10k live storages while
- * evicting); bookkeeping per kernel call with 1k and 10k live storages (a
+ * evicting; the evicting group also runs a policy whose choice costs nothing,
+ * to tell the runtime's own work from DTR's sampled search); bookkeeping per
+ * kernel call with 1k and 10k live storages (a
  * no-op executor isolates the runtime's own work); and simulator throughput
  * on the shared DTR traces (calls per second = calls per replay / time).
  */
 
 import { AnalyticCostModel } from "@libra/cost";
-import { createPolicy } from "@libra/evict";
+import { createPolicy, type EvictionPolicy } from "@libra/evict";
 import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
 import { Engine, type Executor } from "./engine.ts";
 import { parseTrace, type Trace } from "./trace.ts";
@@ -55,6 +57,20 @@ function lazily(make: () => () => void): () => void {
   return () => (f ??= make())();
 }
 
+/**
+ * Evicts the oldest evictable storage (the pool iterates oldest first): a
+ * choice that costs nothing, so its row measures what the runtime does around
+ * a policy (eviction, lineage, re-materialization), not the policy's search.
+ */
+const OLDEST: EvictionPolicy = {
+  name: "oldest",
+  needs: {},
+  choose(ctx) {
+    for (const s of ctx.pool) return [{ storage: s, action: "drop" }];
+    return [];
+  },
+};
+
 let native: Backend | null = null;
 try {
   const { cpuBackend } = await import("@libra/native");
@@ -93,6 +109,24 @@ if (native !== null) {
             backend: b,
             timeline: false,
             ...(evicting ? { budget: Math.floor(0.9 * live * 64), search: { mode: "sqrt" } } : {}),
+          }),
+          live,
+        )
+      ),
+    });
+    if (!evicting) continue;
+    Deno.bench({
+      name: `runtime: the same, 90% budget, the oldest storage evicted (a choice costing nothing)`,
+      group,
+      n,
+      warmup,
+      fn: lazily(() =>
+        callStream(
+          new Runtime({
+            backend: b,
+            timeline: false,
+            budget: Math.floor(0.9 * live * 64),
+            policy: OLDEST,
           }),
           live,
         )
