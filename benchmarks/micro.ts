@@ -45,18 +45,21 @@ function timePerIter(fn: () => void, iters: number): number {
  * Interleaves two timed loops for `rounds` rounds and returns the best (lowest)
  * ns per iteration of each, as `packages/native/native_bench.ts` does: load
  * from other processes only adds time, and interleaving exposes both sides to
- * it alike. The first round is a warm-up and is discarded.
+ * it alike. The first round is a warm-up (of `warmupIters` iterations each,
+ * default `iters`) and is discarded.
  */
 export function sideBySide(
   a: () => void,
   b: () => void,
   iters: number,
   rounds: number,
+  warmupIters = iters,
 ): [number, number] {
   const ta: number[] = [], tb: number[] = [];
   for (let r = 0; r <= rounds; r++) {
-    const x = timePerIter(a, iters);
-    const y = timePerIter(b, iters);
+    const n = r === 0 ? warmupIters : iters;
+    const x = timePerIter(a, n);
+    const y = timePerIter(b, n);
     if (r > 0) {
       ta.push(x);
       tb.push(y);
@@ -88,6 +91,11 @@ export function dispatchBench(deps: MicroDeps, quick: boolean): MicroJson {
     () => runtime.run("relu", [rx], [ry], [n]),
     iters,
     quick ? 5 : 9,
+    // Both paths reach the optimizing compiler only after tens of thousands of calls. A fresh
+    // process's quick run read 2436 against 691 ns per call after 2000 calls of warm-up,
+    // 925-1833 against 296-650 after 100000 (a process warm from earlier runs: 651-799
+    // against 139-142).
+    100_000,
   );
   backend.sync();
   runtime.sync();
