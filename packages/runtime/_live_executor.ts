@@ -17,6 +17,9 @@ import {
 import type { KernelName } from "@libra/tensor/kernels";
 import type { Executor } from "./engine.ts";
 
+/** The most distinct sizes the buffer cache keeps lists for; past it, it starts again empty. */
+export const MAX_CACHED_SIZES = 4096;
+
 /** The executor of a live `Runtime`: runs calls on the wrapped backend and moves bytes for swaps. */
 export class LiveExecutor implements Executor {
   /** Storages with a copy in flight (each holds it in `StorageNode.transfer`). */
@@ -118,8 +121,13 @@ export class LiveExecutor implements Executor {
       return;
     }
     const list = this.#cache.get(bytes);
-    if (list === undefined) this.#cache.set(bytes, [b]);
-    else list.push(b);
+    if (list !== undefined) list.push(b);
+    else {
+      // A size not seen before: sizes that never come back (shapes that vary from step to
+      // step) would otherwise each keep an entry for good.
+      if (this.#cache.size >= MAX_CACHED_SIZES) this.releaseCached();
+      this.#cache.set(bytes, [b]);
+    }
     this.#cachedBytes += bytes;
   }
 

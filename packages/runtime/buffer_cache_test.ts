@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { Backend, DeviceBuffer } from "@libra/tensor/backend";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { Runtime } from "./runtime.ts";
+import { MAX_CACHED_SIZES } from "./_live_executor.ts";
 
 /** `inner` with its `alloc` and `free` calls counted. */
 function counted(inner: Backend): { backend: Backend; allocs: () => number; frees: () => number } {
@@ -135,4 +136,31 @@ Deno.test("Runtime buffer cache: a device its cached buffers fill gives them bac
   assert.equal(rt.cachedBytes, 0);
   assert.equal(inner.memory().usedBytes, 64 + 192 + 32);
   inner.free(other);
+});
+
+Deno.test("Runtime buffer cache: sizes past MAX_CACHED_SIZES start the cache again, so varying sizes keep no entry for good", () => {
+  const inner = new ReferenceBackend();
+  const rt = new Runtime({ backend: inner });
+  const x = rt.alloc(4);
+  rt.write(x, new Float32Array([1]));
+  // Values of distinct sizes, all held at once (the cache may keep all of them), then freed.
+  const made: DeviceBuffer[] = [];
+  for (let i = 1; i <= MAX_CACHED_SIZES + 2; i++) {
+    const b = rt.alloc(4 * i);
+    rt.write(b, new Float32Array(i));
+    made.push(b);
+  }
+  let freed = 0;
+  for (let i = 0; i < MAX_CACHED_SIZES; i++) {
+    rt.free(made[i]!);
+    freed += made[i]!.bytes;
+  }
+  assert.equal(rt.cachedBytes, freed, "every freed buffer is kept, up to the most sizes");
+  // The next new size empties the cache first and is its only entry.
+  rt.free(made[MAX_CACHED_SIZES]!);
+  assert.equal(rt.cachedBytes, made[MAX_CACHED_SIZES]!.bytes);
+  assert.equal(
+    inner.memory().usedBytes,
+    x.bytes + made[MAX_CACHED_SIZES]!.bytes + made[MAX_CACHED_SIZES + 1]!.bytes,
+  );
 });
