@@ -41,6 +41,13 @@ export const INFEASIBLE_REASONS: readonly InfeasibleReason[] = ["out of memory",
 export const DEFAULT_OVERHEAD_LIMIT = 2;
 
 /**
+ * Measured pairs per run by default: `@libra/train`'s `DEFAULT_STEPS`, as
+ * `libra run` measures (a test checks they agree). Fewer give no 95% interval
+ * (6 at the least) and medians that move with the machine's noise.
+ */
+export const DEFAULT_RUN_STEPS = 21;
+
+/**
  * The thrash limit X: a number > 1. A run stops, infeasible for the reason
  * `thrashing`, once recomputation plus stalls pass (X - 1) x its budget-free compute.
  */
@@ -69,7 +76,7 @@ export interface ConfigurationInput {
   policy: string;
   /** Cost model (default `analytic`: the same decisions on every run). */
   costModel: string;
-  /** Training steps, 1..10000 (default 3). */
+  /** Measured steps per copy, 1..10000 (default {@link DEFAULT_RUN_STEPS}). */
   steps: number;
   /** Seed, 0..2^31-1 (default 0). */
   seed: number;
@@ -101,7 +108,7 @@ const configurationFields = {
   steps: z.number().int("must be an integer").min(1, "must be >= 1").max(
     10_000,
     "must be <= 10000",
-  ).default(3),
+  ).default(DEFAULT_RUN_STEPS),
   seed: z.number().int("must be an integer").min(0, "must be >= 0").max(
     2 ** 31 - 1,
     "must be < 2^31",

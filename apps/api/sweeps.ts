@@ -14,6 +14,7 @@ import type { TrainSpec } from "./run_executor.ts";
 import { COST_MODELS, MODELS, presetsOf, TRAIN_POLICIES, unknownName } from "./catalog.ts";
 import {
   DEFAULT_OVERHEAD_LIMIT,
+  DEFAULT_RUN_STEPS,
   type InfeasibleReason,
   Name,
   OverheadLimit,
@@ -67,7 +68,7 @@ export const SweepInput: z.ZodType<SweepInput> = z.object({
   repeats: z.number().int("must be an integer").min(1, "must be >= 1").max(10, "must be <= 10")
     .default(1),
   steps: z.number().int("must be an integer").min(1, "must be >= 1").max(10_000, "must be <= 10000")
-    .default(3),
+    .default(DEFAULT_RUN_STEPS),
   device: z.enum(["cpu", "cuda"]).default("cpu"),
   costModel: Name.default("analytic"),
   seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),

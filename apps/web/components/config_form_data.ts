@@ -126,7 +126,8 @@ export const EMPTY_FORM: ConfigFormValues = {
   budgetBytes: "",
   policy: "dtr-eq",
   costModel: "analytic",
-  steps: "3",
+  // The API's DEFAULT_RUN_STEPS (this module cannot import it; a test checks they agree).
+  steps: "21",
   seed: "0",
   overheadLimit: "2",
 };
@@ -179,7 +180,7 @@ export function formToRaw(v: ConfigFormValues): Record<string, unknown> {
     budgetBytes: toNumber(v.budgetBytes),
     policy: v.policy ?? "",
     costModel: v.costModel || "analytic",
-    steps: toNumber(v.steps) ?? 3,
+    steps: toNumber(v.steps) ?? Number(EMPTY_FORM.steps),
     seed: toNumber(v.seed) ?? 0,
     overheadLimit: toNumber(v.overheadLimit) ?? 2,
   };

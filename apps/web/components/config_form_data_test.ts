@@ -3,9 +3,10 @@
  * both accept the same ones and name the same fields.
  */
 import assert from "node:assert/strict";
-import { realCatalog } from "@libra/api";
+import { DEFAULT_RUN_STEPS, realCatalog } from "@libra/api";
+import { DEFAULT_STEPS } from "@libra/train";
 import { LIVE_COST_MODELS, zooPresets } from "./catalog.ts";
-import { type FormChoices, parseConfigForm } from "./config_form_data.ts";
+import { EMPTY_FORM, type FormChoices, parseConfigForm } from "./config_form_data.ts";
 import { parseConfigFormOnServer } from "./config_form_server.ts";
 
 Deno.test("the form's browser rules and the API's schema accept the same forms and name the same fields", async () => {
@@ -54,4 +55,9 @@ Deno.test("the form's browser rules and the API's schema accept the same forms a
     }
   }
   assert.ok(accepted >= 100, `${accepted} valid forms among the 600`);
+});
+
+Deno.test("the form, the lab's API and libra run measure the same number of steps by default", () => {
+  assert.equal(DEFAULT_RUN_STEPS, DEFAULT_STEPS);
+  assert.equal(EMPTY_FORM.steps, String(DEFAULT_RUN_STEPS));
 });

@@ -7,7 +7,15 @@
  */
 
 import { InfeasibleBadge, OverheadCell } from "./runs.tsx";
-import { type Run, RunRefusedError, type Sweep, SweepInput, Sweeps, sweepSize } from "@libra/api";
+import {
+  DEFAULT_RUN_STEPS,
+  type Run,
+  RunRefusedError,
+  type Sweep,
+  SweepInput,
+  Sweeps,
+  sweepSize,
+} from "@libra/api";
 import type { Context, Hono } from "hono";
 import type { VNode } from "preact";
 import { LIVE_COST_MODELS, zooPresets } from "../components/catalog.ts";
@@ -25,7 +33,7 @@ const DEFAULTS: Values = {
   policies: ["dtr-eq", "lru"],
   ratios: "1,0.8,0.6,0.5,0.4",
   repeats: "3",
-  steps: "3",
+  steps: String(DEFAULT_RUN_STEPS),
   device: "cpu",
   costModel: "analytic",
   seed: "0",
