@@ -117,6 +117,13 @@ export class LivePlan {
   /** Plan steps that did not apply (tensor not resident / not evicted at that point). */
   skipped = 0;
 
+  /** Sets {@link mismatches}, {@link applied} and {@link skipped} back to 0 (steps not to count). */
+  resetCounts(): void {
+    this.mismatches = 0;
+    this.applied = 0;
+    this.skipped = 0;
+  }
+
   readonly #calls: { op: string; inPlace: boolean; results: string[] }[] = [];
   readonly #live = new Map<string, TensorNode>();
   readonly #names = new WeakMap<StorageNode, string>();

@@ -708,7 +708,9 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     rt.resetPeak();
     rt.timeline.clear();
     rt.engine.recordDecisions = o.recordDecisions ?? false;
+    // The run's statistics, the plan's counts with them, are the measured steps'.
     before = rt.stats;
+    live?.resetCounts();
     const ratio = o.budgetRatio ?? budgetBytes / baselinePeakBytes;
     say(
       "measure",

@@ -328,3 +328,19 @@ Deno.test("runTraining: steps and warm-up are capped; bad options name the value
   );
   assert.throws(() => runTraining({ ...o, lr: -1 }), /lr must be a finite number > 0, got -1/);
 });
+
+Deno.test({
+  name:
+    `runTraining: a plan's counts are the measured steps', as the statistics are (budgeted warm-up steps not counted)${native}`,
+  ignore,
+  fn() {
+    for (const policy of ["libra", "chen-sqrt"]) {
+      const r = runTraining({ model: "mlp", policy, budgetRatio: 0.8, steps: 3, warmupCalls: 0 });
+      assert.equal(r.measurement!.budgetedWarmupSteps, 2);
+      const p = r.plan!;
+      assert.equal(p.mismatchedSteps, 0, policy);
+      // Every scheduled action is applied or skipped once per measured step.
+      assert.equal(p.applied + p.skipped, p.steps * 3, `${policy}: ${JSON.stringify(p)}`);
+    }
+  },
+});
