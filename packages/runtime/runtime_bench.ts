@@ -15,7 +15,7 @@ import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
 import { Engine, type Executor } from "./engine.ts";
 import { parseTrace, type Trace } from "./trace.ts";
 import { replayTrace } from "./simulator.ts";
-import { Runtime } from "./runtime.ts";
+import { Runtime, type RuntimeOptions } from "./runtime.ts";
 import type { Backend, DeviceBuffer } from "@libra/tensor/backend";
 
 /**
@@ -95,43 +95,31 @@ if (native !== null) {
       warmup,
       fn: lazily(() => callStream(b, live)),
     });
-    Deno.bench({
-      name: evicting
-        ? `runtime: the same, 90% budget (dtr-eq, sqrt sampling), evicting every call`
-        : `runtime: the same, unlimited budget`,
-      group,
-      n,
-      warmup,
-      // 16-float values of 64 bytes; 90% of them fit: every call evicts one.
-      fn: lazily(() =>
-        callStream(
-          new Runtime({
-            backend: b,
-            timeline: false,
-            ...(evicting ? { budget: Math.floor(0.9 * live * 64), search: { mode: "sqrt" } } : {}),
-          }),
-          live,
-        )
-      ),
+    // The same stream through a runtime made with `options`, beside the raw one.
+    const runtimeRow = (name: string, options: Omit<RuntimeOptions, "backend">) =>
+      Deno.bench({
+        name,
+        group,
+        n,
+        warmup,
+        fn: lazily(() =>
+          callStream(new Runtime({ backend: b, timeline: false, ...options }), live)
+        ),
+      });
+    if (!evicting) {
+      runtimeRow(`runtime: the same, unlimited budget`, {});
+      continue;
+    }
+    // 16-float values of 64 bytes; 90% of them fit: every call evicts one.
+    const budget = Math.floor(0.9 * live * 64);
+    runtimeRow(`runtime: the same, 90% budget (dtr-eq, sqrt sampling), evicting every call`, {
+      budget,
+      search: { mode: "sqrt" },
     });
-    if (!evicting) continue;
-    Deno.bench({
-      name: `runtime: the same, 90% budget, the oldest storage evicted (a choice costing nothing)`,
-      group,
-      n,
-      warmup,
-      fn: lazily(() =>
-        callStream(
-          new Runtime({
-            backend: b,
-            timeline: false,
-            budget: Math.floor(0.9 * live * 64),
-            policy: OLDEST,
-          }),
-          live,
-        )
-      ),
-    });
+    runtimeRow(
+      `runtime: the same, 90% budget, the oldest storage evicted (a choice costing nothing)`,
+      { budget, policy: OLDEST },
+    );
   }
 }
 
