@@ -72,8 +72,8 @@ export class EngineState {
   pricing: CallNode | null = null;
   /**
    * Keep `dtr-eq`'s evicted equivalence classes (`StorageNode.eq`, through
-   * the lineage's `joinEvictedClass`, `leaveClass`, `forgetClass`): on once
-   * a policy needs them (see `PolicyNeeds`) and the budget is finite, for good.
+   * the lineage's `joinEvictedClass`, `leaveClass`, `forgetClass`): on when
+   * a policy that needs them (see `PolicyNeeds`) first chooses, for good.
    */
   eqClasses = false;
   /**

@@ -100,6 +100,7 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
     if (k.pool.size > 0) {
       k.bytesNeeded = e.used + bytes - k.budget;
       const t0 = now();
+      if (!k.eqClasses) keepClassesIfNeeded(e, k);
       victims = k.policy.choose(k.ctx);
       const dt = (now() - t0) * 1e6;
       e.stats.policyNs += dt;
@@ -131,14 +132,12 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
 }
 
 /**
- * Installs `policy` and what it needs: equivalence classes are kept from the
- * moment a policy that needs them may choose (see {@link keepClassesIfNeeded}).
- * Evicted regions need nothing here: the lineage keeps their cache from the
- * first question on.
+ * Installs `policy`. What it needs comes when it first chooses: equivalence
+ * classes (see {@link keepClassesIfNeeded}); evicted regions need nothing
+ * here, the lineage keeps their cache from the first question on.
  */
-export function adoptPolicy(e: Engine, k: EngineState, policy: EvictionPolicy): void {
+export function adoptPolicy(_e: Engine, k: EngineState, policy: EvictionPolicy): void {
   k.policy = policy;
-  keepClassesIfNeeded(e, k);
 }
 
 /**
@@ -156,12 +155,13 @@ export function keepPoolIfNeeded(e: Engine, k: EngineState): void {
 }
 
 /**
- * Starts keeping `dtr-eq`'s equivalence classes once the policy needs them
- * and the budget is finite (without a budget no policy chooses, and an eager
- * drop's class would be work for nothing on every free): the storages evicted
- * by then form the classes of their connected evicted regions, as if they had
- * been evicted with classes kept, except that what was freed meanwhile counts
- * in none (it is gone from the graph). Kept for good from then on.
+ * Starts keeping `dtr-eq`'s equivalence classes when a policy that needs them
+ * first chooses (before that, an eager drop's class would be work for nothing
+ * on every free: a run whose budget is never reached keeps none). The
+ * storages evicted by then form the classes of their connected evicted
+ * regions, as if they had been evicted with classes kept, except that what
+ * was freed meanwhile counts in none (it is gone from the graph). Kept for
+ * good from then on.
  */
 export function keepClassesIfNeeded(e: Engine, k: EngineState): void {
   if (k.eqClasses || k.budget === Infinity || !needsOf(k.policy).equivalenceClasses) return;

@@ -43,7 +43,6 @@ import {
   evict,
   evictable,
   evictableBytes,
-  keepClassesIfNeeded,
   keepPoolIfNeeded,
   lock,
   refreshPool,
@@ -219,7 +218,6 @@ export class Engine {
     k.budget = bytes;
     this.stats.budgetBytes = bytes;
     keepPoolIfNeeded(this, k);
-    keepClassesIfNeeded(this, k);
   }
 
   /**

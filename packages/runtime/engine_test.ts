@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { AnalyticCostModel, DEVICE_PEAKS } from "@libra/cost";
-import { createPolicy } from "@libra/evict";
+import { createPolicy, type EvictionPolicy } from "@libra/evict";
 import { classValue, type TensorNode } from "@libra/lineage";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { Engine } from "./engine.ts";
@@ -50,12 +50,40 @@ Deno.test("Engine re-materializes a 100k-long evicted chain without stack overfl
   assert.equal(e.used, 4 + 4 * 100_000);
 });
 
+/**
+ * A policy that needs classes, calls `look` when it chooses and evicts `victim`
+ * (its choices are the test's: the classes are what is under test).
+ */
+function probe(victim: () => TensorNode, look: () => void = () => {}): EvictionPolicy {
+  return {
+    name: "probe",
+    needs: { equivalenceClasses: true },
+    choose() {
+      look();
+      return [{ storage: victim().storage, action: "drop" }];
+    },
+  };
+}
+
+/**
+ * Makes `e`'s policy choose once: with the budget at what is in use, a new
+ * 8-byte value computed from `x` needs one victim. The budget is put back.
+ */
+function search(e: Engine, x: TensorNode): TensorNode {
+  const budget = e.budgetBytes;
+  e.setBudget(e.used);
+  const [z] = e.compute("f", [], [x], [{ bytes: 8, name: "z" }], 1) as [TensorNode];
+  e.setBudget(budget);
+  return z;
+}
+
 Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materialize, never split", () => {
-  // x -> a[10] -> b[20] -> c[40] -> d[80], all 8 bytes, references kept (a budget
-  // they fit: classes are kept once one is set).
+  // x -> a[10] -> b[20] -> c[40] -> d[80], all 8 bytes, references kept; the first
+  // search (which evicts a) starts the classes.
   const e = engine(1024);
-  const { a, b, c, d } = chain(e);
-  e.evict(a.storage, "drop", "policy");
+  const { x, a, b, c, d } = chain(e);
+  e.setPolicy(probe(() => a));
+  search(e, x);
   e.evict(c.storage, "drop", "policy");
   assert.notEqual(
     classValue(e.lineage.classOf(a.storage)!),
@@ -79,38 +107,50 @@ Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materiali
 });
 
 Deno.test("Engine keeps equivalence classes only for a policy that needs them", () => {
-  // x -> a[10] -> b[20] -> c[40] -> d[80]; drop a and c under lru (no classes),
-  // then install dtr-eq: the evicted storages form the classes of their regions.
+  // x -> a[10] -> b[20] -> c[40] -> d[80]; drop a and c under lru (no classes), then
+  // install a policy that needs them: at its first search the evicted storages form
+  // the classes of their regions.
   const e = engine(1024, "lru");
-  const { a, b, c, d } = chain(e);
+  const { x, a, b, c, d } = chain(e);
   e.evict(a.storage, "drop", "policy");
   e.evict(c.storage, "drop", "policy");
   assert.equal(e.lineage.classOf(a.storage), null, "lru reads no classes: none kept");
   assert.equal(e.lineage.classOf(c.storage), null);
-  e.setPolicy(createPolicy("dtr-eq"));
-  assert.equal(classValue(e.lineage.classOf(a.storage)!), 10, "{a} and {c} are separate regions");
-  assert.equal(classValue(e.lineage.classOf(c.storage)!), 40);
-  e.evict(b.storage, "drop", "policy");
-  assert.equal(classValue(e.lineage.classOf(a.storage)!), 70, "kept from then on: b joins a and c");
+  const seen: (number | null)[] = [];
+  const value = (t: TensorNode) => {
+    const eq = e.lineage.classOf(t.storage);
+    return eq === null ? null : classValue(eq);
+  };
+  e.setPolicy(probe(() => b, () => seen.push(value(a), value(c))));
+  assert.equal(e.lineage.classOf(a.storage), null, "none before the policy chooses");
+  search(e, x);
+  assert.deepEqual(seen, [10, 40], "{a} and {c} are separate regions when it chooses");
+  assert.equal(value(a), 70, "kept from then on: its victim b joins a and c");
   assert.equal(e.lineage.neighborClassCost(d.storage), 70);
   e.setPolicy(createPolicy("lru"));
   e.evict(d.storage, "drop", "policy");
-  assert.equal(classValue(e.lineage.classOf(d.storage)!), 150, "once on, classes stay on");
+  assert.equal(value(d), 150, "once on, classes stay on");
 });
 
-Deno.test("Engine keeps equivalence classes once a budget is set", () => {
-  // x -> a[10] -> b[20] -> c[40] -> d[80]; without a budget no policy chooses, so the
-  // drops keep no classes; a budget starts them from the evicted regions of the moment.
+Deno.test("Engine keeps equivalence classes from the first search on, not for a budget never reached", () => {
+  // x -> a[10] -> b[20] -> c[40] -> d[80]; drops with no search keep no classes (a run
+  // whose budget is never reached would merge them on every free for nothing); the
+  // first search starts them from the evicted regions of the moment.
   const e = engine();
-  const { a, b, c, d } = chain(e);
+  const { x, a, b, c, d } = chain(e);
+  const seen: (number | null)[] = [];
+  e.setPolicy(probe(() => c, () => {
+    const eq = e.lineage.classOf(b.storage);
+    seen.push(eq === null ? null : classValue(eq));
+  }));
   e.evict(a.storage, "drop", "policy");
   e.evict(b.storage, "drop", "policy");
-  assert.equal(e.lineage.classOf(a.storage), null, "no budget: no classes");
+  assert.equal(e.lineage.classOf(a.storage), null, "no search: no classes");
   e.setBudget(1024);
-  assert.equal(classValue(e.lineage.classOf(a.storage)!), 30, "{a, b} is one region");
-  assert.equal(classValue(e.lineage.classOf(b.storage)!), 30, "b is in it");
-  e.evict(c.storage, "drop", "policy");
-  assert.equal(classValue(e.lineage.classOf(a.storage)!), 70, "kept from then on");
+  assert.equal(e.lineage.classOf(a.storage), null, "a budget alone starts none");
+  search(e, x);
+  assert.deepEqual(seen, [30], "{a, b} is one region when the policy chooses");
+  assert.equal(classValue(e.lineage.classOf(a.storage)!), 70, "kept from then on: c joins");
   assert.equal(e.lineage.neighborClassCost(d.storage), 70);
   e.materialize(c); // recomputes a, b, then c: each leaves the class
   assert.equal(e.stats.remats, 3);
