@@ -97,15 +97,16 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
   let collected = false;
   while (e.used + bytes > k.budget) {
     let victims: Victim[] = [];
+    let t0 = 0, t1 = 0;
     if (k.pool.size > 0) {
       k.bytesNeeded = e.used + bytes - k.budget;
-      const t0 = now();
+      t0 = now();
       if (!k.eqClasses) keepClassesIfNeeded(e, k);
       victims = k.policy.choose(k.ctx);
-      const dt = (now() - t0) * 1e6;
-      e.stats.policyNs += dt;
-      e.stats.bookkeepingNs += dt;
+      t1 = now();
+      e.stats.policyNs += (t1 - t0) * 1e6;
     }
+    if (victims.length === 0) e.stats.bookkeepingNs += (t1 - t0) * 1e6;
     if (victims.length === 0 && k.gc && !collected) {
       // Unreferenced leaves nothing needs may still hold memory: collect, retry.
       collected = true;
@@ -127,7 +128,14 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
       emit(k, { type: "oom", bytes, usedBytes: e.used });
       throw err;
     }
-    for (const v of victims) evict(e, k, v.storage, v.action, "policy");
+    // Bookkeeping: the search and the drops it chose (release, pool, classes), one
+    // interval (a clock read costs ~0.1 us, about what a drop does). A swap's copy
+    // is its stall, counted apart: with one, the search alone and each drop's merge
+    // (an empty search's time was counted above).
+    let drops = true;
+    for (const v of victims) if (v.action !== "drop") drops = false;
+    for (const v of victims) evict(e, k, v.storage, v.action, "policy", drops);
+    e.stats.bookkeepingNs += ((drops ? now() : t1) - t0) * 1e6;
   }
 }
 
@@ -180,6 +188,7 @@ export function evict(
   s: StorageNode,
   action: EvictAction,
   why: "policy" | "eager" | "plan",
+  timedByCaller = false,
 ): void {
   if (s.residency !== "resident" || s.locks > 0 || s.pinned) {
     throw new Error(
@@ -188,11 +197,17 @@ export function evict(
       } (the policy returned a storage outside the evictable pool)`,
     );
   }
-  if (action === "drop") drop(e, k, s, why);
+  if (action === "drop") drop(e, k, s, why, timedByCaller);
   else swapOut(e, k, s);
 }
 
-function drop(e: Engine, k: EngineState, s: StorageNode, why: "policy" | "eager" | "plan"): void {
+function drop(
+  e: Engine,
+  k: EngineState,
+  s: StorageNode,
+  why: "policy" | "eager" | "plan",
+  timedByCaller: boolean,
+): void {
   if (!s.droppable) {
     throw new Error(`evict ${s.name}: a leaf (no replayable producer) cannot be dropped`);
   }
@@ -211,11 +226,11 @@ function drop(e: Engine, k: EngineState, s: StorageNode, why: "policy" | "eager"
   }
   // Eager drops (a value freed by its last handle) are not timed: two clock
   // reads cost more than the merge they would measure, on every free.
-  const eager = why === "eager";
+  const timed = why !== "eager" && !timedByCaller;
   if (k.eqClasses) {
-    const t0 = eager ? 0 : now();
+    const t0 = timed ? now() : 0;
     e.lineage.joinEvictedClass(s);
-    if (!eager) st.bookkeepingNs += (now() - t0) * 1e6;
+    if (timed) st.bookkeepingNs += (now() - t0) * 1e6;
   }
   if (e.recordDecisions && why !== "eager") e.decisions.push(`drop:${s.name}`);
   if (why !== "eager") e.timeline.mark(e.callIndex, e.used, "drop", s.name);
