@@ -52,6 +52,13 @@ export class Pool implements EvictablePool {
   [Symbol.iterator](): Iterator<StorageNode> {
     return new PoolIterator(this.items, this.#next, this.#head);
   }
+  /** Writes the members' positions in insertion order into `out`; returns it. */
+  order(out: Int32Array): Int32Array {
+    const next = this.#next;
+    let j = 0;
+    for (let c = this.#head; c >= 0; c = next[c]!) out[j++] = c;
+    return out;
+  }
   /** Adds `s` at the end (no-op when it is a member). */
   add(s: StorageNode): void {
     if (s.poolIndex >= 0) return;

@@ -29,7 +29,7 @@ function staleAt(pool: EvictablePool): number {
   return -1;
 }
 
-Deno.test("Pool keeps insertion order, positions, bytes and the copied fields under random churn", () => {
+Deno.test("Pool keeps insertion order (and its positions in it), positions, bytes and the copied fields under random churn", () => {
   const rng = mulberry32(7);
   const nodes: StorageNode[] = [];
   for (let i = 0; i < 300; i++) {
@@ -58,6 +58,8 @@ Deno.test("Pool keeps insertion order, positions, bytes and the copied fields un
     if (step % 97 === 0 || step > 19_900) {
       assert.deepEqual([...pool], order);
       assert.equal(pool.size, order.length);
+      const at = pool.order(new Int32Array(pool.size));
+      assert.deepEqual([...at].map((i) => pool.at(i)), order, "order(): positions by age");
       for (let i = 0; i < pool.size; i++) assert.equal(pool.at(i).poolIndex, i);
       assert.equal(pool.bytes, order.reduce((a, x) => a + x.bytes, 0));
       assert.equal(staleAt(pool), -1);
