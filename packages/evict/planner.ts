@@ -147,13 +147,17 @@ export function planPolicy(
   }
   const hooks: PlanHooks = {
     beforeCall(index, ctl) {
-      for (const s of before.get(index) ?? []) {
+      const list = before.get(index);
+      if (list === undefined) return;
+      for (const s of list) {
         if (s.kind === "restore") ctl.restore(s.tensor);
         else ctl.evict(s.tensor, s.action ?? "drop");
       }
     },
     afterCall(index, ctl) {
-      for (const s of after.get(index) ?? []) ctl.evict(s.tensor, s.action ?? "drop");
+      const list = after.get(index);
+      if (list === undefined) return;
+      for (const s of list) ctl.evict(s.tensor, s.action ?? "drop");
     },
   };
   if (plan.lookahead !== undefined) {

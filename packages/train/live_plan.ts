@@ -14,7 +14,7 @@
  * @module
  */
 
-import { type EvictionPolicy, type Plan, planPolicy } from "@libra/evict";
+import { type EvictionPolicy, type Plan, type PlanControl, planPolicy } from "@libra/evict";
 import type { StorageNode, TensorNode } from "@libra/lineage";
 import type { Trace, TraceEvent } from "@libra/lineage/trace";
 import type { Engine } from "@libra/runtime";
@@ -149,21 +149,31 @@ export class LivePlan {
     // names live storages by the recorded names of the tensors they hold.
     const inner = planPolicy(plan, fallback, { nameOf: (s) => this.#names.get(s) });
     const n = this.#calls.length;
+    // Only a plan that names live storages at shortfalls (lookahead) reads the names.
+    const named = plan.lookahead !== undefined;
     const count = (ok: boolean) => ok ? this.applied++ : this.skipped++;
-    const ctlOf = (
-      ctl: Parameters<NonNullable<NonNullable<EvictionPolicy["hooks"]>["afterCall"]>>[1],
-    ) => ({
-      evict: (name: string, action: "drop" | "swap") => {
-        const ok = ctl.evict(name, action);
-        count(ok);
-        return ok;
-      },
-      restore: (name: string) => {
-        const ok = ctl.restore(name);
-        count(ok);
-        return ok;
-      },
-    });
+    // The runtime passes the same control to every hook: it is wrapped once, not on
+    // every call (two objects and three closures a call, for a plan that mostly waits).
+    let wrappedFor: PlanControl | null = null;
+    let wrapped: PlanControl | null = null;
+    const ctlOf = (ctl: PlanControl): PlanControl => {
+      if (ctl !== wrappedFor || wrapped === null) {
+        wrappedFor = ctl;
+        wrapped = {
+          evict: (name: string, action: "drop" | "swap") => {
+            const ok = ctl.evict(name, action);
+            count(ok);
+            return ok;
+          },
+          restore: (name: string) => {
+            const ok = ctl.restore(name);
+            count(ok);
+            return ok;
+          },
+        };
+      }
+      return wrapped;
+    };
     this.policy = {
       name: inner.name,
       ...(inner.needs !== undefined ? { needs: inner.needs } : {}),
@@ -187,11 +197,12 @@ export class LivePlan {
             this.mismatches++;
             return;
           }
-          rec.results.forEach((name, j) => {
+          const results = rec.results;
+          for (let j = 0; j < results.length; j++) {
             const t = outs[j]!;
-            this.#live.set(name, t);
-            if (!t.isAlias) this.#names.set(t.storage, name);
-          });
+            this.#live.set(results[j]!, t);
+            if (named && !t.isAlias) this.#names.set(t.storage, results[j]!);
+          }
           inner.hooks?.afterCall?.(k, ctlOf(ctl));
         },
       },
