@@ -64,6 +64,8 @@ export class EngineState {
   bytesNeeded = 0;
   /** Releases so far (see `_upkeep.ts`, `reapAncestors`). */
   releases = 0;
+  /** Releases since the last one timed (see `Engine.release`). */
+  releaseTick = 0;
   /** When a leaf was last found needed, in releases. */
   readonly neededAt: WeakMap<StorageNode, number> = new WeakMap();
   /** Outputs of the call whose `afterCall` hook runs (plan names resolve to them first). */

@@ -3,7 +3,7 @@ import { AnalyticCostModel, DEVICE_PEAKS } from "@libra/cost";
 import { createPolicy, type EvictionPolicy } from "@libra/evict";
 import { classValue, type TensorNode } from "@libra/lineage";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
-import { Engine } from "./engine.ts";
+import { Engine, RELEASE_SAMPLE } from "./engine.ts";
 import { OutOfBudgetError, ThrashingError } from "./errors.ts";
 import { MetaExecutor, replayTrace } from "./simulator.ts";
 import { Runtime } from "./runtime.ts";
@@ -422,4 +422,22 @@ Deno.test("Engine keeps the evictable pool once a budget is set", () => {
   assert.equal(ts[0]!.storage.residency, "evicted");
   assert.equal(e.stats.evictions, 1);
   for (const t of ts.slice(1)) assert.equal(t.storage.residency, "resident");
+});
+
+Deno.test("Engine times one release in RELEASE_SAMPLE into the bookkeeping", () => {
+  // x (pinned) -> a chain of values, each released once computed (eager drops).
+  const e = engine();
+  const x = e.leaf(8, "x", { pinned: true });
+  let prev = x;
+  const step = () => {
+    const [t] = e.compute("f", [], [prev], [{ bytes: 8 }], 1) as [TensorNode];
+    if (prev !== x) e.release(prev);
+    prev = t;
+  };
+  step();
+  for (let i = 1; i < RELEASE_SAMPLE; i++) step(); // RELEASE_SAMPLE - 1 releases
+  assert.equal(e.stats.bookkeepingNs, 0, "no release timed yet");
+  for (let i = 0; i < 100 * RELEASE_SAMPLE; i++) step();
+  assert.ok(e.stats.bookkeepingNs > 0, "the sampled releases were timed");
+  assert.equal(e.stats.eagerDrops, 101 * RELEASE_SAMPLE - 1);
 });

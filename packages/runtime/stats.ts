@@ -43,7 +43,11 @@ export interface RuntimeStats {
   recomputeNs: number;
   /** Time stalled on swaps. */
   swapStallNs: number;
-  /** Bookkeeping: policy search, equivalence classes, graph upkeep. */
+  /**
+   * Bookkeeping: policy search, equivalence classes, graph upkeep, and the
+   * release path (one release in `RELEASE_SAMPLE` timed, counted that many
+   * times over).
+   */
   bookkeepingNs: number;
   /** Of which the policy's candidate search. */
   policyNs: number;
