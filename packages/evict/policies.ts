@@ -93,6 +93,18 @@ export class DtrEqPolicy extends ScorePolicy {
   protected override floorEpoch(ctx: EvictionContext): number {
     return ctx.lineage.neighborCostEpoch;
   }
+  /** The lineage's {@link Lineage.classDecrease} (what re-materializations took out of classes). */
+  protected override floorSlack(ctx: EvictionContext): number {
+    return ctx.lineage.classDecrease;
+  }
+  /**
+   * The lineage's {@link Lineage.floorsLapsed}, kept from the first search on
+   * ({@link Lineage.keepsFloors}): epochs then change only where edges do.
+   */
+  protected override floorLapsed(ctx: EvictionContext): StorageNode[] {
+    ctx.lineage.keepsFloors = true;
+    return ctx.lineage.floorsLapsed;
+  }
   /**
    * `(c(t) + floor) / (m(t) * staleness(t))` bounds the score: with no class
    * of negative value the neighbouring class cost is a sum of non-negative

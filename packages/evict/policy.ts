@@ -68,6 +68,12 @@ export interface EvictablePool {
    * and scores only the members a bound cannot rule out (same victim).
    */
   order?(out: Int32Array): Int32Array;
+  /**
+   * Optional, with {@link slots}: the position of member `s` (-1 when it is
+   * none). A policy that keeps floors clears the floors of the members whose
+   * floor lapsed by it; without it, every floor.
+   */
+  positionOf?(s: StorageNode): number;
 }
 
 /** What a policy may look at when choosing. */
@@ -249,6 +255,21 @@ export abstract class ScorePolicy implements EvictionPolicy {
   protected lastFloor = 0;
 
   /**
+   * Optional, with {@link floorEpoch}: how much the floored part may have
+   * fallen in all, within the epoch, for members {@link floorLapsed} does not
+   * name (never decreasing). A floor kept when this was `d` holds, less the
+   * growth of this since: the slot keeps the floor plus `d`.
+   */
+  protected floorSlack?(ctx: EvictionContext): number;
+
+  /**
+   * Optional, with {@link floorEpoch}: the members whose floored part may
+   * have fallen by more than {@link floorSlack} says since their floors were
+   * kept; the search clears their floors and empties the list.
+   */
+  protected floorLapsed?(ctx: EvictionContext): StorageNode[];
+
+  /**
    * Optional {@link score} of `s` with its `compute`, `bytes` and
    * `lastAccess` given (the pool's copies, equal to its own): the sampled
    * search over {@link EvictablePool.slots} scores through it, so the
@@ -404,10 +425,19 @@ export abstract class ScorePolicy implements EvictionPolicy {
   #slotScan(ctx: EvictionContext, slots: Float64Array, minBytes: number): StorageNode | null {
     const pool = ctx.pool, n = pool.size, only = ctx.onlyDroppable === true;
     const clock = ctx.clock;
-    let floors = false, keep = false;
+    let floors = false, keep = false, slack = 0;
     if (this.floorEpoch !== undefined) {
       floors = true;
-      keep = keptFloors(slots, this, ctx.lineage, this.floorEpoch(ctx), n);
+      slack = this.floorSlack?.(ctx) ?? 0;
+      keep = keptFloors(
+        slots,
+        this,
+        ctx.lineage,
+        this.floorEpoch(ctx),
+        n,
+        this.floorLapsed?.(ctx),
+        pool,
+      );
     }
     if (this.#scanOrder.length < n) {
       this.#scanOrder = new Int32Array(2 * n);
@@ -426,7 +456,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
       if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
       cands[m] = i;
       // The local bound (see `localBound`), as `localScore` in policies.ts computes it.
-      const c = slots[o + SLOT_COMPUTE]! + (floors ? slots[o + SLOT_FLOOR]! : 0);
+      const c = slots[o + SLOT_COMPUTE]! + (floors ? floorOf(slots[o + SLOT_FLOOR]!, slack) : 0);
       const den = bytes * (clock - slots[o + SLOT_LAST_ACCESS]!);
       let b = den > 0 ? c / den : Infinity;
       if (b !== b) b = -Infinity;
@@ -446,7 +476,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
       let stop = false;
       for (let t = 0; t < m && !stop; t++) {
         if (!(bounds[t]! <= 0)) continue;
-        const sc = this.#keptScore(pool, slots, cands[t]!, ctx, keep);
+        const sc = this.#keptScore(pool, slots, cands[t]!, ctx, keep, slack);
         scored++;
         if (sc <= bestScore) {
           bestScore = sc;
@@ -456,7 +486,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
       }
       if (stop || bestScore < 0) return this.#scanned(pool, cands, best, scored, slots, keep);
     } else {
-      bestScore = this.#keptScore(pool, slots, cands[first]!, ctx, keep);
+      bestScore = this.#keptScore(pool, slots, cands[first]!, ctx, keep, slack);
       scored++;
       if (bestScore === bestScore) best = first;
       else bestScore = Infinity; // NaN is never the lowest
@@ -477,7 +507,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
       if (bounds[t]! > bestScore) break;
       heap[0] = heap[--h]!;
       siftDown(heap, bounds, 0, h);
-      const sc = this.#keptScore(pool, slots, cands[t]!, ctx, keep);
+      const sc = this.#keptScore(pool, slots, cands[t]!, ctx, keep, slack);
       scored++;
       if (sc < bestScore || (sc === bestScore && t > best)) {
         bestScore = sc;
@@ -526,10 +556,19 @@ export abstract class ScorePolicy implements EvictionPolicy {
     // Floors are read once the slots are known to hold this epoch's (or none), and kept
     // only when the epoch is the one of the last search: one that changes at every
     // search would clear what was kept for nothing.
-    let floors = false, keep = false;
+    let floors = false, keep = false, slack = 0;
     if (this.floorEpoch !== undefined) {
       floors = true;
-      keep = keptFloors(slots, this, ctx.lineage, this.floorEpoch(ctx), n);
+      slack = this.floorSlack?.(ctx) ?? 0;
+      keep = keptFloors(
+        slots,
+        this,
+        ctx.lineage,
+        this.floorEpoch(ctx),
+        n,
+        this.floorLapsed?.(ctx),
+        pool,
+      );
     }
     if (this.#sampled.length < k) {
       this.#sampled = new Int32Array(2 * k);
@@ -548,7 +587,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
       if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
       sampled[m] = i;
       // The local bound (see `localBound`), as `localScore` in policies.ts computes it.
-      const c = slots[o + SLOT_COMPUTE]! + (floors ? slots[o + SLOT_FLOOR]! : 0);
+      const c = slots[o + SLOT_COMPUTE]! + (floors ? floorOf(slots[o + SLOT_FLOOR]!, slack) : 0);
       const den = bytes * (clock - slots[o + SLOT_LAST_ACCESS]!);
       const b = den > 0 ? c / den : Infinity;
       bounds[m] = b === b ? b : -Infinity;
@@ -564,7 +603,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
       if (bounds[t]! > bestScore) break; // and so are all the others'
       order[0] = order[--left]!;
       siftDown(order, bounds, 0, left);
-      const sc = this.#keptScore(pool, slots, sampled[t]!, ctx, keep);
+      const sc = this.#keptScore(pool, slots, sampled[t]!, ctx, keep, slack);
       scored++;
       // Ties go to the later sample, as in the plain search (`<=` in sampling order).
       if (sc < bestScore || (sc === bestScore && t > best)) {
@@ -588,9 +627,10 @@ export abstract class ScorePolicy implements EvictionPolicy {
     i: number,
     ctx: EvictionContext,
     keep: boolean,
+    slack: number,
   ): number {
     const sc = this.#slotScore(pool, slots, i, ctx);
-    if (keep) slots[i * SLOT_STRIDE + SLOT_FLOOR] = this.lastFloor * FLOOR_MARGIN;
+    if (keep) slots[i * SLOT_STRIDE + SLOT_FLOOR] = this.lastFloor * FLOOR_MARGIN + slack;
     return sc;
   }
 
@@ -652,8 +692,10 @@ const FLOORS = new WeakMap<Float64Array, FloorState>();
 /**
  * Makes the floors of `slots` (a pool of `size` members) hold for `policy`'s
  * kind, `owner` (the lineage) and `epoch`, clearing them when they may be
- * another's (an array not seen before may be a grown pool's copy); returns
- * whether they did already, so that the search may keep more.
+ * another's (an array not seen before may be a grown pool's copy), and
+ * clearing those of the members `lapsed` names (every floor, without the
+ * pool's `positionOf`), which it empties; returns whether they held already,
+ * so that the search may keep more.
  */
 function keptFloors(
   slots: Float64Array,
@@ -661,15 +703,26 @@ function keptFloors(
   owner: unknown,
   epoch: number,
   size: number,
+  lapsed: StorageNode[] | undefined,
+  pool: EvictablePool,
 ): boolean {
   const kind = policy.constructor;
   const st = FLOORS.get(slots);
   if (st !== undefined && st.kind === kind && st.owner === owner && st.epoch === epoch) {
+    if (lapsed !== undefined && lapsed.length > 0) {
+      if (pool.positionOf === undefined) clearFloors(slots, size);
+      else {
+        for (let j = 0; j < lapsed.length; j++) {
+          const i = pool.positionOf(lapsed[j]!);
+          if (i >= 0 && i < size) slots[i * SLOT_STRIDE + SLOT_FLOOR] = 0;
+        }
+      }
+      clearList(lapsed);
+    }
     return true;
   }
-  if (st === undefined || st.dirty) {
-    for (let o = SLOT_FLOOR; o < size * SLOT_STRIDE; o += SLOT_STRIDE) slots[o] = 0;
-  }
+  if (lapsed !== undefined) clearList(lapsed);
+  if (st === undefined || st.dirty) clearFloors(slots, size);
   if (st === undefined) FLOORS.set(slots, { kind, owner, epoch, dirty: false });
   else {
     st.kind = kind;
@@ -678,6 +731,21 @@ function keptFloors(
     st.dirty = false;
   }
   return false;
+}
+
+function clearFloors(slots: Float64Array, size: number): void {
+  for (let o = SLOT_FLOOR; o < size * SLOT_STRIDE; o += SLOT_STRIDE) slots[o] = 0;
+}
+
+/**
+ * The floor a slot's `kept` number gives with `slack` (see
+ * {@link ScorePolicy.floorSlack}): `kept - slack`, less a margin for the
+ * rounding of both sums, and never below zero.
+ */
+function floorOf(kept: number, slack: number): number {
+  if (!(kept > slack)) return 0;
+  const f = kept - slack - (kept + slack) * 2 ** -50;
+  return f > 0 ? f : 0;
 }
 
 /** Floors of `slots` were written (see {@link keptFloors}). */

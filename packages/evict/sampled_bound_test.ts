@@ -28,6 +28,7 @@ function slotPool(items: StorageNode[]): EvictablePool {
       return items.length;
     },
     slots,
+    positionOf: (s) => items.indexOf(s),
   };
 }
 

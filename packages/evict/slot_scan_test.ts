@@ -44,6 +44,7 @@ function pools(byAge: StorageNode[], rng: () => number) {
       out.set(positions);
       return out;
     },
+    positionOf: (s) => items.indexOf(s),
   };
   return { plain: arrayPool(byAge), slotted };
 }

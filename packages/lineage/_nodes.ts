@@ -192,7 +192,7 @@ export class StorageNode {
         if (o.cachesEvictedNeighbors) o.evictedNeighborAppeared(this);
       } else {
         if (o.tracksNeighborhoods) o.neighborhoodChanged(this);
-        o.neighborCostEpoch++;
+        o.neighborCostFell(this);
         this.#residency = r;
       }
       return;

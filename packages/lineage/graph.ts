@@ -360,7 +360,9 @@ export class Lineage {
    */
   leaveClass(s: StorageNode): void {
     if (s.eq !== null) {
-      this.neighborCostEpoch++;
+      // Every cost next to the class falls by at most what leaves it.
+      if (this.keepsFloors && s.compute >= 0) this.classDecrease += s.compute;
+      else this.neighborCostEpoch++;
       addToClass(s.eq, -s.compute);
       if (!(find(s.eq).value >= 0)) this.classesNonNegative = false;
       s.eq = null;
@@ -377,9 +379,54 @@ export class Lineage {
 
   /** `s`'s value is gone (freed or retired): it holds no class (the class keeps its value). */
   forgetClass(s: StorageNode): void {
-    if (s.eq !== null) this.neighborCostEpoch++;
+    if (s.eq !== null) this.neighborCostFell(s);
     s.eq = null;
   }
+
+  /**
+   * `v` left `evicted` or lost its class: the neighbouring class costs of its
+   * neighbours may fall by all it added. With {@link keepsFloors} they are
+   * named in {@link floorsLapsed} (the epoch changes instead past
+   * {@link LAPSED_LIMIT} of them); otherwise the epoch changes.
+   */
+  neighborCostFell(v: StorageNode): void {
+    if (!this.keepsFloors) {
+      this.neighborCostEpoch++;
+      return;
+    }
+    const out = this.floorsLapsed;
+    const ts = v.tensors;
+    for (let i = 0; i < ts.length; i++) {
+      const t = ts[i]!;
+      const p = t.producer;
+      if (p !== null) { for (const inp of p.inputs) out.push(inp.storage); }
+      for (const c of t.consumers) for (const o of c.outputs) out.push(o.storage);
+    }
+    if (out.length > LAPSED_LIMIT) {
+      clearList(out);
+      this.neighborCostEpoch++;
+    }
+  }
+
+  /**
+   * Set by a policy that keeps floors of neighbouring class costs (`dtr-eq`'s
+   * search): from then on, within an epoch, a cost falls only as
+   * {@link classDecrease} and {@link floorsLapsed} say.
+   */
+  keepsFloors = false;
+  /**
+   * With {@link keepsFloors}: the compute re-materializations took out of
+   * classes ({@link leaveClass}), summed. A neighbouring class cost falls by
+   * at most the growth of this, but where {@link floorsLapsed} names it.
+   */
+  classDecrease = 0;
+  /**
+   * With {@link keepsFloors}: storages whose neighbouring class cost may have
+   * fallen by more than {@link classDecrease} grew (neighbours of a storage
+   * that left `evicted` or its class), with repeats, until the floors' keeper
+   * empties it.
+   */
+  readonly floorsLapsed: StorageNode[] = [];
 
   /** `s`'s `dtr-eq` class node, or `null` (see {@link StorageNode.eq}). */
   classOf(s: StorageNode): EqNode | null {
@@ -433,8 +480,9 @@ export class Lineage {
 
   /**
    * Changes whenever some storage's {@link neighborClassCost} may have gone
-   * down: a storage left `evicted`, left or lost its class, or edges were cut
-   * or tensors moved. In between, every one only grows (new edges and
+   * down: edges were cut or tensors moved, and, until {@link keepsFloors}, a
+   * storage left `evicted`, left or lost its class (after, those go to
+   * {@link classDecrease} and {@link floorsLapsed}). In between, every one only grows (new edges and
    * evictions add classes; a merge's value is the sum of what it joins),
    * while {@link classesNonNegative} holds: a cost found then stays a lower
    * bound until this changes (up to rounding: a sum of the same values added
@@ -781,6 +829,13 @@ export class Lineage {
 }
 
 /** {@link StorageNode.noEvictedNeighbors} of a storage known to have no evicted neighbour. */
+/**
+ * Past this many storages named in {@link Lineage.floorsLapsed}, the epoch
+ * changes instead (every floor lapses): a keeper that stopped searching leaves
+ * no list growing for good.
+ */
+export const LAPSED_LIMIT = 4096;
+
 const NONE_EVICTED = 1;
 
 const FRESH: (readonly number[])[] = [];

@@ -52,6 +52,10 @@ export class Pool implements EvictablePool {
   [Symbol.iterator](): Iterator<StorageNode> {
     return new PoolIterator(this.items, this.#next, this.#head);
   }
+  /** The position of member `s`, or -1. */
+  positionOf(s: StorageNode): number {
+    return s.poolIndex;
+  }
   /** Writes the members' positions in insertion order into `out`; returns it. */
   order(out: Int32Array): Int32Array {
     const next = this.#next;
