@@ -441,86 +441,102 @@ export abstract class ScorePolicy implements EvictionPolicy {
     }
     if (this.#scanOrder.length < n) {
       this.#scanOrder = new Int32Array(2 * n);
-      this.#scanCands = new Int32Array(2 * n);
+      this.#scanRank = new Int32Array(2 * n);
       this.#scanBounds = new Float64Array(2 * n);
+      this.#scanHeap = new Int32Array(2 * n);
     }
-    const order = pool.order!(this.#scanOrder);
-    // Candidate t (in pool order, t < m): position cands[t], bound bounds[t]
-    // (a NaN bound as -Infinity: such a candidate is always scored).
-    const cands = this.#scanCands, bounds = this.#scanBounds;
-    let m = 0, first = 0, firstBound = Infinity;
-    for (let j = 0; j < n; j++) {
-      const i = order[j]!;
+    // The bound of the member at each position, read in position order (the slots one
+    // after another; pool order is needed only where zeros or ties are): a NaN bound as
+    // -Infinity (such a member is always scored), NaN for a member the search skips.
+    const bounds = this.#scanBounds;
+    let m = 0, first = -1, firstBound = Infinity;
+    for (let i = 0; i < n; i++) {
       const o = i * SLOT_STRIDE;
       const bytes = slots[o + SLOT_BYTES]!;
-      if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
-      cands[m] = i;
+      if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) {
+        bounds[i] = NaN;
+        continue;
+      }
       // The local bound (see `localBound`), as `localScore` in policies.ts computes it.
       const c = slots[o + SLOT_COMPUTE]! + (floors ? floorOf(slots[o + SLOT_FLOOR]!, slack) : 0);
       const den = bytes * (clock - slots[o + SLOT_LAST_ACCESS]!);
       let b = den > 0 ? c / den : Infinity;
       if (b !== b) b = -Infinity;
-      bounds[m] = b;
-      if (b < firstBound) {
-        firstBound = b;
-        first = m;
-      }
+      bounds[i] = b;
       m++;
+      if (b < firstBound || first < 0) {
+        firstBound = b;
+        first = i;
+      }
     }
     if (m === 0) return null;
-    let best = -1, bestScore = Infinity, scored = 0;
+    // `best` and `first` are positions; `rank` (made when needed) their pool order.
+    let best = -1, bestScore = Infinity, scored = 0, ranked = false;
+    const rank = this.#scanRank;
     // Only a member whose bound is at most zero may score zero or below: the plain
     // scan over those, in pool order, stops at the first zero as it does, and finds
     // a negative minimum (every member of that score is among them).
     if (firstBound <= 0) {
+      const order = pool.order!(this.#scanOrder);
       let stop = false;
-      for (let t = 0; t < m && !stop; t++) {
-        if (!(bounds[t]! <= 0)) continue;
-        const sc = this.#keptScore(pool, slots, cands[t]!, ctx, keep, slack);
+      for (let j = 0; j < n && !stop; j++) {
+        const i = order[j]!;
+        rank[i] = j;
+        if (!(bounds[i]! <= 0)) continue;
+        const sc = this.#keptScore(pool, slots, i, ctx, keep, slack);
         scored++;
         if (sc <= bestScore) {
           bestScore = sc;
-          best = t;
+          best = i;
         }
         stop = sc === 0;
       }
-      if (stop || bestScore < 0) return this.#scanned(pool, cands, best, scored, slots, keep);
+      if (stop || bestScore < 0) return this.#scanned(pool, best, scored, slots, keep);
+      ranked = true;
     } else {
-      bestScore = this.#keptScore(pool, slots, cands[first]!, ctx, keep, slack);
+      bestScore = this.#keptScore(pool, slots, first, ctx, keep, slack);
       scored++;
       if (bestScore === bestScore) best = first;
       else bestScore = Infinity; // NaN is never the lowest
     }
-    // No zero, no negative score: the lowest score, ties to the later member. The
-    // members of positive bound at most the lowest so far are scored in increasing
-    // order of bound (a heap) until the next bound exceeds it: each left scores above.
-    if (this.#scanHeap.length < m) this.#scanHeap = new Int32Array(2 * m);
+    // No zero, no negative score: the lowest score, ties to the later member in pool
+    // order. The members of positive bound at most the lowest so far are scored in
+    // increasing order of bound (a heap) until the next bound exceeds it: each left
+    // scores above.
     const heap = this.#scanHeap;
     let h = 0;
-    for (let t = 0; t < m; t++) {
-      const b = bounds[t]!;
-      if (b > 0 && b <= bestScore && t !== first) heap[h++] = t;
+    for (let i = 0; i < n; i++) {
+      const b = bounds[i]!;
+      if (b > 0 && b <= bestScore && i !== first) heap[h++] = i;
     }
     for (let i = (h >> 1) - 1; i >= 0; i--) siftDown(heap, bounds, i, h);
     while (h > 0) {
-      const t = heap[0]!;
-      if (bounds[t]! > bestScore) break;
+      const i = heap[0]!;
+      if (bounds[i]! > bestScore) break;
       heap[0] = heap[--h]!;
       siftDown(heap, bounds, 0, h);
-      const sc = this.#keptScore(pool, slots, cands[t]!, ctx, keep, slack);
+      const sc = this.#keptScore(pool, slots, i, ctx, keep, slack);
       scored++;
-      if (sc < bestScore || (sc === bestScore && t > best)) {
-        bestScore = sc;
-        best = t;
+      if (sc < bestScore || best < 0) {
+        if (sc === sc) {
+          bestScore = sc;
+          best = i;
+        }
+      } else if (sc === bestScore) {
+        if (!ranked) {
+          const order = pool.order!(this.#scanOrder);
+          for (let j = 0; j < n; j++) rank[order[j]!] = j;
+          ranked = true;
+        }
+        if (rank[i]! > rank[best]!) best = i;
       }
     }
-    return this.#scanned(pool, cands, best, scored, slots, keep);
+    return this.#scanned(pool, best, scored, slots, keep);
   }
 
-  /** {@link slotScan}'s end: floors marked, statistics set, the victim at `best` (or none). */
+  /** {@link slotScan}'s end: floors marked, statistics set, the victim at position `best` (or none). */
   #scanned(
     pool: EvictablePool,
-    cands: Int32Array,
     best: number,
     scored: number,
     slots: Float64Array,
@@ -528,12 +544,12 @@ export abstract class ScorePolicy implements EvictionPolicy {
   ): StorageNode | null {
     if (keep) markFloors(slots);
     this.scored = scored;
-    return best < 0 ? null : pool.at(cands[best]!);
+    return best < 0 ? null : pool.at(best);
   }
 
   #scanHeap: Int32Array = new Int32Array(0);
   #scanOrder: Int32Array = new Int32Array(0);
-  #scanCands: Int32Array = new Int32Array(0);
+  #scanRank: Int32Array = new Int32Array(0);
   #scanBounds: Float64Array = new Float64Array(0);
 
   /**

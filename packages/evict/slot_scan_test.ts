@@ -18,11 +18,12 @@ import {
  * Pools over the same members for the full scan: `plain` iterates them in
  * insertion order `byAge`; `slotted` holds them at other positions (a
  * shuffle, as removals leave a real pool), with their copied fields in slots
- * and `order()` giving the positions in insertion order.
+ * and `order()` giving the positions in insertion order (`at`: those
+ * positions, instead of a shuffle).
  */
-function pools(byAge: StorageNode[], rng: () => number) {
-  const items = [...byAge];
-  for (let i = items.length - 1; i > 0; i--) {
+function pools(byAge: StorageNode[], rng: () => number, at?: StorageNode[]) {
+  const items = at ?? [...byAge];
+  for (let i = items.length - 1; i > 0 && at === undefined; i--) {
     const j = Math.floor(rng() * (i + 1));
     [items[i], items[j]] = [items[j]!, items[i]!];
   }
@@ -68,7 +69,7 @@ function randomState(seed: number, n: number, negative: boolean, flat = false) {
     const inputs = rng() < 0.3 ? [a, ts[Math.floor(rng() * ts.length)]!] : [a];
     let bytes = rng() < 0.05 ? 0 : 16 * (1 + Math.floor(rng() * 4));
     let cost = negative && rng() < 0.2 ? -5 : rng() < 0.05 ? 0 : 1 + Math.floor(rng() * 6);
-    if (flat) [bytes, cost] = [32, 3];
+    if (flat) [bytes, cost] = [32, rng() < 0.1 ? 0 : 3];
     const [t] = g.addCall("f", [], inputs, [{ bytes }], cost) as [TensorNode];
     t.storage.residency = "resident";
     ts.push(t);
@@ -174,4 +175,30 @@ Deno.test("dtr-eq's full scan over slots keeps picking the plain scan's victims 
     }
   }
   assert.ok(spared > 0, "kept floors spared scoring");
+});
+
+Deno.test("the full scan over slots breaks ties by pool order after scoring members of bound zero", () => {
+  // x -> e[5] (evicted) -> z[0]; x -> a[3], x -> b[3]: z's bound is zero but its score is
+  // not (e is next to it); a and b tie at the lowest score, b the later in pool order.
+  for (const at of [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1]]) {
+    const g = new Lineage();
+    const x = g.addLeaf(64, "x");
+    x.storage.residency = "resident";
+    const [e] = g.addCall("f", [], [x], [{ bytes: 32 }], 5) as [TensorNode];
+    const [z] = g.addCall("f", [], [e], [{ bytes: 32 }], 0) as [TensorNode];
+    const [a] = g.addCall("f", [], [x], [{ bytes: 32 }], 3) as [TensorNode];
+    const [b] = g.addCall("f", [], [x], [{ bytes: 32 }], 3) as [TensorNode];
+    for (const t of [z, a, b]) {
+      t.storage.residency = "resident";
+      t.storage.lastAccess = 50;
+    }
+    e.storage.residency = "evicted";
+    g.joinEvictedClass(e.storage);
+    const byAge = [z.storage, a.storage, b.storage];
+    const { plain, slotted } = pools(byAge, () => 0, at.map((i) => byAge[i]!));
+    const want = createPolicy("dtr-eq").choose(ctxOf(g, plain, 100));
+    const got = createPolicy("dtr-eq").choose(ctxOf(g, slotted, 100));
+    assert.equal(want[0]?.storage, b.storage, "the plain scan: the later of the tied");
+    assert.equal(got[0]?.storage, b.storage, `positions ${at}`);
+  }
 });
