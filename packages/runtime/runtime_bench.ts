@@ -5,13 +5,22 @@
  * evicting; the evicting group also runs a policy whose choice costs nothing,
  * to tell the runtime's own work from DTR's sampled search); bookkeeping per
  * kernel call with 1k and 10k live storages (a
- * no-op executor isolates the runtime's own work); and simulator throughput
- * on the shared DTR traces (calls per second = calls per replay / time).
+ * no-op executor isolates the runtime's own work); `dtr-eq`'s full scan over
+ * the runtime's pool (slots, bounds, kept floors) beside the plain scan that
+ * scores every member; and simulator throughput on the shared DTR traces
+ * (calls per second = calls per replay / time).
  */
 
 import { AnalyticCostModel } from "@libra/cost";
-import { createPolicy, type EvictionPolicy } from "@libra/evict";
-import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
+import {
+  createPolicy,
+  type EvictablePool,
+  type EvictionContext,
+  type EvictionPolicy,
+} from "@libra/evict";
+import { type CallNode, Lineage, type StorageNode, type TensorNode } from "@libra/lineage";
+import { mulberry32 } from "@libra/util/rng";
+import { Pool } from "./_pool.ts";
 import { Engine, type Executor } from "./engine.ts";
 import { parseTrace, type Trace } from "./trace.ts";
 import { replayTrace } from "./simulator.ts";
@@ -180,6 +189,74 @@ for (const n of [1_000, 10_000]) {
     fn: lazily(() => bookkeeping(n, true)),
   });
 }
+
+/**
+ * A search of `dtr-eq`'s full scan over `members` resident storages of a
+ * graph like a recurrent step's (chains from a few leaves, every third value
+ * evicted into classes), the same search each call: in the runtime's pool
+ * (`slotted`: slots, insertion order, kept floors), or in a pool that gives
+ * only its members (every member's neighbourhood scored).
+ */
+function fullScan(members: number, slotted: boolean): () => void {
+  const rng = mulberry32(5);
+  const g = new Lineage();
+  const leaves: TensorNode[] = [];
+  for (let i = 0; i < 8; i++) {
+    const x = g.addLeaf(1024, `x${i}`);
+    x.storage.residency = "resident";
+    leaves.push(x);
+  }
+  const resident: StorageNode[] = [];
+  let prev = leaves[0]!;
+  for (let i = 0; resident.length < members; i++) {
+    if (i % 48 === 0) prev = leaves[i % leaves.length]!;
+    const [t] = g.addCall("f", [], [prev, leaves[(i + 3) % leaves.length]!], [{
+      bytes: 1024 * (1 + Math.floor(rng() * 4)),
+    }], 1 + Math.floor(rng() * 100)) as [TensorNode];
+    t.storage.residency = "resident";
+    t.storage.lastAccess = i;
+    if (i % 3 === 2) {
+      t.storage.residency = "evicted";
+      g.joinEvictedClass(t.storage);
+    } else resident.push(t.storage);
+    prev = t;
+  }
+  const pool = new Pool();
+  for (const s of resident) pool.add(s);
+  const plain: EvictablePool = {
+    get size() {
+      return pool.size;
+    },
+    at: (i) => pool.at(i),
+    [Symbol.iterator]: () => pool[Symbol.iterator](),
+  };
+  const ctx: EvictionContext = {
+    clock: 2 * members,
+    pool: slotted ? pool : plain,
+    lineage: g,
+    costModel: new AnalyticCostModel(),
+    bytesNeeded: 1024,
+    canDrop: (s) => s.droppable,
+    canSwap: () => false,
+    onlyDroppable: true,
+  };
+  const policy = createPolicy("dtr-eq");
+  return () => {
+    if (policy.choose(ctx).length !== 1) throw new Error("fullScan: no victim");
+  };
+}
+
+Deno.bench({
+  name: "dtr-eq full scan, 800-member pool: every member scored (plain pool)",
+  group: "fullscan",
+  baseline: true,
+  fn: lazily(() => fullScan(800, false)),
+});
+Deno.bench({
+  name: "dtr-eq full scan, 800-member pool: slots, bounds and kept floors (runtime pool)",
+  group: "fullscan",
+  fn: lazily(() => fullScan(800, true)),
+});
 
 async function shared(name: string): Promise<Trace | null> {
   try {
