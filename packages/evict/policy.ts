@@ -425,20 +425,8 @@ export abstract class ScorePolicy implements EvictionPolicy {
   #slotScan(ctx: EvictionContext, slots: Float64Array, minBytes: number): StorageNode | null {
     const pool = ctx.pool, n = pool.size, only = ctx.onlyDroppable === true;
     const clock = ctx.clock;
-    let floors = false, keep = false, slack = 0;
-    if (this.floorEpoch !== undefined) {
-      floors = true;
-      slack = this.floorSlack?.(ctx) ?? 0;
-      keep = keptFloors(
-        slots,
-        this,
-        ctx.lineage,
-        this.floorEpoch(ctx),
-        n,
-        this.floorLapsed?.(ctx),
-        pool,
-      );
-    }
+    const floors = this.floorEpoch !== undefined;
+    const keep = this.#readyFloors(ctx, slots, n), slack = this.#slack;
     if (this.#scanOrder.length < n) {
       this.#scanOrder = new Int32Array(2 * n);
       this.#scanRank = new Int32Array(2 * n);
@@ -572,20 +560,8 @@ export abstract class ScorePolicy implements EvictionPolicy {
     // Floors are read once the slots are known to hold this epoch's (or none), and kept
     // only when the epoch is the one of the last search: one that changes at every
     // search would clear what was kept for nothing.
-    let floors = false, keep = false, slack = 0;
-    if (this.floorEpoch !== undefined) {
-      floors = true;
-      slack = this.floorSlack?.(ctx) ?? 0;
-      keep = keptFloors(
-        slots,
-        this,
-        ctx.lineage,
-        this.floorEpoch(ctx),
-        n,
-        this.floorLapsed?.(ctx),
-        pool,
-      );
-    }
+    const floors = this.floorEpoch !== undefined;
+    const keep = this.#readyFloors(ctx, slots, n), slack = this.#slack;
     if (this.#sampled.length < k) {
       this.#sampled = new Int32Array(2 * k);
       this.#order = new Int32Array(2 * k);
@@ -632,6 +608,32 @@ export abstract class ScorePolicy implements EvictionPolicy {
     this.scored = scored;
     return pool.at(sampled[best]!);
   }
+
+  /**
+   * Readies the floors of `slots` (a pool of `n` members) for a search of a
+   * policy with a {@link floorEpoch} (see `keptFloors`): sets {@link #slack}
+   * to the search's {@link floorSlack} and returns whether the floors it
+   * finds may be kept (false without a floor epoch).
+   */
+  #readyFloors(ctx: EvictionContext, slots: Float64Array, n: number): boolean {
+    if (this.floorEpoch === undefined) {
+      this.#slack = 0;
+      return false;
+    }
+    this.#slack = this.floorSlack?.(ctx) ?? 0;
+    return keptFloors(
+      slots,
+      this,
+      ctx.lineage,
+      this.floorEpoch(ctx),
+      n,
+      this.floorLapsed?.(ctx),
+      ctx.pool,
+    );
+  }
+
+  /** The {@link floorSlack} of the search under way (see {@link #readyFloors}). */
+  #slack = 0;
 
   /**
    * {@link slotScore} of the member at position `i`, keeping in its slot the
