@@ -12,12 +12,8 @@
  */
 
 import { AnalyticCostModel } from "@libra/cost";
-import {
-  createPolicy,
-  type EvictablePool,
-  type EvictionContext,
-  type EvictionPolicy,
-} from "@libra/evict";
+import { createPolicy, type EvictionContext, type EvictionPolicy } from "@libra/evict";
+import { arrayPool } from "@libra/evict/conformance";
 import { type CallNode, Lineage, type StorageNode, type TensorNode } from "@libra/lineage";
 import { mulberry32 } from "@libra/util/rng";
 import { Pool } from "./_pool.ts";
@@ -223,16 +219,10 @@ function fullScan(members: number, slotted: boolean): () => void {
   }
   const pool = new Pool();
   for (const s of resident) pool.add(s);
-  const plain: EvictablePool = {
-    get size() {
-      return pool.size;
-    },
-    at: (i) => pool.at(i),
-    [Symbol.iterator]: () => pool[Symbol.iterator](),
-  };
   const ctx: EvictionContext = {
     clock: 2 * members,
-    pool: slotted ? pool : plain,
+    // The plain pool: the members in insertion order, nothing more.
+    pool: slotted ? pool : arrayPool([...pool]),
     lineage: g,
     costModel: new AnalyticCostModel(),
     bytesNeeded: 1024,
