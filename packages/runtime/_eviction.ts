@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type EvictAction, type EvictionPolicy, needsOf, type Victim } from "@libra/evict";
+import { type EvictAction, needsOf, type Victim } from "@libra/evict";
 import type { StorageNode, TensorNode } from "@libra/lineage";
 import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
@@ -137,15 +137,6 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
     for (const v of victims) evict(e, k, v.storage, v.action, "policy", drops);
     e.stats.bookkeepingNs += ((drops ? now() : t1) - t0) * 1e6;
   }
-}
-
-/**
- * Installs `policy`. What it needs comes when it first chooses: equivalence
- * classes (see {@link keepClassesIfNeeded}); evicted regions need nothing
- * here, the lineage keeps their cache from the first question on.
- */
-export function adoptPolicy(_e: Engine, k: EngineState, policy: EvictionPolicy): void {
-  k.policy = policy;
 }
 
 /**

@@ -39,7 +39,6 @@ import { newStats, type RuntimeEvent, type RuntimeStats, Timeline } from "./stat
 import { checkLimit, EngineState } from "./_engine_state.ts";
 import {
   addUsed,
-  adoptPolicy,
   evict,
   evictable,
   evictableBytes,
@@ -187,7 +186,6 @@ export class Engine {
     const k = this.#k = new EngineState(this, options);
     this.stats.budgetBytes = k.budget;
     keepPoolIfNeeded(this, k);
-    adoptPolicy(this, k, options.policy);
     k.control = {
       evict: (name, action) => {
         const s = this.#findByName(name);
@@ -251,11 +249,14 @@ export class Engine {
   }
 
   /**
-   * Replaces the policy (e.g. with a plan's policy from `planPolicy`),
-   * maintaining from now on what it needs (`EvictionPolicy.needs`).
+   * Replaces the policy (e.g. with a plan's policy from `planPolicy`). What it
+   * needs (`EvictionPolicy.needs`) is maintained from its first search on:
+   * equivalence classes (`keepClassesIfNeeded` in `_eviction.ts`); evicted
+   * regions need nothing, the lineage keeps their cache from the first
+   * question on.
    */
   setPolicy(policy: EvictionPolicy): void {
-    adoptPolicy(this, this.#k, policy);
+    this.#k.policy = policy;
   }
 
   /** Bytes of the evictable pool (an upper bound on what eviction can free now). */
