@@ -115,6 +115,7 @@ function statsOf(s: import("@libra/runtime").RuntimeStats): Record<string, numbe
     swapStallMs: ms(s.swapStallNs),
     bookkeepingMs: ms(s.bookkeepingNs),
     policyMs: ms(s.policyNs),
+    dispatchMs: ms(s.dispatchNs),
     kernelMs: ms(s.kernelNs),
     addedKernelMs: ms(s.addedKernelNs),
     copies: s.copies,

@@ -26,6 +26,14 @@ export class LiveExecutor implements Executor {
   pending = 0;
   asyncStallNs = 0;
   /**
+   * Device time this executor has measured: every kernel it timed (model
+   * calls, recomputations, copies), swap copies and waits on transfers. A
+   * dispatch sample (see `Runtime.run`) takes it out of the call's time.
+   */
+  deviceNs = 0;
+  /** Time every kernel while set (a dispatch sample is under way). */
+  sampling = false;
+  /**
    * Time every kernel (else only recomputations): the cost model prices calls
    * by their measured time, or the caller wants `kernelNs` for every call.
    * Two clock reads cost more than the rest of a small call's dispatch.
@@ -171,7 +179,9 @@ export class LiveExecutor implements Executor {
     if (!tr.done) {
       const t0 = performance.now();
       tr.wait();
-      this.asyncStallNs += (performance.now() - t0) * 1e6;
+      const dt = (performance.now() - t0) * 1e6;
+      this.asyncStallNs += dt;
+      this.deviceNs += dt;
     }
     if (s.host !== undefined) {
       this.backend.freeHost(s.host as HostBuffer);
@@ -202,7 +212,8 @@ export class LiveExecutor implements Executor {
       ins[i] = st.data as DeviceBuffer;
     }
     const timed = remat || this.timeAll();
-    const t0 = timed ? performance.now() : 0;
+    const clocked = timed || this.sampling;
+    const t0 = clocked ? performance.now() : 0;
     try {
       // A recorded call passed the runtime's validation when it was made (its sizes and
       // params never change), so the backend need not validate it again.
@@ -216,7 +227,10 @@ export class LiveExecutor implements Executor {
       for (let i = 0; i < no; i++) outs[i] = undefined as unknown as DeviceBuffer;
       for (let i = 0; i < ni; i++) ins[i] = undefined as unknown as DeviceBuffer;
     }
-    return timed ? (performance.now() - t0) * 1e6 : undefined;
+    if (!clocked) return undefined;
+    const dt = (performance.now() - t0) * 1e6;
+    this.deviceNs += dt;
+    return timed ? dt : undefined;
   }
   swapOut(s: StorageNode): number {
     this.wait(s);
@@ -224,6 +238,7 @@ export class LiveExecutor implements Executor {
     const t0 = performance.now();
     this.backend.copy(s.data as DeviceBuffer, host);
     const dt = (performance.now() - t0) * 1e6;
+    this.deviceNs += dt;
     this.#put(s.data as DeviceBuffer);
     s.data = undefined;
     s.host = host;
@@ -234,7 +249,9 @@ export class LiveExecutor implements Executor {
     this.backend.run("copy", [src.data as DeviceBuffer], [dst.data as DeviceBuffer], [
       src.bytes / 4,
     ]);
-    return (performance.now() - t0) * 1e6;
+    const dt = (performance.now() - t0) * 1e6;
+    this.deviceNs += dt;
+    return dt;
   }
   swapIn(s: StorageNode): number {
     const dev = this.#alloc(s.bytes);
@@ -248,6 +265,8 @@ export class LiveExecutor implements Executor {
       if (s.transfer === undefined) this.pending++;
       s.transfer = tr;
     }
-    return (performance.now() - t0) * 1e6;
+    const dt = (performance.now() - t0) * 1e6;
+    this.deviceNs += dt;
+    return dt;
   }
 }

@@ -98,6 +98,13 @@ function sameBytes(a: readonly number[], b: readonly StorageNode[]): boolean {
 /** Calls per step whose output names are cached. */
 const NAME_CACHE = 1 << 16;
 
+/**
+ * One kernel call in this many is timed into `stats.dispatchNs` (see
+ * {@link Runtime.run}): two clock reads on every call would cost a fifth of
+ * what a small call's dispatch does.
+ */
+export const DISPATCH_SAMPLE = 8;
+
 /** True for the names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
 function stepLocal(name: string): boolean {
   const c = name.charCodeAt(0), d = name.charCodeAt(1);
@@ -512,7 +519,38 @@ export class Runtime implements Backend {
     });
   }
 
+  /**
+   * Runs `kernel` (see {@link Backend.run}). Every {@link DISPATCH_SAMPLE}th
+   * call is timed, its kernels with it: its time less the device work and the
+   * bookkeeping it counted goes to `stats.dispatchNs`, that many times over.
+   */
   run(
+    kernel: KernelName,
+    inputs: readonly DeviceBuffer[],
+    outputs: readonly DeviceBuffer[],
+    params: readonly number[],
+  ): void {
+    if (++this.#dispatchTick < DISPATCH_SAMPLE) {
+      this.#run(kernel, inputs, outputs, params);
+      return;
+    }
+    this.#dispatchTick = 0;
+    const exec = this.#exec, st = this.engine.stats;
+    const d0 = exec.deviceNs, b0 = st.bookkeepingNs;
+    exec.sampling = true;
+    const t0 = performance.now();
+    try {
+      this.#run(kernel, inputs, outputs, params);
+    } finally {
+      const own = (performance.now() - t0) * 1e6 - (exec.deviceNs - d0) - (st.bookkeepingNs - b0);
+      exec.sampling = false;
+      if (own > 0) st.dispatchNs += DISPATCH_SAMPLE * own;
+    }
+  }
+
+  #dispatchTick = 0;
+
+  #run(
     kernel: KernelName,
     inputs: readonly DeviceBuffer[],
     outputs: readonly DeviceBuffer[],
@@ -717,11 +755,15 @@ export class Runtime implements Backend {
         bufs[i] = s.data as DeviceBuffer;
       }
       try {
-        // Timed as the executor times calls: when the cost model or the caller wants it.
-        if (this.#exec.timeAll()) {
+        // Timed as the executor times calls: when the cost model or the caller wants it, or
+        // in a dispatch sample (device time, taken out of the sampled call's).
+        const exec = this.#exec, timed = exec.timeAll();
+        if (timed || exec.sampling) {
           const t0 = performance.now();
           this.#backend.run(kernel, bufs, [], params);
-          ns = (performance.now() - t0) * 1e6;
+          const dt = (performance.now() - t0) * 1e6;
+          exec.deviceNs += dt;
+          if (timed) ns = dt;
         } else this.#backend.run(kernel, bufs, [], params);
       } finally {
         for (let i = 0; i < n; i++) {

@@ -51,6 +51,13 @@ export interface RuntimeStats {
   bookkeepingNs: number;
   /** Of which the policy's candidate search. */
   policyNs: number;
+  /**
+   * Live runs: the runtime's own time in kernel calls beyond the bookkeeping
+   * (argument checks, lineage, pool upkeep, the re-materialization path),
+   * less the device work in them: one call in `DISPATCH_SAMPLE` timed,
+   * counted that many times over.
+   */
+  dispatchNs: number;
   /** Highest bytes in use. */
   peakBytes: number;
   /** Budget in force. */
@@ -81,6 +88,7 @@ export function newStats(): RuntimeStats {
     swapStallNs: 0,
     bookkeepingNs: 0,
     policyNs: 0,
+    dispatchNs: 0,
     peakBytes: 0,
     budgetBytes: Infinity,
     oomErrors: 0,

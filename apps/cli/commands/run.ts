@@ -42,8 +42,8 @@ fewer than K calls: JavaScript compiles its hot paths only after thousands of
 calls), their steps alternate (A B, B A, ...), so load from other processes
 falls on both alike. The overhead is the median of the N paired ratios (budgeted step time / budget-free step time), with
 a distribution-free 95% interval; CPU time is shown beside wall time, and the
-overhead the runtime accounts for (recompute + bookkeeping + swap stalls on top
-of the budget-free step) beside the measured one. Losses are bitwise the same.
+overhead the runtime accounts for (recompute + bookkeeping + its dispatch of
+kernel calls + swap stalls on top of the budget-free step) beside the measured one. Losses are bitwise the same.
 
 Options:
   --model M          ${MODEL_NAMES.join(", ")} (required)
@@ -119,9 +119,11 @@ function formatText(r: RunTrainingResult, policy: string): string {
     `         ${x3(m.cpu.median)} [${x3(m.cpu.low)}, ${x3(m.cpu.high)}] process CPU time`,
     `         ${x3(m.accounted.overhead)} accounted (recompute ${
       m.accounted.recomputeMs.toFixed(1)
-    } ms + bookkeeping ${m.accounted.bookkeepingMs.toFixed(1)} ms + swap stall ${
-      m.accounted.swapStallMs.toFixed(1)
-    } ms on ${m.accounted.computeMs.toFixed(1)} ms of budget-free steps)`,
+    } ms + bookkeeping ${m.accounted.bookkeepingMs.toFixed(1)} ms + dispatch ${
+      m.accounted.dispatchMs.toFixed(1)
+    } ms + swap stall ${m.accounted.swapStallMs.toFixed(1)} ms on ${
+      m.accounted.computeMs.toFixed(1)
+    } ms of budget-free steps)`,
     `evictions ${s.evictions} (drops ${s.drops}, swaps ${s.swapOuts}), re-materializations ${s.remats}; decisions digest ${
       decisionSummary(r.decisions ?? []).digest
     }; cost model ${m.costModel}${

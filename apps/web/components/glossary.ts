@@ -128,6 +128,13 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
     help: "Time spent choosing what to evict and keeping the cost estimates up to date.",
     underBudget: true,
   },
+  dispatchMs: {
+    label: "dispatch time",
+    unit: "ms",
+    help:
+      "The runtime's own time in kernel calls beyond the bookkeeping: argument checks, lineage, pool upkeep and re-materialization (sampled: one call in eight timed).",
+    underBudget: true,
+  },
   policyMs: {
     label: "policy time",
     unit: "ms",
@@ -233,7 +240,7 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
     label: "accounted overhead",
     unit: "times",
     help:
-      "The overhead the runtime accounts for itself: (kernel + recompute + swap stall + bookkeeping time) / kernel time without a budget.",
+      "The overhead the runtime accounts for itself: (kernel + recompute + swap stall + bookkeeping + dispatch time) / kernel time without a budget.",
   },
   measuredPairs: {
     label: "measured pairs",
