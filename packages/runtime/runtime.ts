@@ -34,6 +34,7 @@ import {
 } from "@libra/tensor/backend";
 import { checkKernelCall, type KernelName, kernelSpec } from "@libra/tensor/kernels";
 import { Engine } from "./engine.ts";
+import { clockCost } from "./_eviction.ts";
 import { LiveExecutor } from "./_live_executor.ts";
 import { clearList } from "@libra/util/list";
 import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
@@ -542,7 +543,10 @@ export class Runtime implements Backend {
     try {
       this.#run(kernel, inputs, outputs, params);
     } finally {
-      const own = (performance.now() - t0) * 1e6 - (exec.deviceNs - d0) - (st.bookkeepingNs - b0);
+      // Less its clock reads: the kernel's two (of which the kernel's time took one) and
+      // half of each of its own (see `clockCost`).
+      const own = (performance.now() - t0) * 1e6 - (exec.deviceNs - d0) - (st.bookkeepingNs - b0) -
+        2 * clockCost();
       exec.sampling = false;
       if (own > 0) st.dispatchNs += DISPATCH_SAMPLE * own;
     }
