@@ -116,6 +116,7 @@ function statsOf(s: import("@libra/runtime").RuntimeStats): Record<string, numbe
     bookkeepingMs: ms(s.bookkeepingNs),
     policyMs: ms(s.policyNs),
     dispatchMs: ms(s.dispatchNs),
+    collections: s.collections,
     kernelMs: ms(s.kernelNs),
     addedKernelMs: ms(s.addedKernelNs),
     copies: s.copies,

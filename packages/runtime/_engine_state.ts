@@ -49,6 +49,11 @@ export class EngineState {
   readonly leafRelease: LeafRelease;
   /** Releases since the last collection (a collection runs when they pile up). */
   deadCandidates = 0;
+  /**
+   * Releases a collection triggered by releases waits for beyond its usual
+   * count, after such collections freed little (see `release` in `_upkeep.ts`).
+   */
+  collectHold = 0;
   /** Thrash limit X. */
   overheadLimit: number;
   /** The budget-free compute the limit is relative to, ns. */

@@ -48,9 +48,19 @@ export function release(e: Engine, k: EngineState, t: TensorNode): void {
   // dispatch stream spent 0.25-0.75 us more per call (means, in-process A/B).
   if (
     k.gc && ++k.deadCandidates > 1024 &&
-    k.deadCandidates > e.lineage.storages.size / 2
+    k.deadCandidates > e.lineage.storages.size / 2 && k.deadCandidates > k.collectHold
   ) {
-    collect(e, k);
+    const walked = e.lineage.storages.size;
+    const freed = collect(e, k);
+    // One that freed less than an eighth of what it walked found lineage the program
+    // still needs (a recurrent step's forward values, until its backward: lstm small's
+    // two such collections a step freed nothing and cost 2-3 ms of its 70-130). The next
+    // then waits for more releases than twice the size it walked (doubled again after
+    // each such one, up to 16 times that size: what piles up stays bounded by the
+    // lineage then live); one that frees more ends the wait.
+    k.collectHold = freed * 8 < walked
+      ? Math.min(16 * walked, 2 * Math.max(walked, k.collectHold))
+      : 0;
   }
 }
 
@@ -479,6 +489,7 @@ export function adoptLeaf(
  */
 export function collect(e: Engine, k: EngineState): number {
   const t0 = now();
+  e.stats.collections++;
   k.deadCandidates = 0;
   const needed = e.lineage.nextStamp();
   const stack: StorageNode[] = [];

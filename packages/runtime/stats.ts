@@ -51,6 +51,8 @@ export interface RuntimeStats {
   bookkeepingNs: number;
   /** Of which the policy's candidate search. */
   policyNs: number;
+  /** Lineage collections run (each walks every storage; see `Engine.collect`). */
+  collections: number;
   /**
    * Live runs: the runtime's own time in kernel calls beyond the bookkeeping
    * (argument checks, lineage, pool upkeep, the re-materialization path),
@@ -88,6 +90,7 @@ export function newStats(): RuntimeStats {
     swapStallNs: 0,
     bookkeepingNs: 0,
     policyNs: 0,
+    collections: 0,
     dispatchNs: 0,
     peakBytes: 0,
     budgetBytes: Infinity,

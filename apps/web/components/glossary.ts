@@ -154,6 +154,13 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
       "Of the kernel time, the kernels the runtime added: recomputations and copies of weights before in-place updates.",
     underBudget: true,
   },
+  collections: {
+    label: "lineage collections",
+    unit: "count",
+    help:
+      "Passes that free the lineage nothing can need again (at each step's end, and when releases pile up); each walks every value the runtime tracks.",
+    underBudget: true,
+  },
   copies: {
     label: "copy-on-write copies",
     unit: "count",
