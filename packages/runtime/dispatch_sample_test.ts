@@ -50,7 +50,7 @@ Deno.test("Runtime times one kernel call in DISPATCH_SAMPLE into dispatchNs", ()
 });
 
 Deno.test("Runtime: a dispatch sample leaves out the kernel's time", () => {
-  // Kernels of 2 ms: counted in, 5 samples would put 5 x 8 x 2 = 80 ms into dispatchNs.
+  // Kernels of 2 ms: counted in, 5 samples would put 5 x DISPATCH_SAMPLE x 2 ms into dispatchNs.
   const rt = new Runtime({ backend: new SlowBackend(2), timeline: false });
   stream(rt, 5 * DISPATCH_SAMPLE);
   const perSample = rt.stats.dispatchNs / 5 / DISPATCH_SAMPLE / 1e6;

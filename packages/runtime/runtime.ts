@@ -101,10 +101,11 @@ const NAME_CACHE = 1 << 16;
 
 /**
  * One kernel call in this many is timed into `stats.dispatchNs` (see
- * {@link Runtime.run}): two clock reads on every call (~0.25 us) would cost
- * more than the runtime adds to a small call in the dispatch bench.
+ * {@link Runtime.run}). A sample reads the clock four times (~0.5 us): on
+ * every call that would cost more than the runtime adds to a small call in
+ * the dispatch bench; one in eight still put ~0.1 us a call on it.
  */
-export const DISPATCH_SAMPLE = 8;
+export const DISPATCH_SAMPLE = 16;
 
 /** True for the names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
 function stepLocal(name: string): boolean {

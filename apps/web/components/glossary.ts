@@ -132,7 +132,7 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
     label: "dispatch time",
     unit: "ms",
     help:
-      "The runtime's own time in kernel calls beyond the bookkeeping: argument checks, lineage, pool upkeep and re-materialization (sampled: one call in eight timed).",
+      "The runtime's own time in kernel calls beyond the bookkeeping: argument checks, lineage, pool upkeep and re-materialization (sampled: one call in sixteen timed).",
     underBudget: true,
   },
   policyMs: {
