@@ -26,12 +26,13 @@ export class LiveExecutor implements Executor {
   pending = 0;
   asyncStallNs = 0;
   /**
-   * Device time this executor has measured: every kernel it timed (model
-   * calls, recomputations, copies), swap copies and waits on transfers. A
-   * dispatch sample (see `Runtime.run`) takes it out of the call's time.
+   * Backend time this executor has measured: every kernel it timed (model
+   * calls, recomputations, copies), swap copies, waits on transfers, and in
+   * a dispatch sample the backend's allocations and frees. A dispatch sample
+   * (see `Runtime.run`) takes it out of the call's time.
    */
   deviceNs = 0;
-  /** Time every kernel while set (a dispatch sample is under way). */
+  /** Time every kernel, allocation and free while set (a dispatch sample is under way). */
   sampling = false;
   /**
    * Time every kernel (else only recomputations): the cost model prices calls
@@ -97,6 +98,9 @@ export class LiveExecutor implements Executor {
       this.#held += bytes;
       return b;
     }
+    // The backend's allocation (and frees), timed as device work in a dispatch sample: the
+    // budget-free copy allocates from its backend too, on every call.
+    const t0 = this.sampling ? performance.now() : 0;
     // Room first: the cache gives back what would take the device past its limit.
     if (this.#cachedBytes > 0) this.#trim(bytes);
     try {
@@ -107,6 +111,7 @@ export class LiveExecutor implements Executor {
       this.releaseCached();
       b = this.backend.alloc(bytes);
     }
+    if (this.sampling) this.deviceNs += (performance.now() - t0) * 1e6;
     this.#held += bytes;
     if (this.#held > this.#heldPeak) this.#heldPeak = this.#held;
     return b;
@@ -124,8 +129,10 @@ export class LiveExecutor implements Executor {
     }
     const limit = Math.min(this.budget(), this.#heldPeak);
     if (this.#held + this.#cachedBytes + bytes > limit) {
+      const t0 = this.sampling ? performance.now() : 0;
       this.backend.free(b);
       if (this.#cachedBytes > 0) this.#trim(0);
+      if (this.sampling) this.deviceNs += (performance.now() - t0) * 1e6;
       return;
     }
     const list = this.#cache.get(bytes);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { KernelName } from "@libra/tensor/kernels";
+import type { DeviceBuffer } from "@libra/tensor/backend";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import type { EvictionPolicy } from "@libra/evict";
 import { DISPATCH_SAMPLE, Runtime } from "./runtime.ts";
@@ -56,6 +57,26 @@ Deno.test("Runtime: a dispatch sample leaves out the kernel's time", () => {
   const perSample = rt.stats.dispatchNs / 5 / DISPATCH_SAMPLE / 1e6;
   assert.ok(perSample > 0);
   assert.ok(perSample < 0.5, `dispatch per sampled call ${perSample} ms of a 2 ms kernel`);
+});
+
+Deno.test("Runtime: a dispatch sample leaves out the backend's allocations", () => {
+  // Allocations of 2 ms, one a call: every output a size not seen before (no cached buffer
+  // serves it), the budget-free copy of a program allocating as often.
+  class SlowAlloc extends ReferenceBackend {
+    override alloc(bytes: number): DeviceBuffer {
+      spin(2);
+      return super.alloc(bytes);
+    }
+  }
+  const rt = new Runtime({ backend: new SlowAlloc(), timeline: false });
+  for (let i = 1; i <= 5 * DISPATCH_SAMPLE; i++) {
+    const y = rt.alloc(4 * i);
+    rt.run("fill", [], [y], [i, 1]);
+    rt.free(y);
+  }
+  assert.ok(rt.stats.dispatchNs > 0, "the sampled calls were timed");
+  const perSample = rt.stats.dispatchNs / 5 / DISPATCH_SAMPLE / 1e6;
+  assert.ok(perSample < 0.5, `dispatch per sampled call ${perSample} ms beside 2 ms allocations`);
 });
 
 Deno.test("Runtime: a dispatch sample leaves out the bookkeeping it counted", () => {
