@@ -446,6 +446,8 @@ export abstract class ScorePolicy implements EvictionPolicy {
         continue;
       }
       // The local bound (see `localBound`), as `localScore` in policies.ts computes it.
+      // Written out here and in `#boundedSample` on purpose: one function serving both
+      // doubled this scan's time (6 vs 12 us a search in the bench's full-scan group).
       const c = slots[o + SLOT_COMPUTE]! + (floors ? floorOf(slots[o + SLOT_FLOOR]!, slack) : 0);
       const den = bytes * (clock - slots[o + SLOT_LAST_ACCESS]!);
       let b = den > 0 ? c / den : Infinity;
