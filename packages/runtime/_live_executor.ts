@@ -34,6 +34,12 @@ export class LiveExecutor implements Executor {
   deviceNs = 0;
   /** Time every kernel, allocation and free while set (a dispatch sample is under way). */
   sampling = false;
+  /** Backend time since `t0` (a `performance.now()` reading), ns, counted in {@link deviceNs}. */
+  deviceSince(t0: number): number {
+    const dt = (performance.now() - t0) * 1e6;
+    this.deviceNs += dt;
+    return dt;
+  }
   /**
    * Time every kernel (else only recomputations): the cost model prices calls
    * by their measured time, or the caller wants `kernelNs` for every call.
@@ -111,7 +117,7 @@ export class LiveExecutor implements Executor {
       this.releaseCached();
       b = this.backend.alloc(bytes);
     }
-    if (this.sampling) this.deviceNs += (performance.now() - t0) * 1e6;
+    if (this.sampling) this.deviceSince(t0);
     this.#held += bytes;
     if (this.#held > this.#heldPeak) this.#heldPeak = this.#held;
     return b;
@@ -132,7 +138,7 @@ export class LiveExecutor implements Executor {
       const t0 = this.sampling ? performance.now() : 0;
       this.backend.free(b);
       if (this.#cachedBytes > 0) this.#trim(0);
-      if (this.sampling) this.deviceNs += (performance.now() - t0) * 1e6;
+      if (this.sampling) this.deviceSince(t0);
       return;
     }
     const list = this.#cache.get(bytes);
@@ -186,9 +192,7 @@ export class LiveExecutor implements Executor {
     if (!tr.done) {
       const t0 = performance.now();
       tr.wait();
-      const dt = (performance.now() - t0) * 1e6;
-      this.asyncStallNs += dt;
-      this.deviceNs += dt;
+      this.asyncStallNs += this.deviceSince(t0);
     }
     if (s.host !== undefined) {
       this.backend.freeHost(s.host as HostBuffer);
@@ -235,8 +239,7 @@ export class LiveExecutor implements Executor {
       for (let i = 0; i < ni; i++) ins[i] = undefined as unknown as DeviceBuffer;
     }
     if (!clocked) return undefined;
-    const dt = (performance.now() - t0) * 1e6;
-    this.deviceNs += dt;
+    const dt = this.deviceSince(t0);
     return timed ? dt : undefined;
   }
   swapOut(s: StorageNode): number {
@@ -244,8 +247,7 @@ export class LiveExecutor implements Executor {
     const host = this.backend.allocHost(s.bytes);
     const t0 = performance.now();
     this.backend.copy(s.data as DeviceBuffer, host);
-    const dt = (performance.now() - t0) * 1e6;
-    this.deviceNs += dt;
+    const dt = this.deviceSince(t0);
     this.#put(s.data as DeviceBuffer);
     s.data = undefined;
     s.host = host;
@@ -256,9 +258,7 @@ export class LiveExecutor implements Executor {
     this.backend.run("copy", [src.data as DeviceBuffer], [dst.data as DeviceBuffer], [
       src.bytes / 4,
     ]);
-    const dt = (performance.now() - t0) * 1e6;
-    this.deviceNs += dt;
-    return dt;
+    return this.deviceSince(t0);
   }
   swapIn(s: StorageNode): number {
     const dev = this.#alloc(s.bytes);
@@ -272,8 +272,6 @@ export class LiveExecutor implements Executor {
       if (s.transfer === undefined) this.pending++;
       s.transfer = tr;
     }
-    const dt = (performance.now() - t0) * 1e6;
-    this.deviceNs += dt;
-    return dt;
+    return this.deviceSince(t0);
   }
 }

@@ -766,8 +766,7 @@ export class Runtime implements Backend {
         if (timed || exec.sampling) {
           const t0 = performance.now();
           this.#backend.run(kernel, bufs, [], params);
-          const dt = (performance.now() - t0) * 1e6;
-          exec.deviceNs += dt;
+          const dt = exec.deviceSince(t0);
           if (timed) ns = dt;
         } else this.#backend.run(kernel, bufs, [], params);
       } finally {
