@@ -71,6 +71,14 @@ export class EngineState {
   releases = 0;
   /** Releases since the last one timed (see `Engine.release`). */
   releaseTick = 0;
+  /** Searches until the next timed one, outside dispatch samples (see `reserve`). */
+  searchGap = 1;
+  /** The length of the gap {@link searchGap} counts down. */
+  searchGapLength = 1;
+  /** The weight of the search being timed (the searches it stands for). */
+  searchWeight = 1;
+  /** State of the generator of the gaps (statistics only). */
+  searchRng = 0x9e3779b9 | 0;
   /** When a leaf was last found needed, in releases. */
   readonly neededAt: WeakMap<StorageNode, number> = new WeakMap();
   /** Outputs of the call whose `afterCall` hook runs (plan names resolve to them first). */

@@ -112,6 +112,40 @@ export function checkThrash(e: Engine, k: EngineState): void {
   });
 }
 
+/**
+ * Searches timed in {@link reserve}: one in this many on average (the gaps
+ * between them drawn at random, 1 to 2x-1, so that a step whose searches
+ * repeat with some period is not sampled at one phase of it). Three clock
+ * reads on every search cost ~0.4 us, as much as the rest of an eviction by
+ * the oldest-first policy.
+ */
+export const SEARCH_SAMPLE = 16;
+
+/**
+ * Whether {@link reserve} times the search it is about to make, and with
+ * what weight (set in `k.searchWeight`): always, with weight 1, while the
+ * executor times the call around it (a dispatch sample takes out the
+ * bookkeeping counted within it, so that must be what the search took);
+ * otherwise at the end of each random gap, weighted by the gap's length (the
+ * searches it stands for: the counted total is the searches' number).
+ */
+function timesSearch(k: EngineState): boolean {
+  if (k.exec.sampling === true) {
+    k.searchWeight = 1;
+    return true;
+  }
+  if (--k.searchGap > 0) return false;
+  k.searchWeight = k.searchGapLength;
+  // xorshift32: statistics only, never a decision.
+  let r = k.searchRng;
+  r ^= r << 13;
+  r ^= r >>> 17;
+  r ^= r << 5;
+  k.searchRng = r;
+  k.searchGap = k.searchGapLength = 1 + ((r >>> 0) % (2 * SEARCH_SAMPLE - 1));
+  return true;
+}
+
 /** Frees memory until `bytes` more fit in the budget, or throws {@link OutOfBudgetError}. */
 export function reserve(e: Engine, k: EngineState, bytes: number): void {
   if (e.used + bytes <= k.budget) return;
@@ -119,15 +153,22 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
   while (e.used + bytes > k.budget) {
     let victims: Victim[] = [];
     let t0 = 0, t1 = 0;
+    // The search and the drops it chose (release, pool, classes) are one interval, timed
+    // in a sample of searches (see `timesSearch`); a clock read costs ~0.1 us, about what
+    // a drop does.
+    let timed = false;
     if (k.pool.size > 0) {
       k.bytesNeeded = e.used + bytes - k.budget;
-      t0 = now();
+      timed = timesSearch(k);
+      if (timed) t0 = now();
       if (!k.eqClasses) keepClassesIfNeeded(e, k);
       victims = k.policy.choose(k.ctx);
-      t1 = now();
-      e.stats.policyNs += (t1 - t0) * 1e6;
+      if (timed) {
+        t1 = now();
+        e.stats.policyNs += k.searchWeight * (t1 - t0) * 1e6;
+      }
     }
-    if (victims.length === 0) e.stats.bookkeepingNs += (t1 - t0) * 1e6;
+    if (victims.length === 0 && timed) e.stats.bookkeepingNs += k.searchWeight * (t1 - t0) * 1e6;
     if (victims.length === 0 && k.gc && !collected) {
       // Unreferenced leaves nothing needs may still hold memory: collect, retry.
       collected = true;
@@ -149,14 +190,12 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
       emit(k, { type: "oom", bytes, usedBytes: e.used });
       throw err;
     }
-    // Bookkeeping: the search and the drops it chose (release, pool, classes), one
-    // interval (a clock read costs ~0.1 us, about what a drop does). A swap's copy
-    // is its stall, counted apart: with one, the search alone and each drop's merge
-    // (an empty search's time was counted above).
+    // A swap's copy is its stall, counted apart: with one, the interval is the search
+    // alone, and each drop times its own merge (an empty search's time was counted above).
     let drops = true;
     for (const v of victims) if (v.action !== "drop") drops = false;
     for (const v of victims) evict(e, k, v.storage, v.action, "policy", drops);
-    e.stats.bookkeepingNs += ((drops ? now() : t1) - t0) * 1e6;
+    if (timed) e.stats.bookkeepingNs += k.searchWeight * ((drops ? now() : t1) - t0) * 1e6;
   }
 }
 

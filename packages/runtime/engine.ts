@@ -82,6 +82,12 @@ export interface Executor {
   swapIn(s: StorageNode): number | undefined;
   /** Copies the bytes of resident `src` into resident `dst` (copy-on-write); returns ns, if measured. */
   copy(src: StorageNode, dst: StorageNode): number | undefined;
+  /**
+   * True while the caller times the call under way (a live runtime's dispatch
+   * sample): the engine then times all of its bookkeeping in it, rather than
+   * a sample, since the caller takes out what was counted.
+   */
+  readonly sampling?: boolean;
 }
 
 /** Options of {@link Engine}. */

@@ -4,6 +4,7 @@ import { createPolicy, type EvictionPolicy } from "@libra/evict";
 import { classValue, type TensorNode } from "@libra/lineage";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { Engine, RELEASE_SAMPLE } from "./engine.ts";
+import { SEARCH_SAMPLE } from "./_eviction.ts";
 import { OutOfBudgetError, ThrashingError } from "./errors.ts";
 import { MetaExecutor, replayTrace } from "./simulator.ts";
 import { Runtime } from "./runtime.ts";
@@ -422,6 +423,59 @@ Deno.test("Engine keeps the evictable pool once a budget is set", () => {
   assert.equal(ts[0]!.storage.residency, "evicted");
   assert.equal(e.stats.evictions, 1);
   for (const t of ts.slice(1)) assert.equal(t.storage.residency, "resident");
+});
+
+Deno.test("Engine times a sample of its searches, each counted for the searches it stands for", () => {
+  // Searches of 1 ms (the oldest evictable value), a budget of three 8-byte values (x, the
+  // input, the output), every value kept: each call from the second evicts one. Clock reads are counted outside
+  // the spin (which reads the clock it saved).
+  const clock = performance.now.bind(performance);
+  const spinMs = (ms: number) => {
+    const end = clock() + ms;
+    while (clock() < end) { /* busy */ }
+  };
+  const slow: EvictionPolicy = {
+    name: "slow-oldest",
+    needs: {},
+    choose(ctx) {
+      spinMs(1);
+      for (const s of ctx.pool) return [{ storage: s, action: "drop" }];
+      return [];
+    },
+  };
+  const e = new Engine({
+    budgetBytes: 24,
+    policy: slow,
+    costModel: cost,
+    executor: new MetaExecutor(),
+    gc: false,
+    timeline: false,
+  });
+  const x = e.leaf(8, "x", { pinned: true });
+  let prev = x;
+  let reads = 0;
+  const original = performance.now;
+  performance.now = () => {
+    reads++;
+    return clock();
+  };
+  try {
+    for (let i = 0; i < 20 * SEARCH_SAMPLE; i++) {
+      prev = e.compute("f", [], [prev], [{ bytes: 8 }], 1)[0]!;
+    }
+  } finally {
+    performance.now = original;
+  }
+  const n = e.stats.evictions;
+  assert.ok(n >= 20 * SEARCH_SAMPLE - 2, `${n} evictions`);
+  // Timed every search, three reads each; a sample of one in SEARCH_SAMPLE, about 3 / 16.
+  assert.ok(reads < n / 2, `${reads} clock reads for ${n} searches`);
+  // Each timed search counts for its gap: all but the last gap's (up to 2 x SEARCH_SAMPLE
+  // - 1 searches) are counted, each about 1 ms.
+  const ms = e.stats.policyNs / 1e6;
+  assert.ok(ms >= n - (2 * SEARCH_SAMPLE - 1), `${ms} ms of searches counted for ${n}`);
+  assert.ok(ms <= 1.5 * n, `${ms} ms of searches counted for ${n}`);
+  assert.ok(e.stats.bookkeepingNs >= e.stats.policyNs, "the searches are bookkeeping");
 });
 
 Deno.test("Engine times one release in RELEASE_SAMPLE into the bookkeeping", () => {
