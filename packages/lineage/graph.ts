@@ -433,7 +433,12 @@ export class Lineage {
     return s.eq;
   }
 
-  /** Walks and keeps `s`'s neighbours (see {@link StorageNode.neighborList}). */
+  /**
+   * Walks and keeps `s`'s neighbours (see {@link StorageNode.neighborList}),
+   * but for freed ones: those are never evicted again, and a list naming none
+   * lapses only when a neighbour is freed later (a runtime's collection looks
+   * for such lists next to the storages freed since the last one).
+   */
   #neighborList(s: StorageNode): StorageNode[] {
     const stamp = this.nextStamp();
     s.stamp = stamp;
@@ -443,7 +448,7 @@ export class Lineage {
       if (p !== null) {
         for (const inp of p.inputs) {
           const n = inp.storage;
-          if (n.stamp !== stamp) {
+          if (n.stamp !== stamp && n.residency !== "freed") {
             n.stamp = stamp;
             out.push(n);
           }
@@ -452,7 +457,7 @@ export class Lineage {
       for (const c of t.consumers) {
         for (const o of c.outputs) {
           const n = o.storage;
-          if (n.stamp !== stamp) {
+          if (n.stamp !== stamp && n.residency !== "freed") {
             n.stamp = stamp;
             out.push(n);
           }
@@ -498,11 +503,18 @@ export class Lineage {
    * dead storage alive: a freed storage is never evicted again, so it counts
    * in no {@link neighborClassCost} (which keeps the order of the others).
    * Every other list stays valid, where a new edge epoch would make every
-   * storage walk its neighbours again.
+   * storage walk its neighbours again. A list that lapsed already (its
+   * storage walks again when next scored) is dropped too: its storages may no
+   * longer be next to `s`, so no later collection would look for it.
    */
   dropFreedNeighbors(s: StorageNode): void {
     const list = s.neighborList;
     if (list === null) return;
+    if (s.neighborListAt !== this.#edgeEpoch) {
+      s.neighborList = null;
+      s.neighborListAt = 0;
+      return;
+    }
     for (let i = 0; i < list.length; i++) {
       if (list[i]!.residency === "freed") {
         s.neighborList = null;

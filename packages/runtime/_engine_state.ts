@@ -104,6 +104,16 @@ export class EngineState {
   readonly reapStack: StorageNode[] = [];
   /** Scratch: the storages `collect` looks at (see `_upkeep.ts`). */
   readonly collectScratch: StorageNode[] = [];
+  /**
+   * Storages freed since the last collection, whose neighbours it prunes
+   * (see `collect` in `_upkeep.ts`); emptied, and {@link pruneAll} set, when it
+   * outgrows the table.
+   */
+  readonly freedSince: StorageNode[] = [];
+  /** The next collection prunes around every storage (see {@link freedSince}). */
+  pruneAll = false;
+  /** The lineage's neighbour-list epoch at the last collection (see `collect`). */
+  pruneEpoch = -1;
   /** The control surface plan hooks get (set by the engine). */
   control!: PlanControl;
 

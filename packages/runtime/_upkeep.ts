@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
+import type { CallNode, Lineage, StorageNode, TensorNode } from "@libra/lineage";
 import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
 import { addUsed, evict, lock, now, refreshPool, reserve, takeReady, unlock } from "./_eviction.ts";
@@ -127,6 +127,23 @@ export function freeStorage(e: Engine, k: EngineState, s: StorageNode): void {
   for (const t of s.tensors) t.defined = false;
   e.lineage.removeStorage(s);
   if (k.orphans.size > 0) k.orphans.delete(s);
+  noteFreed(e, k, s);
+}
+
+/**
+ * Lists `s`, just freed, for the next {@link collect}'s pruning of the edges
+ * next to it. Past the table's size (a program that never collects), the list
+ * is dropped and that collection prunes around every storage instead.
+ */
+function noteFreed(e: Engine, k: EngineState, s: StorageNode): void {
+  const list = k.freedSince;
+  if (k.pruneAll) return;
+  if (list.length >= 4096 && list.length >= e.lineage.storages.size) {
+    clearList(list);
+    k.pruneAll = true;
+    return;
+  }
+  list.push(s);
 }
 
 /**
@@ -494,14 +511,16 @@ export function collect(e: Engine, k: EngineState): number {
   const needed = e.lineage.nextStamp();
   const stack: StorageNode[] = [];
   // One pass over the table (its iterator allocates a result per storage where this runs
-  // unoptimized, once every few thousand calls); the passes below read the array. Each
-  // pass calls a small function per storage: those are compiled by the optimizing tier
-  // like any hot function, where a long loop in a function entered once per step ran in
-  // a lower one (on-stack replacement).
+  // unoptimized, once every few thousand calls), marking the held storages as it goes; the
+  // passes below read the array. Each pass calls a small function per storage: those are
+  // compiled by the optimizing tier like any hot function, where a long loop in a function
+  // entered once per step ran in a lower one (on-stack replacement).
   const all = k.collectScratch;
   clearList(all);
-  e.lineage.storages.forEach((s) => void all.push(s));
-  for (let i = 0; i < all.length; i++) markIfHeld(all[i]!, needed, stack);
+  e.lineage.storages.forEach((s) => {
+    all.push(s);
+    markIfHeld(s, needed, stack);
+  });
   while (stack.length > 0) markInputs(stack.pop()!, needed, stack);
   let freed = 0;
   const dead = stack; // empty: the walk is done
@@ -514,19 +533,69 @@ export function collect(e: Engine, k: EngineState): number {
     freed++;
   }
   clearList(dead);
-  const lineage = e.lineage;
-  for (let a = 0; a < all.length; a++) {
-    const s = all[a]!;
-    // freed above: no longer in the table
-    if (s.residency === "freed") continue;
-    pruneDeadConsumers(s);
-    // The edges cut lead to freed storages only: what a kept neighbour list names of
-    // them never counts again, so only a list naming a freed storage lapses.
-    lineage.dropFreedNeighbors(s);
+  const lineage = e.lineage, freedList = k.freedSince;
+  if (k.pruneAll || lineage.neighborListEpoch !== k.pruneEpoch) {
+    // Tensors moved or edges were cut since the last collection (lists kept before then
+    // lapsed, and may name storages no longer next to theirs), or too many were freed to
+    // list: every storage.
+    for (let a = 0; a < all.length; a++) {
+      const s = all[a]!;
+      if (s.residency !== "freed") pruneAround(lineage, s);
+    }
+  } else {
+    // Otherwise only the storages next to one freed since the last collection can read a
+    // dead call or keep a neighbour list naming a freed storage: a call is dead once its
+    // last output is freed, neighbours are the inputs of a storage's producer and the
+    // outputs of its consumers (a freed storage keeps its edges), and a list names no
+    // storage freed when it was made.
+    const seen = lineage.nextStamp();
+    for (let i = 0; i < freedList.length; i++) pruneNextTo(lineage, freedList[i]!, seen);
   }
+  clearList(freedList);
+  k.pruneAll = false;
+  k.pruneEpoch = lineage.neighborListEpoch;
   clearList(all);
   e.stats.bookkeepingNs += (now() - t0) * 1e6;
   return freed;
+}
+
+/** {@link collect}: prunes around each unfreed neighbour of freed `d` not stamped `seen` yet. */
+function pruneNextTo(lineage: Lineage, d: StorageNode, seen: number): void {
+  const ts = d.tensors;
+  for (let i = 0; i < ts.length; i++) {
+    const t = ts[i]!;
+    const p = t.producer;
+    if (p !== null) {
+      const ins = p.inputs;
+      for (let j = 0; j < ins.length; j++) {
+        const n = ins[j]!.storage;
+        if (n.stamp === seen || n.residency === "freed") continue;
+        n.stamp = seen;
+        pruneAround(lineage, n);
+      }
+    }
+    const cs = t.consumers;
+    for (let j = 0; j < cs.length; j++) {
+      const outs = cs[j]!.outputs;
+      for (let l = 0; l < outs.length; l++) {
+        const n = outs[l]!.storage;
+        if (n.stamp === seen || n.residency === "freed") continue;
+        n.stamp = seen;
+        pruneAround(lineage, n);
+      }
+    }
+  }
+}
+
+/**
+ * {@link collect}: drops dead calls from `s`'s consumer lists and its kept
+ * neighbour list if it names a freed storage (the edges cut lead to freed
+ * storages only: what a kept list names of them never counts again, so only
+ * a list naming a freed storage lapses).
+ */
+function pruneAround(lineage: Lineage, s: StorageNode): void {
+  pruneDeadConsumers(s);
+  lineage.dropFreedNeighbors(s);
 }
 
 /** {@link collect}: stamps `s` and queues it when the program holds it. */
