@@ -545,11 +545,14 @@ export abstract class ScorePolicy implements EvictionPolicy {
   /**
    * The sampled search's victim (the last of the `k` sampled storages with
    * the lowest score), scoring few of them: their bounds come from the pool's
-   * slots, and they are scored in increasing order of their bounds (a heap)
-   * until the next bound exceeds the lowest score so far; every storage left
-   * scores above that, so it can be no victim. Draws the same numbers as the
-   * plain sampled search, and picks the same storage: the lowest score, ties
-   * to the later sample, whatever order the scores come in.
+   * slots; the one of least bound is scored first (its score is usually the
+   * lowest, or near it), then, in sampling order, each whose bound does not
+   * exceed the lowest score so far. Every storage skipped scores above the
+   * lowest score found in the end, so it can be no victim and no tie. Draws
+   * the same numbers as the plain sampled search, and picks the same storage:
+   * the lowest score, ties to the later sample, whatever order the scores
+   * come in. (A heap giving the candidates in order of bound cost 0.6-0.8 us
+   * a search of 95 to build, for one or two scored.)
    */
   #boundedSample(
     ctx: EvictionContext,
@@ -566,14 +569,12 @@ export abstract class ScorePolicy implements EvictionPolicy {
     const keep = this.#readyFloors(ctx, slots, n), slack = this.#slack;
     if (this.#sampled.length < k) {
       this.#sampled = new Int32Array(2 * k);
-      this.#order = new Int32Array(2 * k);
       this.#sampleBounds = new Float64Array(2 * k);
     }
     // Candidate t (in sampling order, t < m): pool position sampled[t], bound
-    // bounds[t] (a NaN bound as -Infinity: such a candidate is always scored);
-    // order: a min-heap of the candidates not scored yet, by bound.
-    const sampled = this.#sampled, order = this.#order, bounds = this.#sampleBounds;
-    let m = 0;
+    // bounds[t] (a NaN bound as -Infinity: such a candidate is always scored).
+    const sampled = this.#sampled, bounds = this.#sampleBounds;
+    let m = 0, first = -1, firstBound = Infinity;
     for (let j = 0; j < k; j++) {
       const i = Math.floor(this.#rng() * n);
       const o = i * SLOT_STRIDE;
@@ -583,21 +584,27 @@ export abstract class ScorePolicy implements EvictionPolicy {
       // The local bound (see `localBound`), as `localScore` in policies.ts computes it.
       const c = slots[o + SLOT_COMPUTE]! + (floors ? floorOf(slots[o + SLOT_FLOOR]!, slack) : 0);
       const den = bytes * (clock - slots[o + SLOT_LAST_ACCESS]!);
-      const b = den > 0 ? c / den : Infinity;
-      bounds[m] = b === b ? b : -Infinity;
-      order[m] = m;
+      let b = den > 0 ? c / den : Infinity;
+      if (b !== b) b = -Infinity;
+      bounds[m] = b;
+      if (first < 0 || b < firstBound) {
+        first = m;
+        firstBound = b;
+      }
       m++;
     }
-    for (let h = (m >> 1) - 1; h >= 0; h--) siftDown(order, bounds, h, m);
-    let scored = 0;
+    if (m === 0) return null;
     let best = -1, bestScore = Infinity;
-    let left = m;
-    while (left > 0) {
-      const t = order[0]!;
-      if (bounds[t]! > bestScore) break; // and so are all the others'
-      order[0] = order[--left]!;
-      siftDown(order, bounds, 0, left);
-      const sc = this.#keptScore(pool, slots, sampled[t]!, ctx, keep, slack);
+    let sc = this.#keptScore(pool, slots, sampled[first]!, ctx, keep, slack);
+    let scored = 1;
+    // A NaN score is never the lowest; Infinity is, when no score is lower.
+    if (sc === sc) {
+      bestScore = sc;
+      best = first;
+    }
+    for (let t = 0; t < m; t++) {
+      if (t === first || bounds[t]! > bestScore) continue;
+      sc = this.#keptScore(pool, slots, sampled[t]!, ctx, keep, slack);
       scored++;
       // Ties go to the later sample, as in the plain search (`<=` in sampling order).
       if (sc < bestScore || (sc === bestScore && t > best)) {
@@ -605,7 +612,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
         best = t;
       }
     }
-    if (keep && scored > 0) markFloors(slots);
+    if (keep) markFloors(slots);
     if (best < 0) return null;
     this.scored = scored;
     return pool.at(sampled[best]!);
@@ -669,7 +676,6 @@ export abstract class ScorePolicy implements EvictionPolicy {
   }
 
   #sampled: Int32Array = new Int32Array(0);
-  #order: Int32Array = new Int32Array(0);
   #sampleBounds: Float64Array = new Float64Array(0);
 }
 
