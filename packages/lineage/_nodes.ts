@@ -206,6 +206,16 @@ export class StorageNode {
     this.bytes = bytes;
   }
 
+  /**
+   * Takes this storage's tensors away: returns its list (to become another
+   * storage's) and leaves it the shared empty list, as a new storage has.
+   */
+  takeTensors(): TensorNode[] {
+    const ts = this.tensors;
+    this.tensors = NO_TENSORS;
+    return ts;
+  }
+
   /** The owning tensor (first created in this storage). */
   get root(): TensorNode {
     return this.tensors[0]!;

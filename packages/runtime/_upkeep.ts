@@ -436,30 +436,26 @@ export function retire(e: Engine, k: EngineState, s: StorageNode, keepMemory: bo
   let ext = 0;
   if (s.tensors.length > 0) {
     const tomb = e.lineage.tombstone(s.bytes);
-    const moved: TensorNode[] = [];
-    for (const t of s.tensors) {
+    // The list moves with the tensors (no copy made, nor a new empty list left).
+    const moved = tomb.tensors = s.takeTensors();
+    for (let j = 0; j < moved.length; j++) {
+      const t = moved[j]!;
       ext += t.extRefs;
       t.extRefs = 0;
       t.defined = false;
       t.storage = tomb;
-      moved.push(t);
     }
-    tomb.tensors = moved;
     // A producer whose outputs are all gone can never be replayed for anyone:
     // unlink it from its inputs now (as `collect` would), so a buffer produced
     // into over and over does not grow its inputs' consumer lists.
-    for (const t of tomb.tensors) {
-      const p = t.producer;
+    for (let j = 0; j < moved.length; j++) {
+      const p = moved[j]!.producer;
       if (p !== null && allFreed(p)) {
-        for (const inp of p.inputs) {
-          const i = inp.consumers.lastIndexOf(p);
-          if (i >= 0) inp.consumers.splice(i, 1);
-        }
+        for (const inp of p.inputs) removeLast(inp.consumers, p);
       }
     }
     e.lineage.invalidateNeighborhoods();
   }
-  s.tensors = [];
   s.extRefs -= ext;
   e.lineage.forgetClass(s);
   s.compute = 0;
@@ -641,6 +637,17 @@ function pruneDeadConsumers(s: StorageNode): void {
     for (j++; j < cs.length; j++) if (!allFreed(cs[j]!)) kept.push(cs[j]!);
     t.consumers = kept;
   }
+}
+
+/**
+ * Removes the last occurrence of `c` from `cs`, in place (`splice` makes an
+ * array of what it removed: garbage on every call that writes a buffer again).
+ */
+function removeLast(cs: CallNode[], c: CallNode): void {
+  const i = cs.lastIndexOf(c);
+  if (i < 0) return;
+  for (let j = i + 1; j < cs.length; j++) cs[j - 1] = cs[j]!;
+  cs.pop();
 }
 
 function allFreed(call: CallNode): boolean {
