@@ -46,10 +46,12 @@ export interface RuntimeStats {
   /**
    * Bookkeeping: policy search, equivalence classes, graph upkeep, and the
    * release path (one release in `RELEASE_SAMPLE` timed, counted that many
-   * times over).
+   * times over). Searches, with the drops they chose, are timed one in
+   * `SEARCH_SAMPLE` on average (at random gaps, each counted for its gap)
+   * and every one inside a dispatch sample.
    */
   bookkeepingNs: number;
-  /** Of which the policy's candidate search. */
+  /** Of which the policy's candidate search (sampled like the searches above). */
   policyNs: number;
   /** Lineage collections run (each walks every storage; see `Engine.collect`). */
   collections: number;
