@@ -125,7 +125,8 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
   bookkeepingMs: {
     label: "bookkeeping time",
     unit: "ms",
-    help: "Time spent choosing what to evict and keeping the cost estimates up to date.",
+    help:
+      "Time spent choosing what to evict and keeping the cost estimates up to date (sampled: about one search in sixteen timed, each counted for the searches it stands for).",
     underBudget: true,
   },
   dispatchMs: {
@@ -138,7 +139,8 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
   policyMs: {
     label: "policy time",
     unit: "ms",
-    help: "Time the eviction policy spent choosing victims.",
+    help:
+      "Time the eviction policy spent choosing victims (sampled: about one search in sixteen timed).",
     underBudget: true,
   },
   kernelMs: {
