@@ -840,7 +840,6 @@ export class Lineage {
   }
 }
 
-/** {@link StorageNode.noEvictedNeighbors} of a storage known to have no evicted neighbour. */
 /**
  * Past this many storages named in {@link Lineage.floorsLapsed}, the epoch
  * changes instead (every floor lapses): a keeper that stopped searching leaves
@@ -848,6 +847,7 @@ export class Lineage {
  */
 export const LAPSED_LIMIT = 4096;
 
+/** {@link StorageNode.noEvictedNeighbors} of a storage known to have no evicted neighbour. */
 const NONE_EVICTED = 1;
 
 const FRESH: (readonly number[])[] = [];

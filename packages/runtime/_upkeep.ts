@@ -584,10 +584,9 @@ function pruneNextTo(lineage: Lineage, d: StorageNode, seen: number): void {
 }
 
 /**
- * {@link collect}: drops dead calls from `s`'s consumer lists and its kept
- * neighbour list if it names a freed storage (the edges cut lead to freed
- * storages only: what a kept list names of them never counts again, so only
- * a list naming a freed storage lapses).
+ * {@link collect}: drops dead calls from `s`'s consumer lists, and its kept
+ * neighbour list if it names a freed storage or lapsed already (see
+ * `Lineage.dropFreedNeighbors`).
  */
 function pruneAround(lineage: Lineage, s: StorageNode): void {
   pruneDeadConsumers(s);

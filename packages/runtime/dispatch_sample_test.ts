@@ -2,15 +2,9 @@ import assert from "node:assert/strict";
 import type { KernelName } from "@libra/tensor/kernels";
 import type { DeviceBuffer } from "@libra/tensor/backend";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
-import type { EvictionPolicy } from "@libra/evict";
 import { DISPATCH_SAMPLE, Runtime } from "./runtime.ts";
 import { SEARCH_SAMPLE } from "./_eviction.ts";
-
-/** Spins for `ms` milliseconds. */
-function spin(ms: number): void {
-  const end = performance.now() + ms;
-  while (performance.now() < end) { /* busy */ }
-}
+import { slowOldest, spin } from "./_policy_testing.ts";
 
 /** The reference backend whose kernels each take `ms` milliseconds more. */
 class SlowBackend extends ReferenceBackend {
@@ -83,19 +77,10 @@ Deno.test("Runtime: a dispatch sample leaves out the backend's allocations", () 
 Deno.test("Runtime: a dispatch sample leaves out the bookkeeping it counted", () => {
   // A policy whose search takes 2 ms, and a budget of two 64-byte values: a call whose
   // output does not fit (every one from the third) searches, and the search is bookkeeping.
-  const oldest: EvictionPolicy = {
-    name: "slow-oldest",
-    needs: {},
-    choose(ctx) {
-      spin(2);
-      for (const s of ctx.pool) return [{ storage: s, action: "drop" }];
-      return [];
-    },
-  };
   const rt = new Runtime({
     backend: new ReferenceBackend(),
     budget: 3 * 64,
-    policy: oldest,
+    policy: slowOldest(2),
     timeline: false,
     eagerEviction: false,
   });

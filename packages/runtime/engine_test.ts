@@ -5,6 +5,7 @@ import { classValue, type TensorNode } from "@libra/lineage";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { Engine, RELEASE_SAMPLE } from "./engine.ts";
 import { SEARCH_SAMPLE } from "./_eviction.ts";
+import { slowOldest } from "./_policy_testing.ts";
 import { OutOfBudgetError, ThrashingError } from "./errors.ts";
 import { MetaExecutor, replayTrace } from "./simulator.ts";
 import { Runtime } from "./runtime.ts";
@@ -427,25 +428,12 @@ Deno.test("Engine keeps the evictable pool once a budget is set", () => {
 
 Deno.test("Engine times a sample of its searches, each counted for the searches it stands for", () => {
   // Searches of 1 ms (the oldest evictable value), a budget of three 8-byte values (x, the
-  // input, the output), every value kept: each call from the second evicts one. Clock reads are counted outside
-  // the spin (which reads the clock it saved).
+  // input, the output), every value kept: each call from the second evicts one. Clock
+  // reads are counted outside the spin (which reads the clock it saved).
   const clock = performance.now.bind(performance);
-  const spinMs = (ms: number) => {
-    const end = clock() + ms;
-    while (clock() < end) { /* busy */ }
-  };
-  const slow: EvictionPolicy = {
-    name: "slow-oldest",
-    needs: {},
-    choose(ctx) {
-      spinMs(1);
-      for (const s of ctx.pool) return [{ storage: s, action: "drop" }];
-      return [];
-    },
-  };
   const e = new Engine({
     budgetBytes: 24,
-    policy: slow,
+    policy: slowOldest(1, clock),
     costModel: cost,
     executor: new MetaExecutor(),
     gc: false,
