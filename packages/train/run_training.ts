@@ -9,7 +9,8 @@
  * batches) train the same steps, one on the backend directly (budget-free) and
  * one under the `Runtime` with the budget. After warm-up steps, their steps
  * alternate (A B, B A, A B, ...), so load from other processes falls on both
- * alike, and each pair gives a ratio (budgeted / budget-free step time). The
+ * alike, and each pair gives a ratio (budgeted / budget-free step time; a
+ * budgeted step's time includes the runtime's end of step, `endStep`). The
  * overhead is the median of those ratios with a distribution-free 95% interval
  * (order statistics), in wall time and in process CPU time, next to the
  * overhead the runtime accounts for from its own counters. Losses of the two
@@ -438,8 +439,12 @@ interface Copy {
  * A fresh, seeded copy of the model with its data and optimizer on `b`. Each
  * copy keeps its own random-generator state (dropout draws), restored around
  * its steps, so interleaved copies draw the same numbers as copies run apart.
+ * `after` runs at the end of every step, inside its timing: the budgeted
+ * copy's runtime ends its step there (`Runtime.endStep`, a collection of the
+ * step's lineage among what it does), which a program under a runtime does
+ * every step too.
  */
-function makeCopy(b: Backend, o: RunTrainingOptions): Copy {
+function makeCopy(b: Backend, o: RunTrainingOptions, after?: () => void): Copy {
   return withBackend(b, () => {
     const seed = o.seed ?? 0;
     manualSeed(seed);
@@ -466,6 +471,7 @@ function makeCopy(b: Backend, o: RunTrainingOptions): Copy {
           const c0 = processCpuMs();
           const t0 = performance.now();
           const loss = trainStep({ model, batch, optimizer, backend: b });
+          after?.();
           const ms = performance.now() - t0;
           const cpuMs = processCpuMs() - c0;
           rng = randomState();
@@ -597,8 +603,15 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     // fallback); one that only drops (chen-sqrt) runs like dtr-eq.
     ...(needs?.swaps ? { hostLimitBytes: Infinity } : {}),
   });
+  // Set before a step that records (the last measured one, with `recordLastStep`): the
+  // trace is taken before the step's end starts the next recording.
+  let recording = false;
+  let recordedEvents: Trace | undefined;
   const base = makeCopy(backend, o);
-  const under = makeCopy(rt, o);
+  const under = makeCopy(rt, o, () => {
+    if (recording) recordedEvents = rt.trace();
+    rt.endStep();
+  });
   const losses: number[] = [], baselineLosses: number[] = [];
   const wall = { a: [] as number[], b: [] as number[] };
   const cpu = { a: [] as number[], b: [] as number[] };
@@ -629,10 +642,13 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     const stepB = (phase: "warm-up" | "budget", i: number, n: number, budgeted = false): Step => {
       check(phase, i, n);
       if (budgeted) live?.beginStep();
-      if (phase === "budget" && o.recordLastStep && i === n - 1) rt.startRecording();
+      recording = phase === "budget" && o.recordLastStep === true && i === n - 1;
+      if (recording) rt.startRecording();
       const s = under.step();
-      if (phase === "budget" && o.recordLastStep && i === n - 1) trace = formatTrace(rt.trace());
-      rt.endStep();
+      if (recording) {
+        trace = formatTrace(recordedEvents!);
+        recording = false;
+      }
       losses.push(s.loss);
       report(phase, i, n, s, phase === "budget" ? rt.stats.peakBytes : 0);
       return s;

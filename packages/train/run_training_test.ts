@@ -5,7 +5,7 @@
  * budgets returned instead of thrown, and cancellation.
  */
 import assert from "node:assert/strict";
-import { OutOfBudgetError, parseTrace } from "@libra/runtime";
+import { OutOfBudgetError, parseTrace, Runtime } from "@libra/runtime";
 import { FrozenProfileCostModel } from "@libra/cost";
 import {
   DEFAULT_WARMUP_CALLS,
@@ -345,5 +345,36 @@ Deno.test({
       // Every scheduled action is applied or skipped once per measured step.
       assert.equal(p.applied + p.skipped, p.steps * 3, `${policy}: ${JSON.stringify(p)}`);
     }
+  },
+});
+
+Deno.test({
+  name: `runTraining: a budgeted step's time includes the runtime's end of step${native}`,
+  ignore,
+  fn() {
+    // The end of each step made slow (a busy wait): every budgeted step's time holds it, and
+    // the budget-free steps (no runtime) are far shorter.
+    const wait = 15;
+    const proto = Runtime.prototype;
+    const endStep = proto.endStep;
+    proto.endStep = function (this: Runtime) {
+      const t0 = performance.now();
+      while (performance.now() - t0 < wait) { /* busy */ }
+      endStep.call(this);
+    };
+    let r;
+    try {
+      r = runTraining({
+        model: "mlp",
+        policy: "dtr-eq",
+        budgetRatio: 0.9,
+        steps: 3,
+        warmupCalls: 0,
+      });
+    } finally {
+      proto.endStep = endStep;
+    }
+    for (const ms of r.stepTimesMs) assert.ok(ms >= wait, `budgeted step of ${ms} ms`);
+    for (const ms of r.baselineStepTimesMs) assert.ok(ms < wait, `budget-free step of ${ms} ms`);
   },
 });
