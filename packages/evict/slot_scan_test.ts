@@ -95,3 +95,40 @@ Deno.test("the full scan over slots breaks ties by pool order after scoring memb
     assert.equal(got[0]?.storage, b.storage, `positions ${at}`);
   }
 });
+
+Deno.test("dtr-eq's kept floor lapses when another member of a neighbour's class is re-materialized", () => {
+  // x -> a0 -> a1 -> a2 -> m, and y -> q. With a0..a2 evicted (one class of 1000 + 1 + 1),
+  // m scores high and q is the victim, m's floor is kept; a0 comes back (it is no neighbour of
+  // m): m's cost falls to 2 and m is the victim. A floor still at 1002 would rule it out.
+  const g = new Lineage();
+  const x = g.addLeaf(8, "x"), y = g.addLeaf(8, "y");
+  const a0 = g.addCall("f", [], [x], [{ bytes: 8, name: "a0" }], 1000)[0]!;
+  const a1 = g.addCall("f", [], [a0], [{ bytes: 8, name: "a1" }], 1)[0]!;
+  const a2 = g.addCall("f", [], [a1], [{ bytes: 8, name: "a2" }], 1)[0]!;
+  const m = g.addCall("f", [], [a2], [{ bytes: 8, name: "m" }], 1)[0]!;
+  const q = g.addCall("f", [], [y], [{ bytes: 8, name: "q" }], 10)[0]!;
+  for (const t of [x, y, a0, a1, a2, m, q]) {
+    t.storage.residency = "resident";
+    t.storage.lastAccess = 0;
+  }
+  for (const t of [a0, a1, a2]) {
+    t.storage.residency = "evicted";
+    g.joinEvictedClass(t.storage);
+  }
+  const members = [m.storage, q.storage];
+  const { plain, slotted } = pools(members, () => 0.5, members);
+  const a = createPolicy("dtr-eq") as ScorePolicy;
+  const b = createPolicy("dtr-eq") as ScorePolicy;
+  // Floors are kept from the second search of an epoch on.
+  for (let i = 0; i < 2; i++) {
+    assert.equal(b.choose(ctxOf(g, slotted, 1))[0]?.storage, q.storage);
+    assert.equal(a.choose(ctxOf(g, plain, 1))[0]?.storage, q.storage);
+  }
+  assert.equal(b.scored, 2, "m was scored: its floor is kept");
+  assert.equal(b.choose(ctxOf(g, slotted, 1))[0]?.storage, q.storage);
+  assert.equal(b.scored, 1, "m's kept floor rules it out");
+  a0.storage.residency = "resident";
+  g.leaveClass(a0.storage);
+  assert.equal(a.choose(ctxOf(g, plain, 1))[0]?.storage, m.storage, "the plain scan's victim");
+  assert.equal(b.choose(ctxOf(g, slotted, 1))[0]?.storage, m.storage, "the slotted scan's");
+});

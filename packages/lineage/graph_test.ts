@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { type CallNode, Lineage, type StorageNode, type TensorNode } from "./graph.ts";
+import {
+  type CallNode,
+  CLASS_LAPSE_LIMIT,
+  Lineage,
+  type StorageNode,
+  type TensorNode,
+} from "./graph.ts";
 import { classValue, EqNode, find, merge } from "./union_find.ts";
 
 /**
@@ -78,6 +84,68 @@ Deno.test("union-find merges sum values, subtract on re-materialize, never split
   find(n[1]!).value -= 2; // n[1] re-materialized
   assert.equal(classValue(n[3]!), 13);
   assert.equal(classValue(n[4]!), 16, "untouched class");
+});
+
+Deno.test("union-find: next leads through every node of a class and back (oracle: find)", () => {
+  let seed = 7;
+  const rng = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const nodes = Array.from({ length: 60 }, (_, i) => new EqNode(i));
+  for (let m = 0; m < 80; m++) {
+    merge(nodes[Math.floor(rng() * 60)]!, nodes[Math.floor(rng() * 60)]!);
+    for (const a of nodes) {
+      const cycle = new Set<EqNode>();
+      let x = a;
+      do {
+        cycle.add(x);
+        x = x.next;
+      } while (x !== a && cycle.size <= nodes.length);
+      assert.equal(x, a, "the cycle comes back");
+      const members = nodes.filter((n) => find(n) === find(a));
+      const at = (e: EqNode) => nodes.indexOf(e);
+      assert.deepEqual([...cycle].sort((p, q) => at(p) - at(q)), members, `merge ${m}`);
+      assert.equal(find(a).size, members.length);
+    }
+  }
+});
+
+Deno.test("Lineage.leaveClass() names the neighbours of a small class's members; a large one adds to classDecrease", () => {
+  // x -> a0 -> a1 -> ... -> a(n-1) -> m, and y -> q: the a's evicted form one class, m is
+  // next to its last member only, q to none of it.
+  for (const n of [3, CLASS_LAPSE_LIMIT, CLASS_LAPSE_LIMIT + 1]) {
+    const g = new Lineage();
+    g.keepsFloors = true;
+    const x = g.addLeaf(8, "x"), y = g.addLeaf(8, "y");
+    const chain: TensorNode[] = [];
+    let prev = x;
+    for (let i = 0; i < n; i++) {
+      prev = g.addCall("f", [], [prev], [{ bytes: 8, name: `a${i}` }], 1 + i)[0]!;
+      chain.push(prev);
+    }
+    const m = g.addCall("f", [], [prev], [{ bytes: 8, name: "m" }], 1)[0]!;
+    const q = g.addCall("f", [], [y], [{ bytes: 8, name: "q" }], 1)[0]!;
+    for (const t of [x, y, ...chain, m, q]) t.storage.residency = "resident";
+    for (const t of chain) {
+      t.storage.residency = "evicted";
+      g.joinEvictedClass(t.storage);
+    }
+    assert.equal(find(chain[0]!.storage.eq!).size, n, "one class");
+    assert.equal(g.neighborClassCost(m.storage), (n * (n + 1)) / 2);
+    g.floorsLapsed.length = 0;
+    const before = g.classDecrease;
+    // a0 comes back (the runtime's order: residency first, then the class).
+    const a0 = chain[0]!.storage;
+    a0.residency = "resident";
+    g.leaveClass(a0);
+    assert.equal(g.neighborClassCost(m.storage), (n * (n + 1)) / 2 - 1, "the class fell by 1");
+    const named = new Set(g.floorsLapsed);
+    assert.ok(!named.has(q.storage), "q's cost did not change: not named");
+    if (n <= CLASS_LAPSE_LIMIT) {
+      assert.ok(named.has(m.storage), `class of ${n}: m is named`);
+      assert.equal(g.classDecrease, before, `class of ${n}: no decrease for every floor`);
+    } else {
+      assert.equal(g.classDecrease, before + 1, `class of ${n}: every floor falls by 1`);
+    }
+  }
 });
 
 Deno.test("union-find find() is iterative: a 200k-deep parent chain does not overflow", () => {

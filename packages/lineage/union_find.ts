@@ -15,11 +15,19 @@ export class EqNode {
   parent: EqNode | null = null;
   /** Class value; meaningful only at a root. */
   value: number;
-  /** Union-by-size rank. */
+  /** Union-by-size rank: the nodes merged into the class. */
   size = 1;
-  /** A singleton class holding `value`. */
-  constructor(value: number) {
+  /**
+   * The next node of the class: `next` leads through every node merged into
+   * it (a cycle of {@link size} nodes) and back to this one.
+   */
+  next: EqNode = this;
+  /** What the node stands for (the lineage's storage), or `null`. */
+  readonly item: unknown;
+  /** A singleton class holding `value`, for `item`. */
+  constructor(value: number, item: unknown = null) {
     this.value = value;
+    this.item = item;
   }
 }
 
@@ -56,6 +64,10 @@ export function merge(a: EqNode, b: EqNode): EqNode {
     small = ra;
   }
   small.parent = big;
+  // The two cycles of nodes become one (each node's place in its own cycle is kept).
+  const an = a.next;
+  a.next = b.next;
+  b.next = an;
   big.size += small.size;
   big.value += small.value;
   return big;
