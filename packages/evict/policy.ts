@@ -491,7 +491,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
     }
     // No zero, no negative score: the lowest score, ties to the later member in pool
     // order. The members of positive bound at most the lowest so far are scored in
-    // increasing order of bound (a heap) until the next bound exceeds it: each left
+    // increasing order of bound until the next bound exceeds it: each left
     // scores above.
     const heap = this.#scanHeap;
     let h = 0;
@@ -499,12 +499,37 @@ export abstract class ScorePolicy implements EvictionPolicy {
       const b = bounds[i]!;
       if (b > 0 && b <= bestScore && i !== first) heap[h++] = i;
     }
-    for (let i = (h >> 1) - 1; i >= 0; i--) siftDown(heap, bounds, i, h);
+    // The first few in order of bound are each found by a pass over the list, which drops
+    // those whose bound the lowest score has gone below since; past them a heap orders what
+    // is left. (On lstm small at ratio 0.5 a search scored 3.4 storages on average from
+    // lists of 60-600: building a heap of the whole list cost more than the scoring.)
+    let picks = 0;
     while (h > 0) {
-      const i = heap[0]!;
-      if (bounds[i]! > bestScore) break;
-      heap[0] = heap[--h]!;
-      siftDown(heap, bounds, 0, h);
+      let i: number;
+      if (picks < LINEAR_PICKS) {
+        let w = 0, at = -1, low = Infinity;
+        for (let r = 0; r < h; r++) {
+          const c = heap[r]!, b = bounds[c]!;
+          if (b > bestScore) continue;
+          if (b < low) {
+            low = b;
+            at = w;
+          }
+          heap[w++] = c;
+        }
+        h = w;
+        if (h === 0) break;
+        i = heap[at]!;
+        heap[at] = heap[--h]!;
+        if (++picks === LINEAR_PICKS) {
+          for (let j = (h >> 1) - 1; j >= 0; j--) siftDown(heap, bounds, j, h);
+        }
+      } else {
+        i = heap[0]!;
+        if (bounds[i]! > bestScore) break;
+        heap[0] = heap[--h]!;
+        siftDown(heap, bounds, 0, h);
+      }
       const sc = this.#keptScore(pool, slots, i, ctx, keep, slack);
       scored++;
       if (sc < bestScore || best < 0) {
@@ -678,6 +703,9 @@ export abstract class ScorePolicy implements EvictionPolicy {
   #sampled: Int32Array = new Int32Array(0);
   #sampleBounds: Float64Array = new Float64Array(0);
 }
+
+/** Storages {@link ScorePolicy}'s full scan finds by a pass over its list before it builds a heap. */
+const LINEAR_PICKS = 4;
 
 /**
  * Restores the min-heap order of `heap[0..size)` (candidates keyed by

@@ -132,3 +132,41 @@ Deno.test("dtr-eq's kept floor lapses when another member of a neighbour's class
   assert.equal(a.choose(ctxOf(g, plain, 1))[0]?.storage, m.storage, "the plain scan's victim");
   assert.equal(b.choose(ctxOf(g, slotted, 1))[0]?.storage, m.storage, "the slotted scan's");
 });
+
+Deno.test("dtr-eq's full scan over slots scores what it must when many bounds fall below the first score", () => {
+  // Half the members are computed from an evicted storage of a random cost (its own class):
+  // their scores lie far above their bounds; the others have no evicted neighbour and a random
+  // cost of their own: score and bound are one. A search scores many members in order of
+  // bound, past the first few, and must stop only at a bound above the lowest score.
+  let many = 0;
+  for (let seed = 1; seed <= 40; seed++) {
+    let r = seed * 7919;
+    const rng = () => (r = (r * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const g = new Lineage();
+    const x = g.addLeaf(8, "x");
+    x.storage.residency = "resident";
+    const members: StorageNode[] = [];
+    for (let i = 0; i < 120; i++) {
+      const bytes = 8 * (1 + Math.floor(rng() * 3));
+      const cost = 1 + Math.floor(rng() * 1000);
+      let m: TensorNode;
+      if (rng() < 0.5) {
+        const e = g.addCall("f", [], [x], [{ bytes: 8 }], cost)[0]!;
+        m = g.addCall("f", [], [e], [{ bytes }], 1)[0]!;
+        e.storage.residency = "evicted";
+        g.joinEvictedClass(e.storage);
+      } else m = g.addCall("f", [], [x], [{ bytes }], cost)[0]!;
+      m.storage.residency = "resident";
+      m.storage.lastAccess = Math.floor(rng() * 90);
+      members.push(m.storage);
+    }
+    const { plain, slotted } = pools(members, rng);
+    const a = createPolicy("dtr-eq") as ScorePolicy;
+    const b = createPolicy("dtr-eq") as ScorePolicy;
+    const want = a.choose(ctxOf(g, plain, 100));
+    const got = b.choose(ctxOf(g, slotted, 100));
+    assert.equal(got[0]?.storage.id, want[0]?.storage.id, `seed ${seed}`);
+    if (b.scored > 8) many++;
+  }
+  assert.ok(many >= 20, `most searches scored past the first few (${many} of 40)`);
+});
