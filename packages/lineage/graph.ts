@@ -12,7 +12,7 @@
  */
 
 import { jsonToDot, lineageToJSON } from "./_export.ts";
-import { addToClass, EqNode, find, merge } from "./union_find.ts";
+import { addToClass, DEPARTED, EqNode, find, merge } from "./union_find.ts";
 import { StorageTable } from "./_storage_table.ts";
 import {
   CallNode,
@@ -377,18 +377,21 @@ export class Lineage {
       const out = this.floorsLapsed;
       let unknown = false;
       for (let x = eq.next; x !== eq; x = x.next) {
-        const u = x.item as StorageNode | null;
+        const u = x.item;
         // Nodes of members that left the class (re-materialized, freed) are passed over:
         // their neighbours were named when they left. A node made elsewhere names no
         // storage: every floor falls then.
+        if (u === DEPARTED) continue;
         if (u === null) unknown = true;
-        else if (u.eq === x) nameNeighbors(u, out);
+        else if ((u as StorageNode).eq === x) nameNeighbors(u as StorageNode, out);
       }
       if (unknown) this.classDecrease += s.compute;
       this.#checkLapsed();
     }
     addToClass(eq, -s.compute);
     if (!(find(eq).value >= 0)) this.classesNonNegative = false;
+    // The class keeps the node, not the storage (which may be freed long before the class).
+    eq.item = DEPARTED;
     s.eq = null;
   }
 
@@ -402,7 +405,10 @@ export class Lineage {
 
   /** `s`'s value is gone (freed or retired): it holds no class (the class keeps its value). */
   forgetClass(s: StorageNode): void {
-    if (s.eq !== null) this.neighborCostFell(s);
+    if (s.eq !== null) {
+      this.neighborCostFell(s);
+      s.eq.item = DEPARTED;
+    }
     s.eq = null;
   }
 

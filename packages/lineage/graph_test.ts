@@ -6,7 +6,7 @@ import {
   type StorageNode,
   type TensorNode,
 } from "./graph.ts";
-import { classValue, EqNode, find, merge } from "./union_find.ts";
+import { classValue, DEPARTED, EqNode, find, merge } from "./union_find.ts";
 
 /**
  * Diamond-and-tail graph, costs in brackets:
@@ -134,8 +134,12 @@ Deno.test("Lineage.leaveClass() names the neighbours of a small class's members;
     const before = g.classDecrease;
     // a0 comes back (the runtime's order: residency first, then the class).
     const a0 = chain[0]!.storage;
+    const node = a0.eq!;
+    assert.equal(node.item, a0);
     a0.residency = "resident";
     g.leaveClass(a0);
+    assert.equal(node.item, DEPARTED, "the class keeps a0's node, not a0");
+    assert.equal(a0.eq, null);
     assert.equal(g.neighborClassCost(m.storage), (n * (n + 1)) / 2 - 1, "the class fell by 1");
     const named = new Set(g.floorsLapsed);
     assert.ok(!named.has(q.storage), "q's cost did not change: not named");
@@ -145,6 +149,10 @@ Deno.test("Lineage.leaveClass() names the neighbours of a small class's members;
     } else {
       assert.equal(g.classDecrease, before + 1, `class of ${n}: every floor falls by 1`);
     }
+    // A member freed: its node stays in the class, without it.
+    const a1 = chain[1]!.storage, node1 = a1.eq!;
+    g.forgetClass(a1);
+    assert.equal(node1.item, DEPARTED);
   }
 });
 

@@ -22,14 +22,21 @@ export class EqNode {
    * it (a cycle of {@link size} nodes) and back to this one.
    */
   next: EqNode = this;
-  /** What the node stands for (the lineage's storage), or `null`. */
-  readonly item: unknown;
+  /**
+   * What the node stands for (the lineage's storage), or `null`; the lineage
+   * sets it to {@link DEPARTED} when its storage leaves the class (the class
+   * keeps the node, not the storage).
+   */
+  item: unknown;
   /** A singleton class holding `value`, for `item`. */
   constructor(value: number, item: unknown = null) {
     this.value = value;
     this.item = item;
   }
 }
+
+/** {@link EqNode.item} of a node whose member left the class. */
+export const DEPARTED: unique symbol = Symbol("departed");
 
 /**
  * Root of `node`'s class, compressing the path (iterative: no recursion).
