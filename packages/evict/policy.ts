@@ -511,7 +511,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
         for (let r = 0; r < h; r++) {
           const c = heap[r]!, b = bounds[c]!;
           if (b > bestScore) continue;
-          if (b < low) {
+          if (b < low || at < 0) {
             low = b;
             at = w;
           }

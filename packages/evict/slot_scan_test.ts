@@ -170,3 +170,23 @@ Deno.test("dtr-eq's full scan over slots scores what it must when many bounds fa
   }
   assert.ok(many >= 20, `most searches scored past the first few (${many} of 40)`);
 });
+
+Deno.test("dtr-eq's full scan over slots: members of infinite bound (accessed at the clock) are scored too", () => {
+  // Every member was accessed at the clock: every bound and score is Infinity, and the
+  // plain scan's victim is the last member (ties go to the later one).
+  const g = new Lineage();
+  const x = g.addLeaf(8, "x");
+  x.storage.residency = "resident";
+  const members: StorageNode[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t = g.addCall("f", [], [x], [{ bytes: 8 }], 1 + i)[0]!;
+    t.storage.residency = "resident";
+    t.storage.lastAccess = 7;
+    members.push(t.storage);
+  }
+  const { plain, slotted } = pools(members, () => 0.5, members);
+  const want = (createPolicy("dtr-eq") as ScorePolicy).choose(ctxOf(g, plain, 7));
+  const got = (createPolicy("dtr-eq") as ScorePolicy).choose(ctxOf(g, slotted, 7));
+  assert.equal(want[0]?.storage, members[4]);
+  assert.equal(got[0]?.storage, want[0]?.storage);
+});
