@@ -71,6 +71,14 @@ export class LiveExecutor implements Executor {
    * value holds a buffer any more, and by {@link releaseCached}.
    */
   #cache = new Map<number, DeviceBuffer[]>();
+  /**
+   * The sizes {@link #cache} has lists for, largest first: {@link #trim} frees
+   * the largest cached buffers first. (In the order the sizes came, it freed
+   * small buffers by the dozen to make room for a large one, and those sizes
+   * then missed: gpt small at ratio 1.0 took 87 backend allocations a step,
+   * lstm small 633; largest first, 63 and 329.)
+   */
+  #sizes: number[] = [];
   #cachedBytes = 0;
   /** Bytes of the device buffers that values (or a call's temporaries) hold. */
   #held = 0;
@@ -91,6 +99,7 @@ export class LiveExecutor implements Executor {
     // A new map, not `clear()`: a cleared map's old table points at its new one, a chain
     // through which minor collections kept whole steps' storages alive.
     this.#cache = new Map();
+    this.#sizes = [];
     this.#cachedBytes = 0;
   }
 
@@ -148,6 +157,14 @@ export class LiveExecutor implements Executor {
       // step) would otherwise each keep an entry for good.
       if (this.#cache.size >= MAX_CACHED_SIZES) this.releaseCached();
       this.#cache.set(bytes, [b]);
+      const sizes = this.#sizes;
+      let i = sizes.length;
+      sizes.push(bytes);
+      while (i > 0 && sizes[i - 1]! < bytes) {
+        sizes[i] = sizes[i - 1]!;
+        i--;
+      }
+      sizes[i] = bytes;
     }
     this.#cachedBytes += bytes;
   }
@@ -160,7 +177,9 @@ export class LiveExecutor implements Executor {
     const held = this.#held + bytes;
     const limit = Math.min(this.budget(), Math.max(this.#heldPeak, held));
     if (held + this.#cachedBytes <= limit) return;
-    for (const list of this.#cache.values()) {
+    const sizes = this.#sizes;
+    for (let j = 0; j < sizes.length; j++) {
+      const list = this.#cache.get(sizes[j]!)!;
       while (list.length > 0 && held + this.#cachedBytes > limit) {
         const b = list.pop()!;
         this.#cachedBytes -= b.bytes;

@@ -164,3 +164,32 @@ Deno.test("Runtime buffer cache: sizes past MAX_CACHED_SIZES start the cache aga
     x.bytes + made[MAX_CACHED_SIZES]!.bytes + made[MAX_CACHED_SIZES + 1]!.bytes,
   );
 });
+
+Deno.test("Runtime buffer cache: room for a new size is made by giving back the largest buffers first", () => {
+  const inner = new ReferenceBackend();
+  const c = counted(inner);
+  const rt = new Runtime({ backend: c.backend });
+  const value = (bytes: number) => {
+    const b = rt.alloc(bytes);
+    rt.write(b, new Float32Array(bytes / 4).fill(1));
+    return b;
+  };
+  const keep = value(32); // a value held throughout: the cache is not emptied
+  const small = Array.from({ length: 8 }, () => value(32));
+  const big = value(256);
+  // The device held 32 + 8 x 32 + 256 = 544 bytes at most; the small ones are freed first
+  // (their size comes first in the cache).
+  for (const b of small) rt.free(b);
+  rt.free(big);
+  assert.equal(rt.cachedBytes, 512);
+  // 288 more bytes: 32 + 288 + 512 exceed 544 by 288; the 256-byte buffer and one small one
+  // go back (the small ones first would take all eight and the large one).
+  const frees0 = c.frees(), allocs0 = c.allocs();
+  const wide = value(288);
+  assert.equal(c.allocs() - allocs0, 1);
+  assert.equal(c.frees() - frees0, 2, "the largest cached buffer first");
+  // The seven small buffers left serve seven small values.
+  const again = Array.from({ length: 7 }, () => value(32));
+  assert.equal(c.allocs() - allocs0, 1, "no backend allocation for them");
+  for (const b of [keep, wide, ...again]) rt.free(b);
+});
