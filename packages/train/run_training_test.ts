@@ -208,10 +208,20 @@ Deno.test({
     assert.ok(Math.abs(a.computeMs - r.baselineTimeMs) < 1e-6);
     assert.ok(
       Math.abs(
-        a.overhead -
+        a.sumsOverhead -
           (a.computeMs + a.recomputeMs + a.bookkeepingMs + a.dispatchMs + a.swapStallMs) /
             a.computeMs,
       ) < 1e-12,
+    );
+    // One accounted ratio a pair, each at least 1; the overhead is their median (of six: the
+    // mean of the middle two), and the pairs' added times sum to what the totals say.
+    assert.equal(a.ratios.length, 6);
+    for (const x of a.ratios) assert.ok(x >= 1);
+    const sorted = [...a.ratios].sort((x, y) => x - y);
+    assert.ok(Math.abs(a.overhead - (sorted[2]! + sorted[3]!) / 2) < 1e-12);
+    const added = a.ratios.reduce((s, x, i) => s + (x - 1) * m.wall.baselineMs[i]!, 0);
+    assert.ok(
+      Math.abs(added - (a.recomputeMs + a.bookkeepingMs + a.dispatchMs + a.swapStallMs)) < 1e-6,
     );
     assert.ok(a.dispatchMs > 0, "the sampled kernel calls were timed");
     assert.ok(r.stats.remats > 0 && a.recomputeMs > 0, "the budget forced recomputation");

@@ -249,7 +249,7 @@ export const GLOSSARY: Record<string, GlossaryEntry> = {
     label: "accounted overhead",
     unit: "times",
     help:
-      "The overhead the runtime accounts for itself: (kernel + recompute + swap stall + bookkeeping + dispatch time) / kernel time without a budget.",
+      "The overhead the runtime accounts for itself: per measured pair, (kernel + recompute + swap stall + bookkeeping + dispatch time) / kernel time without a budget, and the median over the pairs (as the measured overhead is a median).",
   },
   measuredPairs: {
     label: "measured pairs",
