@@ -14,7 +14,7 @@ import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
 import { addUsed, evict, lock, now, refreshPool, reserve, takeReady, unlock } from "./_eviction.ts";
 import { materialize } from "./_remat.ts";
-import { clearList } from "@libra/util/list";
+import { clearList, removeLast } from "@libra/util/list";
 
 /** Drops an external reference; with eager eviction an unreferenced storage is evicted (lineage kept). */
 export function release(e: Engine, k: EngineState, t: TensorNode): void {
@@ -636,17 +636,6 @@ function pruneDeadConsumers(s: StorageNode): void {
     for (j++; j < cs.length; j++) if (!allFreed(cs[j]!)) kept.push(cs[j]!);
     t.consumers = kept;
   }
-}
-
-/**
- * Removes the last occurrence of `c` from `cs`, in place (`splice` makes an
- * array of what it removed: garbage on every call that writes a buffer again).
- */
-function removeLast(cs: CallNode[], c: CallNode): void {
-  const i = cs.lastIndexOf(c);
-  if (i < 0) return;
-  for (let j = i + 1; j < cs.length; j++) cs[j - 1] = cs[j]!;
-  cs.pop();
 }
 
 function allFreed(call: CallNode): boolean {

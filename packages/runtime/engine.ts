@@ -51,6 +51,7 @@ import {
   unlock,
 } from "./_eviction.ts";
 import { materialize } from "./_remat.ts";
+import { removeLast } from "@libra/util/list";
 import {
   adoptLeaf,
   collect,
@@ -349,10 +350,7 @@ export class Engine {
     } catch (e) {
       k.pricing = null;
       // Undo the record so the engine stays usable: the call never happened.
-      for (const inp of inputs) {
-        const i = inp.consumers.lastIndexOf(call);
-        if (i >= 0) inp.consumers.splice(i, 1);
-      }
+      for (const inp of inputs) removeLast(inp.consumers, call);
       for (const t of tensors) {
         const s = t.storage;
         s.extRefs -= t.extRefs;

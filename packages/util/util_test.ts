@@ -4,6 +4,7 @@ import {
   formatDuration,
   median,
   mulberry32,
+  removeLast,
   renderTable,
   Rng,
   StatusLine,
@@ -89,4 +90,19 @@ Deno.test("clearList empties the list in place (the same array, no elements left
   clearList(a);
   clearList(a);
   assert.deepEqual(a, []);
+});
+
+Deno.test("removeLast removes what splice at lastIndexOf removes, in place (oracle: splice)", () => {
+  const rng = mulberry32(3);
+  for (let trial = 0; trial < 200; trial++) {
+    const a = Array.from({ length: Math.floor(rng() * 8) }, () => Math.floor(rng() * 4));
+    const x = Math.floor(rng() * 5); // 4 is never in the list
+    const want = [...a];
+    const i = want.lastIndexOf(x);
+    if (i >= 0) want.splice(i, 1);
+    const same = a;
+    removeLast(a, x);
+    assert.equal(a, same);
+    assert.deepEqual(a, want, `trial ${trial}`);
+  }
 });
