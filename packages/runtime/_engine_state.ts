@@ -14,6 +14,7 @@ import type { CallNode, StorageNode, TensorNode } from "@libra/lineage";
 import type { Engine, EngineOptions, Executor, LeafRelease } from "./engine.ts";
 import type { RuntimeEvent } from "./stats.ts";
 import { Pool } from "./_pool.ts";
+import { Stack } from "@libra/util/list";
 
 /** See the module doc. Fields mirror {@link EngineOptions} where they share a name. */
 export class EngineState {
@@ -102,6 +103,22 @@ export class EngineState {
   readonly fresh: StorageNode[] = [];
   /** Scratch: the walk of `reapAncestors` (see `_upkeep.ts`). */
   readonly reapStack: StorageNode[] = [];
+  /** Scratch: the unheld values an invalidation's walk finds (see `invalidate` in `_upkeep.ts`). */
+  readonly walkBetween: StorageNode[] = [];
+  /** Scratch: the held values an invalidation's walk finds. */
+  readonly walkReferenced: StorageNode[] = [];
+  /** Whether an invalidation uses {@link walkBetween} and {@link walkReferenced} now. */
+  walkListsBusy = false;
+  /** The inputs `Engine.withInputs` calls locked, innermost last (each takes its own off). */
+  readonly lockedInputs: StorageNode[] = [];
+  /** Scratch: the queue of `neededAmong` (see `_upkeep.ts`). */
+  readonly neededQueue: Stack<StorageNode> = new Stack();
+  /**
+   * Scratch: the answers of `neededAmong`, 1 (needed) or 0, one per storage it
+   * was given, at the front (grown, never shrunk: a list popped empty gives
+   * back most of its room, and regrew every step).
+   */
+  neededOut: Uint8Array = new Uint8Array(64);
   /** Scratch: the storages `collect` looks at (see `_upkeep.ts`). */
   readonly collectScratch: StorageNode[] = [];
   /**

@@ -14,7 +14,7 @@ import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
 import { addUsed, evict, lock, now, refreshPool, reserve, takeReady, unlock } from "./_eviction.ts";
 import { materialize } from "./_remat.ts";
-import { clearList, removeLast } from "@libra/util/list";
+import { clearList, removeLast, Stack } from "@libra/util/list";
 
 /** Drops an external reference; with eager eviction an unreferenced storage is evicted (lineage kept). */
 export function release(e: Engine, k: EngineState, t: TensorNode): void {
@@ -174,8 +174,10 @@ function walkDependants(
 ): boolean {
   const stamp = e.lineage.nextStamp();
   s.stamp = stamp;
-  const stack: StorageNode[] = [s];
-  while (stack.length > 0) {
+  // Not re-entered (nothing in here calls out): one stack serves every walk.
+  const stack = walkStack;
+  stack.push(s);
+  while (stack.size > 0) {
     const cur = stack.pop()!;
     for (const t of cur.tensors) {
       for (const c of t.consumers) {
@@ -184,9 +186,13 @@ function walkDependants(
           const n = o.storage;
           if (n.stamp === stamp || n.residency === "freed" || n.residency === "empty") continue;
           n.stamp = stamp;
-          if (stop === "any") return true;
+          if (stop === "any") {
+            stack.clear();
+            return true;
+          }
           if (n.extRefs > 0 || n.pinned || n.locks > 0) {
             if (stop === "held" || (stop === "held-off-device" && n.residency !== "resident")) {
+              stack.clear();
               return true;
             }
             held?.push(n);
@@ -200,6 +206,9 @@ function walkDependants(
   }
   return false;
 }
+
+/** Scratch: the stack of {@link walkDependants} (on every release that asks {@link isNeeded}). */
+const walkStack = new Stack<StorageNode>();
 
 /** True when an evicted value that may still be needed is computed directly from `s`. */
 function evictedNeeds(e: Engine, s: StorageNode): boolean {
@@ -224,10 +233,21 @@ function evictedNeeds(e: Engine, s: StorageNode): boolean {
  * calls that read `s` become non-replayable.
  */
 export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
-  const between: StorageNode[] = [];
-  const referenced: StorageNode[] = [];
-  walkDependants(e, s, "never", referenced, between);
-  invalidateWalked(e, k, s, referenced, between);
+  // The engine's scratch lists, unless an invalidation is running (re-materializing
+  // what it holds could start another).
+  const own = k.walkListsBusy;
+  const between = own ? [] : k.walkBetween, referenced = own ? [] : k.walkReferenced;
+  k.walkListsBusy = true;
+  try {
+    walkDependants(e, s, "never", referenced, between);
+    invalidateWalked(e, k, s, referenced, between);
+  } finally {
+    if (!own) {
+      clearList(between);
+      clearList(referenced);
+      k.walkListsBusy = false;
+    }
+  }
 }
 
 /** {@link invalidate} after the walk from `s`: its held values and the others in between. */
@@ -264,7 +284,9 @@ function invalidateWalked(
     }
     e.lineage.invalidateNeighborhoods();
     if (between.length === 0) return;
-    const needed = neededAmong(e, between);
+    // Read before anything is freed (freeing walks neighbourhoods with new stamps). The
+    // engine's scratch: nothing in the loop calls back into an invalidation.
+    const needed = neededAmong(e, k, between);
     for (let i = 0; i < between.length; i++) {
       const n = between[i]!;
       if (n.residency === "freed") continue;
@@ -294,11 +316,11 @@ function held(n: StorageNode): boolean {
  * unneeded storage reaches no held value, so freeing it (in any order) leaves
  * the answer for the others as it was.
  */
-function neededAmong(e: Engine, between: readonly StorageNode[]): Uint8Array {
+function neededAmong(e: Engine, k: EngineState, between: readonly StorageNode[]): Uint8Array {
   const member = e.lineage.nextStamp();
   for (const n of between) if (n.residency !== "freed") n.stamp = member;
   const yes = e.lineage.nextStamp();
-  const queue: StorageNode[] = [];
+  const queue = k.neededQueue;
   for (const n of between) {
     if (n.stamp !== member) continue;
     if (held(n) || heldSuccessor(n)) {
@@ -306,8 +328,8 @@ function neededAmong(e: Engine, between: readonly StorageNode[]): Uint8Array {
       queue.push(n);
     }
   }
-  while (queue.length > 0) {
-    const b = queue.pop()!;
+  while (queue.size > 0) {
+    const b = queue.pop();
     if (held(b)) continue; // what it is computed from has it as a held successor
     for (const o of b.tensors) {
       const p = o.producer;
@@ -321,7 +343,10 @@ function neededAmong(e: Engine, between: readonly StorageNode[]): Uint8Array {
     }
   }
   // Read now: freeing storages (next) walks their neighbourhoods with new stamps.
-  const out = new Uint8Array(between.length);
+  let out = k.neededOut;
+  if (out.length < between.length) {
+    out = k.neededOut = new Uint8Array(Math.max(2 * out.length, between.length));
+  }
   for (let i = 0; i < between.length; i++) out[i] = between[i]!.stamp === yes ? 1 : 0;
   return out;
 }
@@ -373,11 +398,22 @@ function ample(k: EngineState): boolean {
 export function overwrite(e: Engine, k: EngineState, s: StorageNode, mayCopy: boolean): number {
   if (!mayCopy) invalidate(e, k, s);
   else if (ample(k)) {
-    const between: StorageNode[] = [];
-    const referenced: StorageNode[] = [];
-    walkDependants(e, s, "never", referenced, between);
-    for (const n of referenced) if (n.residency !== "resident") return preserve(e, k, s);
-    invalidateWalked(e, k, s, referenced, between);
+    const own = k.walkListsBusy;
+    const between = own ? [] : k.walkBetween, referenced = own ? [] : k.walkReferenced;
+    k.walkListsBusy = true;
+    let copy = false;
+    try {
+      walkDependants(e, s, "never", referenced, between);
+      for (const n of referenced) if (n.residency !== "resident") copy = true;
+      if (!copy) invalidateWalked(e, k, s, referenced, between);
+    } finally {
+      if (!own) {
+        clearList(between);
+        clearList(referenced);
+        k.walkListsBusy = false;
+      }
+    }
+    if (copy) return preserve(e, k, s);
   } else {
     // Found nothing computed from `s`: the walk of `invalidate` would find nothing either.
     if (walkDependants(e, s, "any")) return preserve(e, k, s);

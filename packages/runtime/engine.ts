@@ -383,8 +383,24 @@ export class Engine {
 
   /** Runs `fn` with `inputs` materialized and locked (in-place kernels, reads). */
   withInputs<T>(inputs: readonly TensorNode[], fn: () => T): T {
+    const mark = this.lockInputs(inputs);
+    try {
+      return fn();
+    } finally {
+      this.unlockInputs(mark);
+    }
+  }
+
+  /**
+   * {@link withInputs} without a function to call (none to allocate on a hot
+   * path): materializes and locks `inputs`, returning the mark that
+   * {@link unlockInputs} takes, in a `finally`. Nests: what each locks goes on
+   * one stack, above what an enclosing call locked. When it throws, what it
+   * locked is unlocked.
+   */
+  lockInputs(inputs: readonly TensorNode[]): number {
     const k = this.#k;
-    const locked: StorageNode[] = [];
+    const locked = k.lockedInputs, mark = locked.length;
     try {
       for (const t of inputs) k.pool.touch(t.storage, this.clock);
       for (const t of inputs) {
@@ -392,10 +408,20 @@ export class Engine {
         lock(k, t.storage);
         locked.push(t.storage);
       }
-      return fn();
-    } finally {
-      for (const s of locked) unlock(k, s);
+    } catch (e) {
+      this.unlockInputs(mark);
+      throw e;
     }
+    return mark;
+  }
+
+  /** Unlocks what {@link lockInputs} locked since it returned `mark`, and anything locked later. */
+  unlockInputs(mark: number): void {
+    const k = this.#k, locked = k.lockedInputs;
+    // In the order they were locked (unlocking puts them back in the pool, whose order
+    // decides ties).
+    for (let i = mark; i < locked.length; i++) unlock(k, locked[i]!);
+    while (locked.length > mark) locked.pop();
   }
 
   /**

@@ -483,3 +483,40 @@ Deno.test("Engine times one release in RELEASE_SAMPLE into the bookkeeping", () 
   assert.ok(e.stats.bookkeepingNs > 0, "the sampled releases were timed");
   assert.equal(e.stats.eagerDrops, 101 * RELEASE_SAMPLE - 1);
 });
+
+Deno.test("Engine.lockInputs nests: each unlockInputs takes off what was locked since its mark; a throwing withInputs unlocks", () => {
+  const e = engine();
+  const { a, b, c } = chain(e);
+  const locks = () => [a, b, c].map((t) => t.storage.locks);
+  const outer = e.lockInputs([a, b]);
+  const inner = e.lockInputs([c, a]);
+  assert.deepEqual(locks(), [2, 1, 1]);
+  e.unlockInputs(inner);
+  assert.deepEqual(locks(), [1, 1, 0]);
+  e.unlockInputs(outer);
+  assert.deepEqual(locks(), [0, 0, 0]);
+  assert.throws(
+    () =>
+      e.withInputs([a, c], () => {
+        assert.deepEqual(locks(), [1, 0, 1]);
+        e.withInputs([a], () => {
+          throw new Error("kernel failed");
+        });
+      }),
+    /kernel failed/,
+  );
+  assert.deepEqual(locks(), [0, 0, 0]);
+});
+
+Deno.test("Engine.lockInputs: when an input cannot be brought back, what it locked before comes off", () => {
+  const e = engine(48);
+  const { a, b, c, d } = chain(e);
+  const [f] = e.compute("f", [], [d], [{ bytes: 8, name: "f" }], 160) as [TensorNode];
+  e.evict(b.storage, "drop", "policy");
+  const [g] = e.compute("f", [], [f], [{ bytes: 8, name: "g" }], 320) as [TensorNode];
+  assert.equal(e.used, 48);
+  // b's recomputation needs 8 bytes: every other value is pinned or locked first.
+  assert.throws(() => e.lockInputs([a, c, d, f, g, b]), OutOfBudgetError);
+  assert.deepEqual([a, b, c, d, f, g].map((t) => t.storage.locks), [0, 0, 0, 0, 0, 0]);
+  assert.equal(b.storage.residency, "evicted");
+});

@@ -744,7 +744,8 @@ export class Runtime implements Backend {
     for (let i = 0; i < n; i++) stores[i] = tensors[i]!.storage;
     let ns: number | undefined;
     engine.beforeInPlace();
-    engine.withInputs(tensors, () => {
+    const mark = engine.lockInputs(tensors);
+    try {
       // Copy-on-write: a value that recorded calls read keeps its bytes in a
       // new storage, so everything computed from it stays recomputable.
       for (let i = 0; i < mutated.length; i++) {
@@ -775,7 +776,9 @@ export class Runtime implements Backend {
           stores[i] = undefined as unknown as StorageNode;
         }
       }
-    });
+    } finally {
+      engine.unlockInputs(mark);
+    }
     for (let i = 0; i < mutated.length; i++) {
       if (ext[i]! >= 0) engine.adoptLeaf(mutated[i]!, ext[i]!, oldNames[i]!);
     }

@@ -5,9 +5,11 @@
  */
 
 /**
- * Empties `a` in place, keeping its capacity: `a.length = 0` drops the
+ * Empties `a` in place, keeping a small list's room: `a.length = 0` drops the
  * backing store in V8, so the next push allocates a new one (about 150 bytes,
- * on every call of a hot path); popping keeps it.
+ * on every call of a hot path); popping keeps the last 16 or so slots (each
+ * pop that leaves it under half full trims it: a list of hundreds regrows on
+ * its next use, where {@link Stack} keeps its room).
  *
  * @example
  * ```ts
@@ -39,4 +41,51 @@ export function removeLast<T>(a: T[], x: T): void {
   if (i < 0) return;
   for (let j = i + 1; j < a.length; j++) a[j - 1] = a[j]!;
   a.pop();
+}
+
+/**
+ * A stack that keeps its room: popping a list empty gives back most of its
+ * backing store in V8 (each pop past half the capacity trims it), so a walk
+ * that pushes and pops a few hundred items regrows it on every use. This one
+ * never shrinks; {@link clear} forgets the items it held (so they can be
+ * collected) and keeps the room.
+ *
+ * @example
+ * ```ts
+ * import { Stack } from "@libra/util/list";
+ * const s = new Stack<string>();
+ * s.push("a");
+ * s.push("b");
+ * const top = s.pop();
+ * s.clear();
+ * if (top !== "b" || s.size !== 0) throw new Error("example: not last in, first out");
+ * ```
+ */
+export class Stack<T> {
+  #items: (T | undefined)[] = [];
+  #top = 0;
+
+  /** Items on the stack. */
+  get size(): number {
+    return this.#top;
+  }
+
+  /** Puts `x` on top. */
+  push(x: T): void {
+    this.#items[this.#top++] = x;
+  }
+
+  /** Takes the top item off (the stack must not be empty). */
+  pop(): T {
+    const x = this.#items[--this.#top] as T;
+    this.#items[this.#top] = undefined;
+    return x;
+  }
+
+  /** Empties the stack, keeping its room. */
+  clear(): void {
+    const items = this.#items;
+    for (let i = 0; i < this.#top; i++) items[i] = undefined;
+    this.#top = 0;
+  }
 }

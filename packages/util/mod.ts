@@ -1,7 +1,7 @@
 /**
  * `@libra/util`: the small host-side helpers every other package shares, each
  * written once: seeded generators for test data and sampling ({@link mulberry32},
- * {@link Rng}), {@link median}, {@link clearList} and {@link removeLast} for lists, a text {@link renderTable} and the terminal
+ * {@link Rng}), {@link median}, {@link clearList}, {@link removeLast} and a {@link Stack} for scratch lists, a text {@link renderTable} and the terminal
  * {@link Progress} display.
  *
  * ```ts

@@ -7,6 +7,7 @@ import {
   removeLast,
   renderTable,
   Rng,
+  Stack,
   StatusLine,
 } from "./mod.ts";
 
@@ -105,4 +106,50 @@ Deno.test("removeLast removes what splice at lastIndexOf removes, in place (orac
     assert.equal(a, same);
     assert.deepEqual(a, want, `trial ${trial}`);
   }
+});
+
+Deno.test("Stack: last in, first out, as an array's push and pop (oracle: an array)", () => {
+  const rng = mulberry32(11);
+  const s = new Stack<number>();
+  const want: number[] = [];
+  for (let i = 0; i < 2000; i++) {
+    if (want.length > 0 && rng() < 0.45) assert.equal(s.pop(), want.pop());
+    else {
+      s.push(i);
+      want.push(i);
+    }
+    assert.equal(s.size, want.length);
+    if (rng() < 0.01) {
+      s.clear();
+      want.length = 0;
+      assert.equal(s.size, 0);
+    }
+  }
+});
+
+const gc = (globalThis as { gc?: () => void }).gc;
+Deno.test({
+  name: "Stack forgets what it held: popped and cleared items can be collected",
+  ignore: gc === undefined, // deno task test runs with --expose-gc
+  fn: async () => {
+    const s = new Stack<object>();
+    const refs: WeakRef<object>[] = [];
+    // Made in a function of their own, so that no local of this one holds the last.
+    const fill = () => {
+      for (let i = 0; i < 100; i++) {
+        const o = { i };
+        refs.push(new WeakRef(o));
+        s.push(o);
+      }
+    };
+    fill();
+    for (let i = 0; i < 50; i++) s.pop();
+    s.clear();
+    s.push({ i: -1 }); // the room is reused
+    // Weak references hold their targets until the current task ends.
+    await new Promise((r) => setTimeout(r, 0));
+    gc!();
+    assert.equal(refs.filter((r) => r.deref() !== undefined).length, 0);
+    assert.equal(s.size, 1);
+  },
 });
