@@ -78,6 +78,31 @@ Deno.test("Runtime: a call with too-small buffers is rejected after a valid one 
   assert.equal(rt.stats.calls, 3);
 });
 
+Deno.test("Runtime: a call in the place of a checked one of the step before is checked itself", () => {
+  const rt = new Runtime({ backend: new ReferenceBackend() });
+  const x = rt.alloc(16), y = rt.alloc(16), small = rt.alloc(8);
+  rt.write(x, new Float32Array([-1, 2, -3, 4]));
+  rt.endStep();
+  const step = () => {
+    rt.run("relu", [x], [y], [4]); // the step's call 0
+    rt.run("neg", [y], [small], [2]); // call 1
+  };
+  step();
+  rt.endStep();
+  step();
+  rt.endStep();
+  // Call 0 of the next step: another size, other params, another kernel, too few inputs.
+  assert.throws(() => rt.run("relu", [x], [small], [4]), KernelError);
+  assert.throws(() => rt.run("relu", [x], [y], [5]), KernelError);
+  assert.throws(() => rt.run("neg", [x], [small], [4]), KernelError);
+  assert.throws(() => rt.run("add", [x], [y], [4]), KernelError);
+  // The calls it repeats still run, and compute what they computed.
+  step();
+  assert.deepEqual([...new Float32Array(rt.read(y).buffer)], [0, 2, 0, 4]);
+  assert.deepEqual([...new Float32Array(rt.read(small).buffer)], [-0, -2]);
+  assert.equal(rt.stats.calls, 6);
+});
+
 Deno.test("OutOfBudgetError: the budget known to work completed every step, never the one that failed", () => {
   // Step 0 fits 8192 bytes; step 1 holds a third value and needs 12288.
   const steps = (rt: Runtime) => {
