@@ -90,6 +90,26 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
+/** Numbers per call in `Runtime.#sigs`: the longest signature (3 counts and 13 numbers) held there. */
+const SIG_STRIDE = 16;
+
+/** Whether the signature at `o` of `sig` is that of a call with `params`, `ins` and `outs`. */
+function sameSignature(
+  sig: Float64Array,
+  o: number,
+  params: readonly number[],
+  ins: readonly StorageNode[],
+  outs: readonly StorageNode[],
+): boolean {
+  const np = params.length, ni = ins.length, no = outs.length;
+  if (sig[o] !== np || sig[o + 1] !== ni || sig[o + 2] !== no) return false;
+  let j = o + 3;
+  for (let i = 0; i < np; i++) if (!Object.is(sig[j++], params[i])) return false;
+  for (let i = 0; i < ni; i++) if (sig[j++] !== ins[i]!.bytes) return false;
+  for (let i = 0; i < no; i++) if (sig[j++] !== outs[i]!.bytes) return false;
+  return true;
+}
+
 function sameBytes(a: readonly number[], b: readonly StorageNode[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]!.bytes) return false;
@@ -205,6 +225,16 @@ export class Runtime implements Backend {
    * call on gpt small.
    */
   readonly #checkedAt: (CheckedCall | undefined)[] = [];
+  /**
+   * Per call index of {@link #checkedAt}, {@link SIG_STRIDE} numbers from
+   * `index * SIG_STRIDE`: the counts of params, inputs and outputs, then the
+   * params and the input and output sizes (or -1 where they do not fit,
+   * compared by the entry's lists). A call is compared with these rather than
+   * with the entry's three lists: consecutive calls read consecutive numbers
+   * here, which the processor fetches ahead, where the lists are six objects
+   * a call, each a fetch from memory when the caches are cold.
+   */
+  #sigs: Float64Array = new Float64Array(0);
   /** Scratch of {@link #runInPlace}: the storages it writes, their values' names, their references. */
   readonly #mutated: StorageNode[] = [];
   readonly #oldNames: string[] = [];
@@ -685,19 +715,50 @@ export class Runtime implements Backend {
     params: readonly number[],
   ): CheckedCall {
     const index = this.engine.callIndex - this.engine.stepBase;
-    const at = index < NAME_CACHE ? this.#checkedAt[index] : undefined;
-    if (
-      at !== undefined && at.kernel === kernel && sameNumbers(at.params, params) &&
-      sameBytes(at.ins, ins) && sameBytes(at.outs, outs)
-    ) return at;
-    const e = this.#lookUp(kernel, ins, outs, params);
-    if (index < NAME_CACHE) {
-      const list = this.#checkedAt;
-      // Filled in index order (a gap would make the list sparse, and slower to read).
-      while (list.length < index) list.push(undefined);
-      list[index] = e;
+    if (index >= NAME_CACHE) return this.#lookUp(kernel, ins, outs, params);
+    const at = this.#checkedAt[index];
+    if (at !== undefined && at.kernel === kernel) {
+      const sig = this.#sigs, o = index * SIG_STRIDE;
+      const same = sig[o] === -1
+        ? sameNumbers(at.params, params) && sameBytes(at.ins, ins) && sameBytes(at.outs, outs)
+        : sameSignature(sig, o, params, ins, outs);
+      if (same) return at;
     }
+    const e = this.#lookUp(kernel, ins, outs, params);
+    const list = this.#checkedAt;
+    // Filled in index order (a gap would make the list sparse, and slower to read).
+    while (list.length < index) list.push(undefined);
+    list[index] = e;
+    this.#sign(index, params, ins, outs);
     return e;
+  }
+
+  /** Writes the signature of the call of `index` (see {@link #sigs}). */
+  #sign(
+    index: number,
+    params: readonly number[],
+    ins: readonly StorageNode[],
+    outs: readonly StorageNode[],
+  ): void {
+    let sig = this.#sigs;
+    const o = index * SIG_STRIDE;
+    if (sig.length < o + SIG_STRIDE) {
+      const grown = new Float64Array(Math.max(2 * sig.length, o + SIG_STRIDE));
+      grown.set(sig);
+      sig = this.#sigs = grown;
+    }
+    const np = params.length, ni = ins.length, no = outs.length;
+    if (3 + np + ni + no > SIG_STRIDE) {
+      sig[o] = -1; // compared by the entry's lists
+      return;
+    }
+    sig[o] = np;
+    sig[o + 1] = ni;
+    sig[o + 2] = no;
+    let j = o + 3;
+    for (let i = 0; i < np; i++) sig[j++] = params[i]!;
+    for (let i = 0; i < ni; i++) sig[j++] = ins[i]!.bytes;
+    for (let i = 0; i < no; i++) sig[j++] = outs[i]!.bytes;
   }
 
   /** {@link #check} by the maps of {@link #checked}: the entry found, or a new one. */

@@ -103,6 +103,23 @@ Deno.test("Runtime: a call in the place of a checked one of the step before is c
   assert.equal(rt.stats.calls, 6);
 });
 
+Deno.test("Runtime: a call with a long signature (conv2d's 14 params) in the place of a checked one is checked itself", () => {
+  const rt = new Runtime({ backend: new ReferenceBackend() });
+  const x = rt.alloc(64), w = rt.alloc(36), y = rt.alloc(16);
+  rt.write(x, new Float32Array(16).map((_, i) => i));
+  rt.write(w, new Float32Array(9).fill(1));
+  rt.endStep();
+  // N C H W K R S, strides, pads, dilations, no bias: a 2x2 output of 3x3 window sums.
+  const params = [1, 1, 4, 4, 1, 3, 3, 1, 1, 0, 0, 1, 1, 0];
+  rt.run("conv2d", [x, w], [y], params);
+  rt.endStep();
+  // Padded by 1, the output is 4x4: 64 bytes, and the buffer holds 16.
+  const padded = params.map((p, i) => (i === 9 || i === 10 ? 1 : p));
+  assert.throws(() => rt.run("conv2d", [x, w], [y], padded), KernelError);
+  rt.run("conv2d", [x, w], [y], params);
+  assert.deepEqual([...new Float32Array(rt.read(y).buffer)], [45, 54, 81, 90]);
+});
+
 Deno.test("OutOfBudgetError: the budget known to work completed every step, never the one that failed", () => {
   // Step 0 fits 8192 bytes; step 1 holds a third value and needs 12288.
   const steps = (rt: Runtime) => {
