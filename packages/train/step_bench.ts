@@ -16,52 +16,16 @@
  */
 
 import { cpuBackend } from "@libra/native";
-import { createData, createModel, type ModelName, SGD, trainStep } from "@libra/nn";
+import type { ModelName } from "@libra/nn";
 import { Runtime } from "@libra/runtime";
-import { type Backend, manualSeed, withBackend } from "@libra/tensor";
+import type { Backend } from "@libra/tensor";
+import { lazily, stepper, withoutKernels } from "./_step_parts.ts";
 
 let native: Backend | null = null;
 try {
   native = cpuBackend();
 } catch (e) {
   console.warn(`step_bench: skipped: no native cpu backend (${(e as Error).message})`);
-}
-
-/** `inner` with its kernels replaced by no-ops (everything else is `inner`'s own). */
-function withoutKernels(inner: Backend): Backend {
-  const b: Backend = Object.create(inner);
-  Object.defineProperty(b, "name", { value: `${inner.name} (no kernels)` });
-  b.run = () => {};
-  if (inner.runValidated) b.runValidated = () => {};
-  for (
-    const m of ["alloc", "free", "read", "write", "memory", "sync", "resetPeak"] as const
-  ) {
-    // deno-lint-ignore no-explicit-any
-    (b as any)[m] = (inner[m] as (...a: unknown[]) => unknown).bind(inner);
-  }
-  return b;
-}
-
-/** A training step of a fresh seeded copy of `name` (small) on `b`; `after` ends each step. */
-function stepper(name: ModelName, b: Backend, after?: () => void): () => void {
-  return withBackend(b, () => {
-    manualSeed(0);
-    const model = createModel(name, "small", { backend: b });
-    const data = createData(name, "small", { seed: 0 });
-    const optimizer = new SGD(model.parameters(), { lr: 0.01, momentum: 0.9 });
-    model.train();
-    return () =>
-      withBackend(b, () => {
-        trainStep({ model, batch: data.next(), optimizer, backend: b });
-        after?.();
-      });
-  });
-}
-
-/** Made on the first call, so that each row builds its model when it starts. */
-function lazily(make: () => () => void): () => void {
-  let f: (() => void) | null = null;
-  return () => (f ??= make())();
 }
 
 // Warm-up steps: about `DEFAULT_WARMUP_CALLS` (30,000) runtime calls, after which the JavaScript
