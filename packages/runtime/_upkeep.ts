@@ -174,8 +174,9 @@ function walkDependants(
 ): boolean {
   const stamp = e.lineage.nextStamp();
   s.stamp = stamp;
-  // Not re-entered (nothing in here calls out): one stack serves every walk.
+  // Not re-entered (nothing in here calls out): one stack serves every walk, every engine's.
   const stack = walkStack;
+  stack.clear();
   stack.push(s);
   while (stack.size > 0) {
     const cur = stack.pop()!;

@@ -92,6 +92,11 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
 
 /** Numbers per call in `Runtime.#sigs`: the longest signature (3 counts and 13 numbers) held there. */
 const SIG_STRIDE = 16;
+/**
+ * Calls per step with a signature in `Runtime.#sigs` (2 MB at most, for a
+ * program that never ends a step; lstm small makes 2,650 calls a step).
+ */
+const SIG_CALLS = 1 << 14;
 
 /** Whether the signature at `o` of `sig` is that of a call with `params`, `ins` and `outs`. */
 function sameSignature(
@@ -216,7 +221,7 @@ export class Runtime implements Backend {
   /** Per kernel, by a hash of params and buffer sizes: the calls that passed `checkKernelCall`. */
   readonly #checked = new Map<string, Map<number, CheckedCall[]>>();
   /**
-   * By call index in the step (the first {@link NAME_CACHE}): the entry of
+   * By call index in the step (the first {@link SIG_CALLS}): the entry of
    * {@link #checked} the call of that index found last. A training step
    * repeats its calls in order, so the call of the same index in the next
    * step is usually the same call, and is compared with that entry alone,
@@ -715,7 +720,7 @@ export class Runtime implements Backend {
     params: readonly number[],
   ): CheckedCall {
     const index = this.engine.callIndex - this.engine.stepBase;
-    if (index >= NAME_CACHE) return this.#lookUp(kernel, ins, outs, params);
+    if (index >= SIG_CALLS) return this.#lookUp(kernel, ins, outs, params);
     const at = this.#checkedAt[index];
     if (at !== undefined && at.kernel === kernel) {
       const sig = this.#sigs, o = index * SIG_STRIDE;
