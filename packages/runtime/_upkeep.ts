@@ -234,6 +234,21 @@ function evictedNeeds(e: Engine, s: StorageNode): boolean {
  * calls that read `s` become non-replayable.
  */
 export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
+  walkAndInvalidate(e, k, s, false);
+}
+
+/**
+ * The walk of {@link invalidate} from `s`, then the invalidation, unless
+ * `copyIfOffDevice` and a held value computed from `s` is off the device:
+ * then nothing is invalidated and it returns true (the caller copies `s`
+ * instead, see {@link overwrite}).
+ */
+function walkAndInvalidate(
+  e: Engine,
+  k: EngineState,
+  s: StorageNode,
+  copyIfOffDevice: boolean,
+): boolean {
   // The engine's scratch lists, unless an invalidation is running (re-materializing
   // what it holds could start another).
   const own = k.walkListsBusy;
@@ -241,7 +256,11 @@ export function invalidate(e: Engine, k: EngineState, s: StorageNode): void {
   k.walkListsBusy = true;
   try {
     walkDependants(e, s, "never", referenced, between);
+    if (copyIfOffDevice) {
+      for (const n of referenced) if (n.residency !== "resident") return true;
+    }
     invalidateWalked(e, k, s, referenced, between);
+    return false;
   } finally {
     if (!own) {
       clearList(between);
@@ -399,22 +418,7 @@ function ample(k: EngineState): boolean {
 export function overwrite(e: Engine, k: EngineState, s: StorageNode, mayCopy: boolean): number {
   if (!mayCopy) invalidate(e, k, s);
   else if (ample(k)) {
-    const own = k.walkListsBusy;
-    const between = own ? [] : k.walkBetween, referenced = own ? [] : k.walkReferenced;
-    k.walkListsBusy = true;
-    let copy = false;
-    try {
-      walkDependants(e, s, "never", referenced, between);
-      for (const n of referenced) if (n.residency !== "resident") copy = true;
-      if (!copy) invalidateWalked(e, k, s, referenced, between);
-    } finally {
-      if (!own) {
-        clearList(between);
-        clearList(referenced);
-        k.walkListsBusy = false;
-      }
-    }
-    if (copy) return preserve(e, k, s);
+    if (walkAndInvalidate(e, k, s, true)) return preserve(e, k, s);
   } else {
     // Found nothing computed from `s`: the walk of `invalidate` would find nothing either.
     if (walkDependants(e, s, "any")) return preserve(e, k, s);

@@ -151,6 +151,16 @@ interface CheckedCall {
   cost: number | undefined;
 }
 
+/** Whether `e` is the entry of a call with `params`, `ins` and `outs` (its kernel's). */
+function sameCall(
+  e: CheckedCall,
+  params: readonly number[],
+  ins: readonly StorageNode[],
+  outs: readonly StorageNode[],
+): boolean {
+  return sameNumbers(e.params, params) && sameBytes(e.ins, ins) && sameBytes(e.outs, outs);
+}
+
 /** The value in input buffer `i` of a call of `kernel`. */
 function inputTensor(kernel: KernelName, ins: readonly StorageNode[], i: number): TensorNode {
   const x = ins[i]!;
@@ -725,7 +735,7 @@ export class Runtime implements Backend {
     if (at !== undefined && at.kernel === kernel) {
       const sig = this.#sigs, o = index * SIG_STRIDE;
       const same = sig[o] === -1
-        ? sameNumbers(at.params, params) && sameBytes(at.ins, ins) && sameBytes(at.outs, outs)
+        ? sameCall(at, params, ins, outs)
         : sameSignature(sig, o, params, ins, outs);
       if (same) return at;
     }
@@ -782,9 +792,7 @@ export class Runtime implements Backend {
     const bucket = byKernel.get(h);
     if (bucket !== undefined) {
       for (const e of bucket) {
-        if (sameNumbers(e.params, params) && sameBytes(e.ins, ins) && sameBytes(e.outs, outs)) {
-          return e;
-        }
+        if (sameCall(e, params, ins, outs)) return e;
       }
     }
     const inBytes = ins.map((x) => x.bytes), outBytes = outs.map((x) => x.bytes);

@@ -1,6 +1,7 @@
 /**
  * The runtime's time per training step with the caches as real kernels leave
- * them, without the kernels' own noise: gpt or lstm small on the native cpu
+ * them, without the kernels' own noise: a zoo model's small preset (gpt by
+ * default) on the native cpu
  * backend, each kernel replaced by a pass over a buffer of `--stream-mb`
  * megabytes (one read and write a cache line, as a kernel streams its
  * tensors), once on the backend and once under a `Runtime` at the
@@ -8,8 +9,8 @@
  * each copy's time per step outside the kernels (the median of the measured
  * steps) and what the runtime adds: with no stream that is what
  * `step_bench.ts` measures, with one what `libra run` at ratio 1.0 adds to a
- * step (gpt small on the 2-core development VM: 0.4 ms with no stream, 2 to
- * 3 ms with 16 MB, as with real kernels).
+ * step (gpt small on the 2-core development VM: 0.4-0.7 ms with no stream,
+ * 2-3.5 ms with 16 MB, as with real kernels).
  *
  * Run with `deno run -A packages/train/cold_step.ts [--model NAME]
  * [--stream-mb 16] [--steps 60] [--warmup 150]`.
