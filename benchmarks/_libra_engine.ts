@@ -13,6 +13,7 @@ import {
   createPolicy,
   isPlannerName,
   type Plan,
+  planHostLimit,
   PLANNER_NAMES,
   planPolicy,
   POLICY_NAMES,
@@ -348,7 +349,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
         const r = replayTrace(h.trace, {
           ...costs,
           budgetBytes,
-          hostLimitBytes: Infinity,
+          hostLimitBytes: planHostLimit(planned.plan, Infinity),
           policy: planPolicy(planned.plan, createPolicy("dtr-eq", { seed: s.seed })),
           timeline: s.timeline,
           knownFeasibleBytes: trace.peakBytes,

@@ -19,6 +19,7 @@ import {
   createPlanner,
   createPolicy,
   type Plan,
+  planHostLimit,
   planPolicy,
   recomputeLowerBound,
 } from "@libra/evict";
@@ -232,7 +233,7 @@ export function compareTrace(
           replayTrace(trace, {
             policy: planPolicy(plan, createPolicy(fallback)),
             budgetBytes,
-            hostLimitBytes: host,
+            hostLimitBytes: planHostLimit(plan, host),
             knownFeasibleBytes: peak,
             leafRelease: "keep-pinned",
             ...link,

@@ -336,7 +336,10 @@ function plannedReplay(
   const fallback = fallbackFor(planner);
   const ctx = rt.plannerContext(trace, { hostLimitBytes, fallback });
   const plan = made.plan(trace, budgetBytes, ctx);
-  return { policy: evict.planPolicy(plan, evict.createPolicy(fallback)), hostLimitBytes };
+  return {
+    policy: evict.planPolicy(plan, evict.createPolicy(fallback)),
+    hostLimitBytes: evict.planHostLimit(plan, hostLimitBytes),
+  };
 }
 
 /** Executes a run in the calling thread (blocks it while training). */

@@ -18,9 +18,11 @@
  *    needs transient memory the estimate does not see), tighten the target by
  *    the difference and go back to 3.
  *
- * 6. Keep the better of the plan and the fallback policy alone (an empty plan)
- *    by their replays at the budget, so the plan is never worse than the
- *    fallback (`dtr-eq` in the simulator) there.
+ * 6. Keep the best of the plan, the fallback policy alone (an empty plan)
+ *    and the fallback alone dropping only, as without host memory (an empty
+ *    plan with `fallbackAction: "drop"`), by their replays at the budget: the
+ *    plan is never worse there than the fallback, nor than its base policy
+ *    (`dtr-eq`) without host memory.
  *
  * Candidates are taken by benefit: values not read again first, then most
  * bytes freed per nanosecond of recomputation.
@@ -53,7 +55,10 @@ export interface LibraOptions {
   maxReplays?: number;
   /** Most estimate-refine-validate rounds. Default 6. */
   maxRounds?: number;
-  /** Replay the fallback policy alone too and keep it when better (step 6). Default true. */
+  /**
+   * Replay the fallback policy alone too, with its swaps and dropping only,
+   * and keep the better (step 6). Default true.
+   */
   compareFallback?: boolean;
 }
 
@@ -87,7 +92,10 @@ export interface LibraPlanStats {
   readonly replayOverhead: number;
   /** Feasibility of that replay. */
   readonly replayFeasible: boolean;
-  /** True when the fallback policy alone replayed better and the plan is empty. */
+  /**
+   * True when the fallback policy alone replayed better and the plan is
+   * empty (with `fallbackAction: "drop"` when it did so dropping only).
+   */
   readonly keptFallback: boolean;
   /**
    * Estimated overhead with prefetching: (compute + recompute of dropped
@@ -296,19 +304,23 @@ export class LibraPlanner implements Planner {
     let plan = this.#toPlan(choices, budgetBytes, n);
     replays++;
     let final = ctx.replay(plan, budgetBytes);
-    // Never worse than the fallback policy alone: replay it and keep the better.
-    const alone: Plan = { planner: this.name, budgetBytes, steps: [] };
+    // Never worse than the fallback policy alone, with its swaps or dropping only (as
+    // without host memory): replay both and keep the best of the three.
     let keptFallback = false;
     if (this.#compareFallback) {
-      replays++;
-      const aloneR = ctx.replay(alone, budgetBytes);
-      keptFallback = aloneR.feasible && (!final.feasible || aloneR.overhead < final.overhead);
-      if (keptFallback) final = aloneR;
+      const alone: Plan = { planner: this.name, budgetBytes, steps: [] };
+      const dropping: Plan = { ...alone, fallbackAction: "drop" };
+      for (const candidate of [alone, dropping]) {
+        replays++;
+        const r = ctx.replay(candidate, budgetBytes);
+        if (r.feasible && (!final.feasible || r.overhead < final.overhead)) {
+          final = r;
+          plan = candidate;
+          keptFallback = true;
+        }
+      }
     }
-    if (keptFallback) {
-      plan = alone;
-      choices.clear();
-    }
+    if (keptFallback) choices.clear();
     let swapsN = 0, drops = 0, unused = 0, recompute = 0, exposed = 0;
     for (const c of choices.values()) {
       if (c.next >= n) unused++;

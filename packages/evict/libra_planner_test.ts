@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { SwapCost } from "@libra/cost";
-import { plannerContext, readTrace, simulateTrace } from "@libra/runtime";
+import { plannerContext, readTrace, replayTrace, simulateTrace } from "@libra/runtime";
 import { plannerConformance } from "./_conformance.ts";
 import { chainTrace } from "./_planner_testing.ts";
 import { ChenSqrtPlanner } from "./chen_sqrt_planner.ts";
 import { LibraPlanner } from "./libra_planner.ts";
+import { type Plan, planHostLimit, type PlannerContext, planPolicy } from "./planner.ts";
+import { createPolicy } from "./policies.ts";
 
 const KiB = 1024;
 
@@ -247,4 +249,80 @@ Deno.test("LibraPlanner.plan() keeps the fallback policy alone (an empty plan) w
   assert.deepEqual(p.steps, []);
   assert.equal(p.stats.replayOverhead, alone.overhead);
   assert.equal(p.stats.recomputes + p.stats.swaps, 0);
+});
+
+// chainTrace(n, 100000): calls of 100 us, so a swap round trip of 1 KiB costs far less than a
+// recomputation and a swap-aware policy with host memory swaps.
+Deno.test("planPolicy with fallbackAction drop refuses the fallback's swaps: a swap-aware dtr-eq with host memory replays as dtr-eq without it", () => {
+  const t = chainTrace(6, 100_000);
+  for (const kib of [7, 6, 5, 4]) {
+    const budgetBytes = kib * KiB;
+    const swapping = replayTrace(t, {
+      budgetBytes,
+      hostLimitBytes: Infinity,
+      policy: createPolicy("dtr-eq+swap"),
+    });
+    assert.ok(swapping.stats.swapOuts > 0, `at ${kib} KiB the swap-aware policy swaps`);
+    const plan: Plan = { planner: "test", budgetBytes, steps: [], fallbackAction: "drop" };
+    const dropping = replayTrace(t, {
+      budgetBytes,
+      hostLimitBytes: Infinity,
+      policy: planPolicy(plan, createPolicy("dtr-eq+swap")),
+    });
+    const plain = replayTrace(t, {
+      budgetBytes,
+      hostLimitBytes: 0,
+      policy: createPolicy("dtr-eq"),
+    });
+    assert.equal(dropping.stats.swapOuts, 0);
+    assert.equal(dropping.stats.evictions, plain.stats.evictions);
+    assert.equal(dropping.overhead, plain.overhead);
+    assert.ok(plain.overhead > swapping.overhead, "here the swaps were the better choice");
+  }
+});
+
+Deno.test("planHostLimit gives no host memory to a plan whose fallback only drops and that swaps nothing", () => {
+  const base: Plan = { planner: "test", budgetBytes: 1, steps: [] };
+  const swapStep = { kind: "evict", call: 0, tensor: "h0", action: "swap" } as const;
+  assert.equal(planHostLimit(base, Infinity), Infinity);
+  assert.equal(planHostLimit({ ...base, fallbackAction: "drop" }, Infinity), 0);
+  assert.equal(planHostLimit({ ...base, fallbackAction: "drop", steps: [swapStep] }, 5), 5);
+  assert.equal(
+    planHostLimit({ ...base, fallbackAction: "drop", steps: [{ ...swapStep, action: "drop" }] }, 5),
+    0,
+  );
+});
+
+Deno.test("LibraPlanner.plan() keeps its fallback alone dropping only where that replays best, and never a worse candidate", () => {
+  const t = chainTrace(4);
+  const real = plannerContext(t, { hostLimitBytes: Infinity });
+  // Scripted replays of the two empty plans; the planner's own plan replays for real.
+  const scripted = (alone: number, dropping: number): PlannerContext => ({
+    ...real,
+    replay(plan, budgetBytes) {
+      if (plan.steps.length > 0) return real.replay(plan, budgetBytes);
+      const overhead = plan.fallbackAction === "drop" ? dropping : alone;
+      return { feasible: Number.isFinite(overhead), peakBytes: budgetBytes, overhead };
+    },
+  });
+  const own = new LibraPlanner({ compareFallback: false }).plan(t, 5 * KiB, real);
+  assert.ok(own.steps.length > 0 && own.stats.replayOverhead > 1);
+  const best = own.stats.replayOverhead;
+
+  const dropping = new LibraPlanner().plan(t, 5 * KiB, scripted(best + 0.1, best - 0.05));
+  assert.deepEqual(dropping.steps, []);
+  assert.equal(dropping.fallbackAction, "drop");
+  assert.equal(dropping.stats.keptFallback, true);
+  assert.equal(dropping.stats.replayOverhead, best - 0.05);
+  assert.equal(dropping.stats.replays, own.stats.replays + 2);
+
+  const alone = new LibraPlanner().plan(t, 5 * KiB, scripted(best - 0.05, best - 0.01));
+  assert.deepEqual(alone.steps, []);
+  assert.equal(alone.fallbackAction, undefined);
+  assert.equal(alone.stats.replayOverhead, best - 0.05);
+
+  const kept = new LibraPlanner().plan(t, 5 * KiB, scripted(best + 0.1, Infinity));
+  assert.deepEqual(kept.steps, own.steps);
+  assert.equal(kept.stats.keptFallback, false);
+  assert.equal(kept.fallbackAction, undefined);
 });

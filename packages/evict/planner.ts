@@ -11,6 +11,7 @@
 import type { Trace } from "@libra/lineage/trace";
 import type { StorageNode } from "@libra/lineage";
 import { LookaheadPolicy, type LookaheadSchedule, type LookaheadVariant } from "./lookahead.ts";
+import { SwapAwarePolicy } from "./policies.ts";
 import {
   type EvictAction,
   type EvictionContext,
@@ -56,6 +57,25 @@ export interface Plan {
    * this variant chooses instead of the fallback.
    */
   readonly lookahead?: { readonly schedule: LookaheadSchedule; readonly variant: LookaheadVariant };
+  /**
+   * Optional: `"drop"` when what the plan leaves over the budget is only
+   * dropped, as without host memory ({@link planPolicy} refuses the
+   * fallback's swaps; a swap-aware fallback chooses as its base policy). The
+   * `libra` planner sets it on an empty plan when its fallback alone replayed
+   * best that way. A driver replays such a plan without host memory when it
+   * swaps nothing ({@link planHostLimit}).
+   */
+  readonly fallbackAction?: "drop";
+}
+
+/**
+ * The host memory to run `plan` with, where a driver would give it
+ * `hostLimitBytes`: none when its fallback only drops and no step of it swaps.
+ */
+export function planHostLimit(plan: Plan, hostLimitBytes: number): number {
+  if (plan.fallbackAction !== "drop") return hostLimitBytes;
+  for (const s of plan.steps) if (s.kind === "evict" && s.action === "swap") return hostLimitBytes;
+  return 0;
 }
 
 /** What a replay of a candidate plan reports (the runtime's simulator provides it). */
@@ -171,6 +191,21 @@ export function planPolicy(
       needs: p.needs,
       hooks: p.hooks,
       choose: (ctx) => p.choose(ctx),
+    };
+  }
+  if (plan.fallbackAction === "drop") {
+    const base = fallback instanceof SwapAwarePolicy ? fallback.base : fallback;
+    return {
+      name: `${plan.planner}(plan)`,
+      // What the base policy reads; host memory only when a step swaps.
+      needs: { ...needsOf(base), swaps: planHostLimit(plan, 1) > 0 },
+      hooks,
+      choose(ctx: EvictionContext): Victim[] {
+        if (ctx.onlyDroppable === true) return base.choose(ctx);
+        const dropping: EvictionContext = Object.create(ctx);
+        (dropping as { canSwap: (s: StorageNode) => boolean }).canSwap = () => false;
+        return base.choose(dropping);
+      },
     };
   }
   return {

@@ -195,6 +195,10 @@ export class SwapAwarePolicy extends ScorePolicy {
   /** The base policy's needs, and host memory for swaps. */
   override readonly needs: PolicyNeeds;
   readonly #base: ScorePolicy;
+  /** The wrapped policy (what chooses when nothing may be swapped). */
+  get base(): ScorePolicy {
+    return this.#base;
+  }
   /** Wraps `base`. */
   constructor(base: ScorePolicy, search: SearchOptions = {}) {
     super(search);

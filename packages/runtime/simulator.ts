@@ -12,6 +12,7 @@ import {
   type EvictionPolicy,
   needsOf,
   type Plan,
+  planHostLimit,
   type PlannerContext,
   planPolicy,
   type SearchOptions,
@@ -519,6 +520,7 @@ export function plannerContext(
       const r = replayTrace(trace, {
         ...rest,
         budgetBytes,
+        hostLimitBytes: planHostLimit(plan, rest.hostLimitBytes ?? 0),
         policy: planPolicy(plan, createPolicy(fallback ?? "dtr-eq", rest.search)),
       });
       return {
