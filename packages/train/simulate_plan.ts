@@ -3,12 +3,14 @@
  * budget ratio the planner makes a plan (validating it by replays), and the
  * plan is replayed on the meta backend with `dtr-eq` (`dtr-eq+swap` for
  * `libra`, which gets host memory) as the fallback for whatever it leaves
- * over the budget.
+ * over the budget. Replays follow the published DTR simulator's semantics,
+ * as `simulateTrace`'s do (constants freed once unreferenced without a
+ * budget, pinned under one), so a planner's rows compare with a policy's.
  *
  * @module
  */
 
-import { createPlanner, createPolicy, plannerNeeds, planPolicy } from "@libra/evict";
+import { createPlanner, createPolicy, planHostLimit, plannerNeeds, planPolicy } from "@libra/evict";
 import type { Trace } from "@libra/lineage/trace";
 import {
   plannerContext,
@@ -49,9 +51,16 @@ export function simulatePlanner(
     ...rest,
     hostLimitBytes: rest.hostLimitBytes ?? (swaps ? Infinity : 0),
   };
-  const base = replayTrace(trace, { ...replayOptions, budgetBytes: Infinity });
+  // The published simulator's semantics, as `simulateTrace` replays the dynamic policies (so
+  // the rows compare): constants freed once unreferenced without a budget, pinned under one.
+  const base = replayTrace(trace, {
+    ...replayOptions,
+    budgetBytes: Infinity,
+    leafRelease: rest.leafRelease ?? "free",
+  });
   const peak = base.stats.peakBytes;
-  const ctx = plannerContext(trace, { ...replayOptions, fallback });
+  const leafRelease = rest.leafRelease ?? "keep-pinned";
+  const ctx = plannerContext(trace, { ...replayOptions, fallback, leafRelease });
   const results: SimulationResult[] = [];
   for (const ratio of ratios) {
     const budgetBytes = Math.floor(ratio * peak);
@@ -60,7 +69,9 @@ export function simulatePlanner(
     const planMs = performance.now() - t0;
     const r = replayTrace(trace, {
       ...replayOptions,
+      leafRelease,
       budgetBytes,
+      hostLimitBytes: planHostLimit(plan, replayOptions.hostLimitBytes),
       knownFeasibleBytes: peak,
       policy: planPolicy(plan, createPolicy(fallback, rest.search)),
     });
