@@ -45,6 +45,38 @@ function microRow(m: MicroJson): string[] {
   ];
 }
 
+/**
+ * Budget-free live steps shorter than this (ms) measure mostly the runtime's
+ * own cost per kernel call and timer noise, not what a budget costs a model.
+ */
+export const SHORT_STEP_MS = 50;
+
+/** Live workloads whose budget-free steps take under {@link SHORT_STEP_MS}: [id, ms a step]. */
+function shortStepWorkloads(report: BenchReport): [string, number][] {
+  const short: [string, number][] = [];
+  for (const w of report.workloads) {
+    if (w.kind !== "live" || w.baselineTimeMs === null || !w.steps) continue;
+    // baselineTimeMs spans the `steps` budget-free steps of a measurement
+    const ms = w.baselineTimeMs.median / w.steps;
+    if (ms < SHORT_STEP_MS) short.push([w.id, ms]);
+  }
+  return short;
+}
+
+/**
+ * The note under the workloads for live ones whose budget-free steps take
+ * under {@link SHORT_STEP_MS} (the `tiny` presets), or null when none do.
+ */
+export function shortStepNote(report: BenchReport): string | null {
+  const short = shortStepWorkloads(report).map(([id, ms]) => `${id} ${ms.toFixed(1)} ms`);
+  if (short.length === 0) return null;
+  return `note: live steps under ${SHORT_STEP_MS} ms a step (${short.join(", ")}): their ` +
+    "overheads are mostly the runtime's own cost per kernel call (about 1 us warm, several us " +
+    "after a kernel has flushed the caches) against kernels of a few us, and timer noise; " +
+    "gpt and lstm small (`--models gpt,lstm --presets small`, 50-100 ms a step on 2 cores) " +
+    "measure what a budget costs a model.";
+}
+
 /** Everything printed on stdout for a report. */
 export function renderReport(report: BenchReport): string {
   const out: string[] = [];
@@ -74,6 +106,8 @@ export function renderReport(report: BenchReport): string {
       ]),
       [false, false, true, true, false],
     ));
+    const note = shortStepNote(report);
+    if (note !== null) out.push(note);
   }
   if (report.results.length > 0) {
     out.push("", "Results (median [min-max] over repeats):");
@@ -146,7 +180,12 @@ export function renderReport(report: BenchReport): string {
       );
       byWorkload.set(b.workload, cells);
     }
-    for (const [w, cells] of byWorkload) out.push(`  ${w}: ${cells.join(", ")}`);
+    const short = new Set(shortStepWorkloads(report).map(([id]) => id));
+    for (const [w, cells] of byWorkload) {
+      out.push(
+        `  ${w}${short.has(w) ? " (short steps: see the note above)" : ""}: ${cells.join(", ")}`,
+      );
+    }
   }
   if (report.micro.length > 0) {
     out.push("", "Micro-benchmarks (subject vs reference, from this run):");
