@@ -18,6 +18,13 @@
  *    needs transient memory the estimate does not see), tighten the target by
  *    the difference and go back to 3.
  *
+ * 5b. Where swaps are allowed, make two more plans by steps 3-5: without the
+ *    refinement (every chosen value read again stays swapped), and with one
+ *    that turns a group of swaps into recomputations only where that lowers
+ *    the overhead of the plan replayed at the budget; keep the one of the
+ *    three that replays best. Libra preferred recomputation because its
+ *    swaps were synchronous; with swaps on a copy stream that overlaps
+ *    compute (the replay's `link`), swapping is often the cheaper.
  * 6. Keep the best of the plan, the fallback policy alone (an empty plan)
  *    and the fallback alone dropping only, as without host memory (an empty
  *    plan with `fallbackAction: "drop"`), by their replays at the budget: the
@@ -39,9 +46,22 @@
 
 import { SwapCost } from "@libra/cost";
 import type { Trace } from "@libra/lineage/trace";
-import type { Plan, Planner, PlannerContext, PlannerNeeds, PlanStep } from "./planner.ts";
+import type {
+  Plan,
+  Planner,
+  PlannerContext,
+  PlannerNeeds,
+  PlanReplayResult,
+  PlanStep,
+} from "./planner.ts";
 import type { EvictAction } from "./policy.ts";
-import { analyzeTrace, gapAround, memoryProfile, type ValueInfo } from "./_trace_analysis.ts";
+import {
+  analyzeTrace,
+  gapAround,
+  memoryProfile,
+  type TraceAnalysis,
+  type ValueInfo,
+} from "./_trace_analysis.ts";
 
 /** Options of {@link LibraPlanner}. */
 export interface LibraOptions {
@@ -51,10 +71,20 @@ export interface LibraOptions {
   swap?: boolean;
   /** Issue swap-ins early so copies overlap compute. Default true. */
   prefetch?: boolean;
-  /** Most replays one plan may run. Default 64. */
+  /**
+   * Most replays each of the three plans may run (estimate, refinement,
+   * validation), a final one each aside. Default 64.
+   */
   maxReplays?: number;
   /** Most estimate-refine-validate rounds. Default 6. */
   maxRounds?: number;
+  /**
+   * The refinements (step 4) to make a plan with, keeping the plan that
+   * replays best (step 5b); the first is tried first and wins ties. Default
+   * `["peak", "none", "cost"]`; a planner without swaps refines nothing and
+   * makes one plan.
+   */
+  refinements?: readonly Refinement[];
   /**
    * Replay the fallback policy alone too, with its swaps and dropping only,
    * and keep the better (step 6). Default true.
@@ -98,6 +128,16 @@ export interface LibraPlanStats {
    */
   readonly keptFallback: boolean;
   /**
+   * The refinement (step 4) of the plan kept (null when a fallback alone
+   * was): `"peak"`, Libra's (swaps turned into recomputations wherever the
+   * peak allows); `"none"` (every chosen value read again stays swapped);
+   * `"cost"` (turned into recomputations only where that lowers the
+   * overhead of the plan replayed at the budget). With swaps on a copy
+   * stream that overlaps compute, a swap often costs less than the
+   * recomputation Libra's refinement turns it into.
+   */
+  readonly refinement: Refinement | null;
+  /**
    * Estimated overhead with prefetching: (compute + recompute of dropped
    * tensors' producers + the part of each swap copy that compute does not hide) / compute.
    */
@@ -108,6 +148,34 @@ export interface LibraPlanStats {
 export interface LibraPlan extends Plan {
   /** What the planner did. */
   readonly stats: LibraPlanStats;
+}
+
+/** Step 4's rule for turning a swap into a recomputation (see {@link LibraPlanStats.refinement}). */
+export type Refinement = "peak" | "none" | "cost";
+
+/** One run of steps 3-5 ({@link LibraPlanner}'s `#planOnce`). */
+interface Attempt {
+  plan: Plan;
+  /** Its replay at the budget. */
+  final: PlanReplayResult;
+  choices: Map<string, Choice>;
+  /** prefix[k] = compute of calls [0, k). */
+  prefix: Float64Array;
+  replays: number;
+  rounds: number;
+  converted: number;
+  considered: number;
+  /** Swaps the refinement was offered (0: none to keep, nothing to try without it). */
+  swapsTried: number;
+  estimatedPeak: number;
+  planPeak: number;
+  peakCall: number;
+  profiledPeak: number;
+}
+
+/** True when replay `r` is feasible and `than` is not, or has a higher overhead. */
+function better(r: PlanReplayResult, than: PlanReplayResult): boolean {
+  return r.feasible && (!than.feasible || r.overhead < than.overhead);
 }
 
 interface Choice {
@@ -160,7 +228,17 @@ export class LibraPlanner implements Planner {
     this.#maxReplays = options.maxReplays ?? 64;
     this.#maxRounds = options.maxRounds ?? 6;
     this.#compareFallback = options.compareFallback ?? true;
+    const refinements = options.refinements ?? ["peak", "none", "cost"];
+    if (refinements.length === 0) throw new RangeError("libra: refinements must not be empty");
+    for (const r of refinements) {
+      if (r !== "peak" && r !== "none" && r !== "cost") {
+        throw new RangeError(`libra: unknown refinement "${r}" (peak, none, cost)`);
+      }
+    }
+    this.#refinements = this.#swap ? [...refinements] : ["peak"];
   }
+
+  readonly #refinements: readonly Refinement[];
 
   /** Makes the plan for `trace` at `budgetBytes`, checking each refinement with `ctx.replay`. */
   plan(trace: Trace, budgetBytes: number, ctx: PlannerContext): LibraPlan {
@@ -168,6 +246,90 @@ export class LibraPlanner implements Planner {
       throw new RangeError(`libra: budget must be > 0 bytes, got ${budgetBytes}`);
     }
     const a = analyzeTrace(trace);
+    // Steps 3-5 with each refinement: Libra's, none, and one that converts only what lowers
+    // the overhead (step 5b).
+    const [first, ...others] = this.#refinements;
+    let best = this.#planOnce(a, budgetBytes, ctx, first!);
+    let replays = best.replays;
+    let refinement: Refinement = first!;
+    // Without swaps to refine, every refinement makes the same plan.
+    if (best.swapsTried > 0) {
+      for (const other of others) {
+        const attempt = this.#planOnce(a, budgetBytes, ctx, other);
+        replays += attempt.replays;
+        if (better(attempt.final, best.final)) {
+          best = attempt;
+          refinement = other;
+        }
+      }
+    }
+    let { plan, final } = best;
+    const { choices, prefix, peakCall, profiledPeak } = best;
+    const n = a.calls.length;
+    // Never worse than the fallback policy alone, with its swaps or dropping only (as
+    // without host memory): replay both and keep the best of the three.
+    let keptFallback = false;
+    if (this.#compareFallback) {
+      const alone: Plan = { planner: this.name, budgetBytes, steps: [] };
+      const dropping: Plan = { ...alone, fallbackAction: "drop" };
+      for (const candidate of [alone, dropping]) {
+        replays++;
+        const r = ctx.replay(candidate, budgetBytes);
+        if (better(r, final)) {
+          final = r;
+          plan = candidate;
+          keptFallback = true;
+        }
+      }
+    }
+    if (keptFallback) choices.clear();
+    let swapsN = 0, drops = 0, unused = 0, recompute = 0, exposed = 0;
+    for (const c of choices.values()) {
+      if (c.next >= n) unused++;
+      else if (c.action === "drop") {
+        drops++;
+        recompute += a.calls[c.v.producer]!.timeNs;
+      } else {
+        swapsN++;
+        const t = this.#swapCost.swapCost(c.v.bytes);
+        // Swap-in: hidden by the compute between the restore and the use.
+        exposed += Math.max(0, t - (prefix[c.next]! - prefix[c.restoreAt]!));
+        // Swap-out: hidden by the compute while the tensor is out.
+        exposed += Math.max(0, t - (prefix[c.restoreAt]! - prefix[c.prev + 1]!));
+      }
+    }
+    const stats: LibraPlanStats = {
+      peakCall,
+      profiledPeakBytes: profiledPeak,
+      candidates: best.considered,
+      swaps: swapsN,
+      recomputes: drops,
+      unusedDrops: unused,
+      converted: keptFallback ? 0 : best.converted,
+      replays,
+      rounds: best.rounds,
+      estimatedPeakBytes: best.estimatedPeak,
+      planPeakBytes: best.planPeak,
+      fitsWithoutFallback: best.planPeak <= budgetBytes,
+      replayOverhead: final.overhead,
+      replayFeasible: final.feasible,
+      keptFallback,
+      refinement: keptFallback ? null : refinement,
+      estimatedOverhead: a.computeNs > 0 ? (a.computeNs + recompute + exposed) / a.computeNs : 1,
+    };
+    return { ...plan, stats };
+  }
+
+  /**
+   * Steps 3-5 on the analysed trace `a`: the plan, its replay at the budget
+   * and what the statistics need, with the refinement (step 4) `refine`.
+   */
+  #planOnce(
+    a: TraceAnalysis,
+    budgetBytes: number,
+    ctx: PlannerContext,
+    refine: Refinement,
+  ): Attempt {
     const n = a.calls.length;
     // prefix[k] = compute of calls [0, k)
     const prefix = new Float64Array(n + 1);
@@ -265,24 +427,39 @@ export class LibraPlanner implements Planner {
     let planPeak = Infinity;
     let converted = 0;
     let rounds = 0;
+    let swapsTried = 0;
     while (rounds < this.#maxRounds && replays < this.#maxReplays) {
       rounds++;
       estimatedPeak = estimate(target);
       planPeak = replay(Infinity).peakBytes;
       // Step 4: greedy refinement, swaps -> recomputations, in groups.
       const swaps = [...choices.values()].filter((c) => c.action === "swap");
+      swapsTried += swaps.length;
+      if (refine === "none") swaps.length = 0;
       swaps.sort((x, y) => x.v.producer - y.v.producer);
+      // "cost": a conversion must lower the overhead of the plan replayed at the budget.
+      let current = refine === "cost" && swaps.length > 0 ? replay(budgetBytes) : null;
+      const convertedBefore = converted;
       const tryGroup = (group: Choice[]): void => {
         if (group.length === 0 || replays >= this.#maxReplays) return;
         for (const c of group) {
           c.action = "drop";
           c.restoreAt = c.next;
         }
-        const peak = replay(Infinity).peakBytes;
-        if (peak <= Math.max(planPeak, budgetBytes)) {
-          planPeak = peak;
-          converted += group.length;
-          return;
+        if (current !== null) {
+          const r = replay(budgetBytes);
+          if (better(r, current)) {
+            current = r;
+            converted += group.length;
+            return;
+          }
+        } else {
+          const peak = replay(Infinity).peakBytes;
+          if (peak <= Math.max(planPeak, budgetBytes)) {
+            planPeak = peak;
+            converted += group.length;
+            return;
+          }
         }
         for (const c of group) {
           c.action = "swap";
@@ -294,6 +471,9 @@ export class LibraPlanner implements Planner {
         tryGroup(group.slice(h));
       };
       tryGroup(swaps);
+      if (current !== null && converted > convertedBefore && replays < this.#maxReplays) {
+        planPeak = replay(Infinity).peakBytes;
+      }
       if (planPeak <= budgetBytes) break;
       // Step 5: the replay saw memory the estimate did not; tighten and go again.
       const next = target - (planPeak - budgetBytes);
@@ -301,60 +481,24 @@ export class LibraPlanner implements Planner {
       target = next;
     }
 
-    let plan = this.#toPlan(choices, budgetBytes, n);
+    const plan = this.#toPlan(choices, budgetBytes, n);
     replays++;
-    let final = ctx.replay(plan, budgetBytes);
-    // Never worse than the fallback policy alone, with its swaps or dropping only (as
-    // without host memory): replay both and keep the best of the three.
-    let keptFallback = false;
-    if (this.#compareFallback) {
-      const alone: Plan = { planner: this.name, budgetBytes, steps: [] };
-      const dropping: Plan = { ...alone, fallbackAction: "drop" };
-      for (const candidate of [alone, dropping]) {
-        replays++;
-        const r = ctx.replay(candidate, budgetBytes);
-        if (r.feasible && (!final.feasible || r.overhead < final.overhead)) {
-          final = r;
-          plan = candidate;
-          keptFallback = true;
-        }
-      }
-    }
-    if (keptFallback) choices.clear();
-    let swapsN = 0, drops = 0, unused = 0, recompute = 0, exposed = 0;
-    for (const c of choices.values()) {
-      if (c.next >= n) unused++;
-      else if (c.action === "drop") {
-        drops++;
-        recompute += a.calls[c.v.producer]!.timeNs;
-      } else {
-        swapsN++;
-        const t = this.#swapCost.swapCost(c.v.bytes);
-        // Swap-in: hidden by the compute between the restore and the use.
-        exposed += Math.max(0, t - (prefix[c.next]! - prefix[c.restoreAt]!));
-        // Swap-out: hidden by the compute while the tensor is out.
-        exposed += Math.max(0, t - (prefix[c.restoreAt]! - prefix[c.prev + 1]!));
-      }
-    }
-    const stats: LibraPlanStats = {
-      peakCall,
-      profiledPeakBytes: profiledPeak,
-      candidates: considered.size,
-      swaps: swapsN,
-      recomputes: drops,
-      unusedDrops: unused,
-      converted,
+    const final = ctx.replay(plan, budgetBytes);
+    return {
+      plan,
+      final,
+      choices,
+      prefix,
       replays,
       rounds,
-      estimatedPeakBytes: estimatedPeak,
-      planPeakBytes: planPeak,
-      fitsWithoutFallback: planPeak <= budgetBytes,
-      replayOverhead: final.overhead,
-      replayFeasible: final.feasible,
-      keptFallback,
-      estimatedOverhead: a.computeNs > 0 ? (a.computeNs + recompute + exposed) / a.computeNs : 1,
+      converted,
+      considered: considered.size,
+      swapsTried,
+      estimatedPeak,
+      planPeak,
+      peakCall,
+      profiledPeak,
     };
-    return { ...plan, stats };
   }
 
   #toPlan(choices: Map<string, Choice>, budgetBytes: number, calls: number): Plan {

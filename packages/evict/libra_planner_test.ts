@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { SwapCost } from "@libra/cost";
 import { plannerContext, readTrace, replayTrace, simulateTrace } from "@libra/runtime";
 import { plannerConformance } from "./_conformance.ts";
-import { chainTrace } from "./_planner_testing.ts";
+import { chainTrace, TraceBuilder } from "./_planner_testing.ts";
 import { ChenSqrtPlanner } from "./chen_sqrt_planner.ts";
-import { LibraPlanner } from "./libra_planner.ts";
+import { LibraPlanner, type Refinement } from "./libra_planner.ts";
 import { type Plan, planHostLimit, type PlannerContext, planPolicy } from "./planner.ts";
 import { createPolicy } from "./policies.ts";
 
@@ -32,7 +32,11 @@ Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recom
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   assert.equal(ctx.baselinePeakBytes, 6 * KiB);
-  const plan = new LibraPlanner({ compareFallback: false }).plan(t, 5 * KiB, ctx);
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
+    t,
+    5 * KiB,
+    ctx,
+  );
   assert.deepEqual(plan.steps, [
     { kind: "evict", call: 1, tensor: "h0", action: "drop" },
     { kind: "restore", call: 7, tensor: "h0" },
@@ -49,7 +53,11 @@ Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recom
 Deno.test("LibraPlanner.plan() at 4 KiB keeps the swap whose recomputation would raise the peak", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
-  const plan = new LibraPlanner({ compareFallback: false }).plan(t, 4 * KiB, ctx);
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
+    t,
+    4 * KiB,
+    ctx,
+  );
   // h0 and h1 are chosen; recomputing h1 before call 6 would need h0 back
   // too (5 KiB), so h1 stays swapped; h0 alone recomputes within 4 KiB.
   assert.deepEqual(plan.steps, [
@@ -63,6 +71,7 @@ Deno.test("LibraPlanner.plan() at 4 KiB keeps the swap whose recomputation would
   assert.equal(plan.stats.planPeakBytes, 4 * KiB);
   // 1 replay of the estimate, 3 of the refinement ({h0,h1} rejected, {h0} kept, {h1} rejected), 1 final
   assert.equal(plan.stats.replays, 5);
+  assert.equal(plan.stats.refinement, "peak");
   const swap = new SwapCost().swapCost(KiB);
   assert.ok(
     Math.abs(plan.stats.replayOverhead - (800 + 100 + 2 * swap) / 800) < 1e-12,
@@ -76,7 +85,11 @@ Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain'
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   // call 5 reads h2 and g3 and writes g2 while x is pinned: 4 KiB at least.
-  const plan = new LibraPlanner({ compareFallback: false }).plan(t, 3 * KiB, ctx);
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
+    t,
+    3 * KiB,
+    ctx,
+  );
   assert.equal(plan.stats.fitsWithoutFallback, false);
   assert.equal(plan.stats.replayFeasible, false);
   assert.ok(plan.stats.planPeakBytes >= 4 * KiB);
@@ -85,11 +98,15 @@ Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain'
 Deno.test("LibraPlanner.plan() without host memory falls back to recomputation", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t); // hostLimitBytes 0: planned swaps cannot happen
-  const plan = new LibraPlanner({ compareFallback: false }).plan(t, 5 * KiB, ctx);
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
+    t,
+    5 * KiB,
+    ctx,
+  );
   assert.ok(plan.steps.every((s) => s.kind === "restore" || s.action === "drop"));
   assert.ok(plan.stats.fitsWithoutFallback);
   assert.throws(
-    () => new LibraPlanner({ compareFallback: false }).plan(t, 0, ctx),
+    () => new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(t, 0, ctx),
     /budget must be > 0/,
   );
 });
@@ -100,7 +117,11 @@ Deno.test("LibraPlanner.plan() drops a held value no call reads again, without a
   const t = { events: chainTrace(4).events.filter((e) => e.kind !== "call" || !e.backward) };
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   assert.equal(ctx.baselinePeakBytes, 5 * KiB);
-  const plan = new LibraPlanner({ compareFallback: false }).plan(t, 4 * KiB, ctx);
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
+    t,
+    4 * KiB,
+    ctx,
+  );
   assert.deepEqual(plan.steps, [{ kind: "evict", call: 1, tensor: "h0", action: "drop" }]);
   assert.equal(plan.stats.unusedDrops, 1);
   assert.equal(plan.stats.recomputes, 0);
@@ -117,7 +138,12 @@ Deno.test("LibraPlanner.plan() prefetches swap-ins so the copy overlaps compute"
   const budget = Math.floor(ctx.baselinePeakBytes * 0.6);
   const swapCost = { swapCost: () => 2500 };
   const restoreOf = (prefetch: boolean) => {
-    const p = new LibraPlanner({ swapCost, prefetch, compareFallback: false }).plan(t, budget, ctx);
+    const p = new LibraPlanner({
+      swapCost,
+      prefetch,
+      compareFallback: false,
+      refinements: ["peak"],
+    }).plan(t, budget, ctx);
     assert.ok(p.stats.fitsWithoutFallback);
     assert.deepEqual(p.steps.find((s) => s.kind === "evict" && s.tensor === "h5"), {
       kind: "evict",
@@ -155,7 +181,11 @@ Deno.test({
     ];
     for (const [i, ratio] of ratios.entries()) {
       const budget = Math.floor(ratio * ctx.baselinePeakBytes);
-      const lp = new LibraPlanner({ swapCost, compareFallback: false }).plan(t, budget, ctx);
+      const lp = new LibraPlanner({ swapCost, compareFallback: false, refinements: ["peak"] }).plan(
+        t,
+        budget,
+        ctx,
+      );
       const s = lp.stats;
       const lr = ctx.replay(lp, budget);
       assert.ok(
@@ -325,4 +355,78 @@ Deno.test("LibraPlanner.plan() keeps its fallback alone dropping only where that
   assert.deepEqual(kept.steps, own.steps);
   assert.equal(kept.stats.keptFallback, false);
   assert.equal(kept.fallbackAction, undefined);
+});
+
+Deno.test("LibraPlanner.plan() keeps the plan made without the refinement where its swaps cost less than the recomputations", () => {
+  // calls of 100 us: recomputing a value costs far more than swapping its 1 KiB out and back
+  const t = chainTrace(4, 100_000);
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity });
+  const plan = new LibraPlanner({ compareFallback: false }).plan(t, 5 * KiB, ctx);
+  assert.equal(plan.stats.refinement, "none");
+  assert.deepEqual(plan.steps, [
+    { kind: "evict", call: 1, tensor: "h0", action: "swap" },
+    // prefetched: brought back before call 6, whose compute hides the copy
+    { kind: "restore", call: 6, tensor: "h0" },
+  ]);
+  assert.equal(plan.stats.converted, 0);
+  assert.equal(plan.stats.swaps, 1);
+  // the refined plan (h0 recomputed) replays worse: 100 us of recomputation on 800 us
+  const refined: Plan = {
+    planner: "libra",
+    budgetBytes: 5 * KiB,
+    steps: [
+      { kind: "evict", call: 1, tensor: "h0", action: "drop" },
+      { kind: "restore", call: 7, tensor: "h0" },
+    ],
+  };
+  const r = ctx.replay(refined, 5 * KiB);
+  assert.ok(Math.abs(r.overhead - 900_000 / 800_000) < 1e-12);
+  assert.ok(plan.stats.replayOverhead < r.overhead);
+  const swap = new SwapCost().swapCost(KiB);
+  assert.ok(Math.abs(plan.stats.replayOverhead - (800_000 + 2 * swap) / 800_000) < 1e-12);
+});
+
+Deno.test("LibraPlanner.plan() keeps the plan whose refinement turns only the swaps that lower the overhead into recomputations", () => {
+  // a chain whose values cost 100 ns or 100 us to recompute; the backward calls take 1 us
+  const times = [100, 100_000, 100_000, 100, 100, 100_000];
+  const b = new TraceBuilder().constant("x", KiB);
+  let prev = "x";
+  for (const [i, ns] of times.entries()) {
+    b.call("f", [prev], `h${i}`, KiB, ns);
+    prev = `h${i}`;
+  }
+  let g = "";
+  for (let i = times.length - 1; i >= 0; i--) {
+    b.call("f_backward", g === "" ? [`h${i}`] : [`h${i}`, g], `g${i}`, KiB, 1000, true);
+    if (g !== "") b.release(g);
+    b.release(`h${i}`);
+    g = `g${i}`;
+  }
+  const t = b.build();
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity });
+  const only = (r: Refinement) =>
+    new LibraPlanner({ compareFallback: false, refinements: [r] }).plan(t, 5 * KiB, ctx);
+  const [peak, none, cost] = [only("peak"), only("none"), only("cost")];
+  assert.ok(cost.stats.replayFeasible);
+  assert.ok(cost.stats.replayOverhead < none.stats.replayOverhead);
+  assert.ok(cost.stats.replayOverhead < peak.stats.replayOverhead);
+  const evicted = (p: Plan) =>
+    p.steps.filter((s) => s.kind === "evict").map((s) => `${s.tensor}:${s.action}`);
+  // the cheap values (h0, h3, h4) recomputed, the expensive ones (h1, h2) swapped
+  assert.deepEqual(evicted(cost), ["h0:drop", "h1:swap", "h2:swap", "h3:drop", "h4:drop"]);
+  assert.ok(evicted(none).every((e) => e.endsWith(":swap")));
+  const all = new LibraPlanner({ compareFallback: false }).plan(t, 5 * KiB, ctx);
+  assert.equal(all.stats.refinement, "cost");
+  assert.deepEqual(all.steps, cost.steps);
+  assert.equal(all.stats.replayOverhead, cost.stats.replayOverhead);
+  assert.equal(
+    all.stats.replays,
+    peak.stats.replays + none.stats.replays + cost.stats.replays,
+    "three plans made, each replayed",
+  );
+  assert.throws(() => new LibraPlanner({ refinements: [] }), /refinements must not be empty/);
+  assert.throws(
+    () => new LibraPlanner({ refinements: ["fast" as Refinement] }),
+    /unknown refinement "fast"/,
+  );
 });

@@ -91,7 +91,7 @@ for (const log of published) {
       } else if (l.feasible) better++;
       if (l.feasible) assert.ok(l.peakBytes <= l.budgetBytes);
     }
-    // where it is better, by the log (README): resnet 4 of 9, unet 4, unroll_gan 6
-    assert.ok(better >= 4, `${log.name}: libra better than dtr-eq at ${better} ratios`);
+    // where it is better, of the 9 (README): resnet 7, unet 6, unroll_gan 6
+    assert.ok(better >= 6, `${log.name}: libra better than dtr-eq at ${better} ratios`);
   });
 }
