@@ -25,6 +25,11 @@
  *    three that replays best. Libra preferred recomputation because its
  *    swaps were synchronous; with swaps on a copy stream that overlaps
  *    compute (the replay's `link`), swapping is often the cheaper.
+ * 5c. Where swaps are allowed, plans that bring the peak only part of the
+ *    way down (the budget plus a fraction of the gap to the profiled peak,
+ *    {@link LibraOptions.partialGoals}), refined `"none"` and `"cost"`, the
+ *    rest left to the fallback: the swaps that compute can hide, and the
+ *    fallback's choices for the last bytes. The best replay of all is kept.
  * 6. Keep the best of the plan, the fallback policy alone (an empty plan)
  *    and the fallback alone dropping only, as without host memory (an empty
  *    plan with `fallbackAction: "drop"`), by their replays at the budget: the
@@ -86,6 +91,14 @@ export interface LibraOptions {
    */
   refinements?: readonly Refinement[];
   /**
+   * Step 5c: also make plans that bring the peak only to the budget plus
+   * these fractions (each in (0, 1)) of the gap between the profiled peak and
+   * the budget, the rest left to the fallback, each refined `"none"` and
+   * `"cost"`. Default `[0.1, 0.25, 0.4, 0.55, 0.7, 0.85]`; `[]` makes none.
+   * Without swaps none are made.
+   */
+  partialGoals?: readonly number[];
+  /**
    * Replay the fallback policy alone too, with its swaps and dropping only,
    * and keep the better (step 6). Default true.
    */
@@ -138,6 +151,12 @@ export interface LibraPlanStats {
    */
   readonly refinement: Refinement | null;
   /**
+   * 0 when the plan alone is meant to bring the peak down to the budget;
+   * else the fraction of (profiled peak - budget) it leaves for the fallback
+   * to evict (step 5c), because such a plan replayed better.
+   */
+  readonly partial: number;
+  /**
    * Estimated overhead with prefetching: (compute + recompute of dropped
    * tensors' producers + the part of each swap copy that compute does not hide) / compute.
    */
@@ -149,6 +168,12 @@ export interface LibraPlan extends Plan {
   /** What the planner did. */
   readonly stats: LibraPlanStats;
 }
+
+/** {@link LibraOptions.partialGoals} by default. */
+export const DEFAULT_PARTIAL_GOALS: readonly number[] = [0.1, 0.25, 0.4, 0.55, 0.7, 0.85];
+
+/** The refinements of step 5c's plans: they swap, or recompute where that costs less. */
+const PARTIAL_REFINEMENTS = ["none", "cost"] as const;
 
 /** Step 4's rule for turning a swap into a recomputation (see {@link LibraPlanStats.refinement}). */
 export type Refinement = "peak" | "none" | "cost";
@@ -236,7 +261,16 @@ export class LibraPlanner implements Planner {
       }
     }
     this.#refinements = this.#swap ? [...refinements] : ["peak"];
+    const goals = options.partialGoals ?? DEFAULT_PARTIAL_GOALS;
+    for (const f of goals) {
+      if (!(f > 0 && f < 1)) {
+        throw new RangeError(`libra: a partial goal must be in (0, 1), got ${f}`);
+      }
+    }
+    this.#partialGoals = this.#swap ? [...goals] : [];
   }
+
+  readonly #partialGoals: readonly number[];
 
   readonly #refinements: readonly Refinement[];
 
@@ -252,6 +286,7 @@ export class LibraPlanner implements Planner {
     let best = this.#planOnce(a, budgetBytes, ctx, first!);
     let replays = best.replays;
     let refinement: Refinement = first!;
+    let partial = 0;
     // Without swaps to refine, every refinement makes the same plan.
     if (best.swapsTried > 0) {
       for (const other of others) {
@@ -260,6 +295,20 @@ export class LibraPlanner implements Planner {
         if (better(attempt.final, best.final)) {
           best = attempt;
           refinement = other;
+        }
+      }
+      // Step 5c: plans that bring the peak only part of the way down, the rest left to the
+      // fallback, as it would evict there.
+      const gap = best.profiledPeak - budgetBytes;
+      for (const f of gap > 0 ? this.#partialGoals : []) {
+        for (const r of PARTIAL_REFINEMENTS) {
+          const attempt = this.#planOnce(a, budgetBytes, ctx, r, budgetBytes + f * gap);
+          replays += attempt.replays;
+          if (better(attempt.final, best.final)) {
+            best = attempt;
+            refinement = r;
+            partial = f;
+          }
         }
       }
     }
@@ -315,6 +364,7 @@ export class LibraPlanner implements Planner {
       replayFeasible: final.feasible,
       keptFallback,
       refinement: keptFallback ? null : refinement,
+      partial: keptFallback ? 0 : partial,
       estimatedOverhead: a.computeNs > 0 ? (a.computeNs + recompute + exposed) / a.computeNs : 1,
     };
     return { ...plan, stats };
@@ -329,6 +379,7 @@ export class LibraPlanner implements Planner {
     budgetBytes: number,
     ctx: PlannerContext,
     refine: Refinement,
+    goal = budgetBytes,
   ): Attempt {
     const n = a.calls.length;
     // prefix[k] = compute of calls [0, k)
@@ -422,7 +473,7 @@ export class LibraPlanner implements Planner {
       return Math.max(...memoryProfile(a, windows));
     };
 
-    let target = budgetBytes;
+    let target = goal;
     let estimatedPeak = profiledPeak;
     let planPeak = Infinity;
     let converted = 0;
@@ -455,7 +506,7 @@ export class LibraPlanner implements Planner {
           }
         } else {
           const peak = replay(Infinity).peakBytes;
-          if (peak <= Math.max(planPeak, budgetBytes)) {
+          if (peak <= Math.max(planPeak, goal)) {
             planPeak = peak;
             converted += group.length;
             return;
@@ -474,9 +525,9 @@ export class LibraPlanner implements Planner {
       if (current !== null && converted > convertedBefore && replays < this.#maxReplays) {
         planPeak = replay(Infinity).peakBytes;
       }
-      if (planPeak <= budgetBytes) break;
+      if (planPeak <= goal) break;
       // Step 5: the replay saw memory the estimate did not; tighten and go again.
-      const next = target - (planPeak - budgetBytes);
+      const next = target - (planPeak - goal);
       if (!(next > 0) || next >= target) break;
       target = next;
     }

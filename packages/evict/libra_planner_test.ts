@@ -32,11 +32,12 @@ Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recom
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   assert.equal(ctx.baselinePeakBytes, 6 * KiB);
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
-    t,
-    5 * KiB,
-    ctx,
-  );
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+    .plan(
+      t,
+      5 * KiB,
+      ctx,
+    );
   assert.deepEqual(plan.steps, [
     { kind: "evict", call: 1, tensor: "h0", action: "drop" },
     { kind: "restore", call: 7, tensor: "h0" },
@@ -53,11 +54,12 @@ Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recom
 Deno.test("LibraPlanner.plan() at 4 KiB keeps the swap whose recomputation would raise the peak", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
-    t,
-    4 * KiB,
-    ctx,
-  );
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+    .plan(
+      t,
+      4 * KiB,
+      ctx,
+    );
   // h0 and h1 are chosen; recomputing h1 before call 6 would need h0 back
   // too (5 KiB), so h1 stays swapped; h0 alone recomputes within 4 KiB.
   assert.deepEqual(plan.steps, [
@@ -85,11 +87,12 @@ Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain'
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   // call 5 reads h2 and g3 and writes g2 while x is pinned: 4 KiB at least.
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
-    t,
-    3 * KiB,
-    ctx,
-  );
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+    .plan(
+      t,
+      3 * KiB,
+      ctx,
+    );
   assert.equal(plan.stats.fitsWithoutFallback, false);
   assert.equal(plan.stats.replayFeasible, false);
   assert.ok(plan.stats.planPeakBytes >= 4 * KiB);
@@ -98,15 +101,21 @@ Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain'
 Deno.test("LibraPlanner.plan() without host memory falls back to recomputation", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t); // hostLimitBytes 0: planned swaps cannot happen
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
-    t,
-    5 * KiB,
-    ctx,
-  );
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+    .plan(
+      t,
+      5 * KiB,
+      ctx,
+    );
   assert.ok(plan.steps.every((s) => s.kind === "restore" || s.action === "drop"));
   assert.ok(plan.stats.fitsWithoutFallback);
   assert.throws(
-    () => new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(t, 0, ctx),
+    () =>
+      new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] }).plan(
+        t,
+        0,
+        ctx,
+      ),
     /budget must be > 0/,
   );
 });
@@ -117,11 +126,12 @@ Deno.test("LibraPlanner.plan() drops a held value no call reads again, without a
   const t = { events: chainTrace(4).events.filter((e) => e.kind !== "call" || !e.backward) };
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   assert.equal(ctx.baselinePeakBytes, 5 * KiB);
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"] }).plan(
-    t,
-    4 * KiB,
-    ctx,
-  );
+  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+    .plan(
+      t,
+      4 * KiB,
+      ctx,
+    );
   assert.deepEqual(plan.steps, [{ kind: "evict", call: 1, tensor: "h0", action: "drop" }]);
   assert.equal(plan.stats.unusedDrops, 1);
   assert.equal(plan.stats.recomputes, 0);
@@ -143,6 +153,7 @@ Deno.test("LibraPlanner.plan() prefetches swap-ins so the copy overlaps compute"
       prefetch,
       compareFallback: false,
       refinements: ["peak"],
+      partialGoals: [],
     }).plan(t, budget, ctx);
     assert.ok(p.stats.fitsWithoutFallback);
     assert.deepEqual(p.steps.find((s) => s.kind === "evict" && s.tensor === "h5"), {
@@ -181,7 +192,12 @@ Deno.test({
     ];
     for (const [i, ratio] of ratios.entries()) {
       const budget = Math.floor(ratio * ctx.baselinePeakBytes);
-      const lp = new LibraPlanner({ swapCost, compareFallback: false, refinements: ["peak"] }).plan(
+      const lp = new LibraPlanner({
+        swapCost,
+        compareFallback: false,
+        refinements: ["peak"],
+        partialGoals: [],
+      }).plan(
         t,
         budget,
         ctx,
@@ -271,10 +287,12 @@ if (unet !== undefined) {
 Deno.test("LibraPlanner.plan() keeps the fallback policy alone (an empty plan) where it replays better", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
-  const own = new LibraPlanner({ compareFallback: false }).plan(t, 4 * KiB, ctx);
+  // Libra's plan alone (one refinement, no partial plans), so that dtr-eq alone is better
+  const libra = { refinements: ["peak"], partialGoals: [] } as const;
+  const own = new LibraPlanner({ ...libra, compareFallback: false }).plan(t, 4 * KiB, ctx);
   const alone = ctx.replay({ planner: "none", budgetBytes: 4 * KiB, steps: [] }, 4 * KiB);
   assert.ok(alone.overhead < own.stats.replayOverhead, "dtr-eq alone is better here");
-  const p = new LibraPlanner().plan(t, 4 * KiB, ctx);
+  const p = new LibraPlanner(libra).plan(t, 4 * KiB, ctx);
   assert.equal(p.stats.keptFallback, true);
   assert.deepEqual(p.steps, []);
   assert.equal(p.stats.replayOverhead, alone.overhead);
@@ -405,7 +423,11 @@ Deno.test("LibraPlanner.plan() keeps the plan whose refinement turns only the sw
   const t = b.build();
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   const only = (r: Refinement) =>
-    new LibraPlanner({ compareFallback: false, refinements: [r] }).plan(t, 5 * KiB, ctx);
+    new LibraPlanner({ compareFallback: false, refinements: [r], partialGoals: [] }).plan(
+      t,
+      5 * KiB,
+      ctx,
+    );
   const [peak, none, cost] = [only("peak"), only("none"), only("cost")];
   assert.ok(cost.stats.replayFeasible);
   assert.ok(cost.stats.replayOverhead < none.stats.replayOverhead);
@@ -415,7 +437,7 @@ Deno.test("LibraPlanner.plan() keeps the plan whose refinement turns only the sw
   // the cheap values (h0, h3, h4) recomputed, the expensive ones (h1, h2) swapped
   assert.deepEqual(evicted(cost), ["h0:drop", "h1:swap", "h2:swap", "h3:drop", "h4:drop"]);
   assert.ok(evicted(none).every((e) => e.endsWith(":swap")));
-  const all = new LibraPlanner({ compareFallback: false }).plan(t, 5 * KiB, ctx);
+  const all = new LibraPlanner({ compareFallback: false, partialGoals: [] }).plan(t, 5 * KiB, ctx);
   assert.equal(all.stats.refinement, "cost");
   assert.deepEqual(all.steps, cost.steps);
   assert.equal(all.stats.replayOverhead, cost.stats.replayOverhead);
@@ -428,5 +450,41 @@ Deno.test("LibraPlanner.plan() keeps the plan whose refinement turns only the sw
   assert.throws(
     () => new LibraPlanner({ refinements: ["fast" as Refinement] }),
     /unknown refinement "fast"/,
+  );
+});
+
+Deno.test("LibraPlanner.plan() keeps a plan that brings the peak only part of the way down where the fallback does the rest better", () => {
+  // 8 values of 1 MiB, 20 us each to compute, a backward pass of 1 us calls; swaps over PCIe 5
+  const MiB = 1 << 20;
+  const b = new TraceBuilder().constant("x", MiB);
+  let prev = "x";
+  for (let i = 0; i < 8; i++) {
+    b.call("f", [prev], `h${i}`, MiB, 20_000);
+    prev = `h${i}`;
+  }
+  let g = "";
+  for (let i = 7; i >= 0; i--) {
+    b.call("f_backward", g === "" ? [`h${i}`] : [`h${i}`, g], `g${i}`, MiB, 1000, true);
+    if (g !== "") b.release(g);
+    b.release(`h${i}`);
+    g = `g${i}`;
+  }
+  const t = b.build();
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity, link: "pcie5" });
+  const budget = 7 * MiB;
+  const whole = new LibraPlanner({ partialGoals: [] }).plan(t, budget, ctx);
+  const p = new LibraPlanner().plan(t, budget, ctx);
+  assert.ok(p.stats.partial > 0 && p.stats.partial < 1, `partial ${p.stats.partial}`);
+  assert.equal(p.stats.fitsWithoutFallback, false, "the fallback evicts the rest");
+  assert.equal(p.stats.keptFallback, false);
+  assert.ok(p.stats.replayOverhead < whole.stats.replayOverhead - 0.05);
+  const alone = ctx.replay({ planner: "none", budgetBytes: budget, steps: [] }, budget);
+  assert.ok(p.stats.replayOverhead < alone.overhead);
+  const r = ctx.replay(p, budget);
+  assert.ok(r.feasible && r.peakBytes <= budget);
+  assert.equal(r.overhead, p.stats.replayOverhead);
+  assert.throws(
+    () => new LibraPlanner({ partialGoals: [1] }),
+    /partial goal must be in \(0, 1\), got 1/,
   );
 });
