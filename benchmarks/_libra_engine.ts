@@ -15,6 +15,7 @@ import {
   type Plan,
   planHostLimit,
   PLANNER_NAMES,
+  plannerNeeds,
   planPolicy,
   POLICY_NAMES,
 } from "@libra/evict";
@@ -29,6 +30,7 @@ import {
   train,
 } from "@libra/nn";
 import {
+  DEFAULT_LINK,
   plannerContext,
   readTrace,
   type ReplayResult,
@@ -124,21 +126,30 @@ function callCount(trace: Trace): number {
 interface TraceHandle {
   readonly trace: Trace;
   readonly analytic: boolean;
+  /**
+   * An imported log, replayed as `libra simulate` replays it: the published
+   * simulator's constant handling (freed once unreferenced without a budget,
+   * pinned under one) and swaps on the default copy stream. A recorded live
+   * step keeps the Engine's default handling (under pinned constants a plan
+   * of a recorded step evicts nothing).
+   */
+  readonly published: boolean;
   /** Plans of static planners by `planner@budget`, with the time planning took (ms). */
   readonly plans: Map<string, { plan: Plan; ms: number }>;
 }
 
-function prepareTrace(trace: Trace, analytic = false): PreparedTrace {
+function prepareTrace(trace: Trace, analytic: boolean, published: boolean): PreparedTrace {
   const base = replayTrace(trace, {
     budgetBytes: Infinity,
     ...(analytic ? { costModel: new AnalyticCostModel() } : {}),
+    ...(published ? { leafRelease: "free" as const } : {}),
   });
   if (!base.feasible) {
     throw new Error(
       `budget-free replay of ${trace.source ?? "trace"} failed: ${base.error?.message}`,
     );
   }
-  const handle: TraceHandle = { trace, analytic, plans: new Map() };
+  const handle: TraceHandle = { trace, analytic, published, plans: new Map() };
   return {
     peakBytes: base.stats.peakBytes,
     computeNs: base.stats.computeNs,
@@ -302,23 +313,28 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
     },
 
     async importTrace(path) {
-      return prepareTrace(await readTrace(path));
+      return prepareTrace(await readTrace(path), false, true);
     },
     recordTrace(model, preset, s) {
       const b = getBackend(s.device);
       if (typeof b === "string") return Promise.reject(new Error(b));
       const rt = new Runtime({ backend: b, record: true, timeline: false });
       runSteps({ name: modelName(model), preset, backend: b }, rt, { ...s, steps: 1 });
-      return Promise.resolve(prepareTrace(rt.trace(), s.costModel === "analytic"));
+      return Promise.resolve(prepareTrace(rt.trace(), s.costModel === "analytic", false));
     },
     simulate(trace, policy, budgetBytes, s) {
       const h = trace.handle as TraceHandle;
       const costs = h.analytic ? { costModel: new AnalyticCostModel() } : {};
+      // Budgeted replays of an imported log: pinned constants, swaps on the copy stream.
+      const published = h.published ? { leafRelease: "keep-pinned" as const } : {};
+      const link = h.published ? { link: DEFAULT_LINK } : {};
       const w = watchdog(s.timeLimitMs);
       try {
         if (!isPlannerName(policy)) {
           const r = replayTrace(h.trace, {
             ...costs,
+            ...published,
+            ...(policy.endsWith("+swap") ? link : {}),
             budgetBytes,
             policy,
             search: { seed: s.seed },
@@ -331,26 +347,35 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
         }
         // A static planner plans once per budget (validated by replays, as the
         // Libra paper did with real steps); the plan is reused by later repeats
-        // and its planning time is part of every repeat's bookkeeping. Planners
-        // swap, so host memory is unlimited; dtr-eq chooses if a plan under-evicts.
+        // and its planning time is part of every repeat's bookkeeping. A planner
+        // whose plans swap gets unlimited host memory; its declared fallback
+        // chooses if a plan under-evicts.
+        const planner = createPlanner(policy);
+        const needs = plannerNeeds(planner);
+        const host = needs.swaps ? Infinity : 0;
         const key = `${policy}@${budgetBytes}`;
         let planned = h.plans.get(key);
         if (planned === undefined) {
           const t0 = performance.now();
           const ctx = plannerContext(h.trace, {
             ...costs,
-            hostLimitBytes: Infinity,
+            ...published,
+            ...link,
+            hostLimitBytes: host,
+            fallback: needs.fallback,
             onEvent: w.onEvent,
           });
-          const plan = createPlanner(policy).plan(h.trace, budgetBytes, ctx);
+          const plan = planner.plan(h.trace, budgetBytes, ctx);
           planned = { plan, ms: performance.now() - t0 };
           h.plans.set(key, planned);
         }
         const r = replayTrace(h.trace, {
           ...costs,
+          ...published,
+          ...link,
           budgetBytes,
-          hostLimitBytes: planHostLimit(planned.plan, Infinity),
-          policy: planPolicy(planned.plan, createPolicy("dtr-eq", { seed: s.seed })),
+          hostLimitBytes: planHostLimit(planned.plan, host),
+          policy: planPolicy(planned.plan, createPolicy(needs.fallback, { seed: s.seed })),
           timeline: s.timeline,
           knownFeasibleBytes: trace.peakBytes,
           onEvent: w.onEvent,

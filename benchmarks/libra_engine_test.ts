@@ -113,39 +113,42 @@ Deno.test("simulated: the same command gives the same feasibility and eviction c
   for (const line of a) assert.match(line, / (\d+)-\1 /, line);
 });
 
-Deno.test("simulated: dtr-eq on the shared ResNet-32 trace lands near the published overheads", async () => {
+Deno.test("simulated: dtr-eq on the shared logs gives the published overheads (the published simulator's semantics, as libra simulate)", async () => {
   const traces = sharedTraces();
-  if (traces === null || !traces.some((x) => x.endsWith("resnet32-56.log"))) {
-    console.log(`  skipped: ${SHARED}/resnet32-56.log is absent`);
-    return;
-  }
-  const s = await suite([
-    "--models",
-    "none",
-    "--traces",
-    `${SHARED}/resnet32-56.log`,
-    "--policies",
-    "dtr-eq",
-    "--ratios",
-    "0.8,0.5,0.2,0.1",
-    "--repeat",
-    "1",
-  ]);
-  assert.equal(s.workloads[0]!.baselinePeakBytes, 10061179152);
-  const published: Record<string, number | null> = {
-    "0.8": 1.025,
-    "0.5": 1.107,
-    "0.2": 1.332,
-    "0.1": null,
-  };
-  for (const r of s.results) {
-    const want = published[String(r.ratio)];
-    if (want === null) {
-      assert.equal(r.feasible, false, "0.1 is infeasible in the published simulator");
-    } else {assert.ok(
-        Math.abs(r.overhead!.median / want! - 1) < 0.03,
-        `ratio ${r.ratio}: ${r.overhead!.median} vs ${want}`,
-      );}
+  const published: [string, number, Record<string, number | null>][] = [
+    ["resnet32-56", 10061179152, { "0.8": 1.025, "0.5": 1.107, "0.2": 1.332, "0.1": null }],
+    // at 0.4 U-Net runs out of memory in the published simulator (the Engine's default constant
+    // handling, which the bench used before, fitted it at 1.406)
+    ["unet-6", 8415764640, { "0.5": 1.159, "0.4": null }],
+  ];
+  for (const [name, peak, want] of published) {
+    if (traces === null || !traces.some((x) => x.endsWith(`${name}.log`))) {
+      console.log(`  skipped: ${SHARED}/${name}.log is absent`);
+      continue;
+    }
+    const s = await suite([
+      "--models",
+      "none",
+      "--traces",
+      `${SHARED}/${name}.log`,
+      "--policies",
+      "dtr-eq",
+      "--ratios",
+      Object.keys(want).join(","),
+      "--repeat",
+      "1",
+    ]);
+    assert.equal(s.workloads[0]!.baselinePeakBytes, peak);
+    for (const r of s.results) {
+      const w = want[String(r.ratio)];
+      if (w === null) assert.equal(r.feasible, false, `${name} at ${r.ratio} is infeasible`);
+      else {
+        assert.ok(
+          Math.abs(r.overhead!.median - w!) < 5e-4,
+          `${name} at ${r.ratio}: ${r.overhead!.median} vs ${w}`,
+        );
+      }
+    }
   }
 });
 
