@@ -30,6 +30,10 @@
  *    {@link LibraOptions.partialGoals}), refined `"none"` and `"cost"`, the
  *    rest left to the fallback: the swaps that compute can hide, and the
  *    fallback's choices for the last bytes. The best replay of all is kept.
+ * 5d. Where swaps are allowed, a plan whose candidates include the values
+ *    produced in the backward pass, every one swapped: a peak inside the
+ *    backward pass may have no forward value alive to evict (the unrolled
+ *    GAN's), but gradients that wait there for a later use.
  * 6. Keep the best of the plan, the fallback policy alone (an empty plan)
  *    and the fallback alone dropping only, as without host memory (an empty
  *    plan with `fallbackAction: "drop"`), by their replays at the budget: the
@@ -99,6 +103,12 @@ export interface LibraOptions {
    */
   partialGoals?: readonly number[];
   /**
+   * Step 5d: also make a plan whose candidates include values produced in
+   * the backward pass (gradients alive across a peak inside it), every one
+   * swapped. Default true; without swaps none is made.
+   */
+  backwardCandidates?: boolean;
+  /**
    * Replay the fallback policy alone too, with its swaps and dropping only,
    * and keep the better (step 6). Default true.
    */
@@ -156,6 +166,11 @@ export interface LibraPlanStats {
    * to evict (step 5c), because such a plan replayed better.
    */
   readonly partial: number;
+  /**
+   * True when the plan kept is the one that also took values produced in the
+   * backward pass as candidates (step 5d), every one swapped.
+   */
+  readonly backwardCandidates: boolean;
   /**
    * Estimated overhead with prefetching: (compute + recompute of dropped
    * tensors' producers + the part of each swap copy that compute does not hide) / compute.
@@ -268,7 +283,10 @@ export class LibraPlanner implements Planner {
       }
     }
     this.#partialGoals = this.#swap ? [...goals] : [];
+    this.#backwardCandidates = this.#swap && (options.backwardCandidates ?? true);
   }
+
+  readonly #backwardCandidates: boolean;
 
   readonly #partialGoals: readonly number[];
 
@@ -310,6 +328,19 @@ export class LibraPlanner implements Planner {
             partial = f;
           }
         }
+      }
+    }
+    // Step 5d: candidates from the backward pass too (a peak inside it may have no forward
+    // value to evict), every one swapped.
+    let backward = false;
+    if (this.#backwardCandidates) {
+      const attempt = this.#planOnce(a, budgetBytes, ctx, "none", budgetBytes, true);
+      replays += attempt.replays;
+      if (better(attempt.final, best.final)) {
+        best = attempt;
+        refinement = "none";
+        partial = 0;
+        backward = true;
       }
     }
     let { plan, final } = best;
@@ -365,6 +396,7 @@ export class LibraPlanner implements Planner {
       keptFallback,
       refinement: keptFallback ? null : refinement,
       partial: keptFallback ? 0 : partial,
+      backwardCandidates: !keptFallback && backward,
       estimatedOverhead: a.computeNs > 0 ? (a.computeNs + recompute + exposed) / a.computeNs : 1,
     };
     return { ...plan, stats };
@@ -380,6 +412,7 @@ export class LibraPlanner implements Planner {
     ctx: PlannerContext,
     refine: Refinement,
     goal = budgetBytes,
+    backward = false,
   ): Attempt {
     const n = a.calls.length;
     // prefix[k] = compute of calls [0, k)
@@ -432,7 +465,9 @@ export class LibraPlanner implements Planner {
         if (moved) continue;
         const cands: { v: ValueInfo; prev: number; next: number }[] = [];
         for (const v of a.values) {
-          if (!v.addressable || v.producer < 0 || v.backward || v.producer >= p) continue;
+          if (!v.addressable || v.producer < 0 || (v.backward && !backward) || v.producer >= p) {
+            continue;
+          }
           if (v.freeAt <= p || v.bytes === 0) continue;
           const g = gapAround(v, p);
           if (g.prev >= p) continue;

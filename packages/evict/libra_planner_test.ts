@@ -32,7 +32,12 @@ Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recom
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   assert.equal(ctx.baselinePeakBytes, 6 * KiB);
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+  const plan = new LibraPlanner({
+    compareFallback: false,
+    refinements: ["peak"],
+    partialGoals: [],
+    backwardCandidates: false,
+  })
     .plan(
       t,
       5 * KiB,
@@ -54,7 +59,12 @@ Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recom
 Deno.test("LibraPlanner.plan() at 4 KiB keeps the swap whose recomputation would raise the peak", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+  const plan = new LibraPlanner({
+    compareFallback: false,
+    refinements: ["peak"],
+    partialGoals: [],
+    backwardCandidates: false,
+  })
     .plan(
       t,
       4 * KiB,
@@ -87,7 +97,12 @@ Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain'
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   // call 5 reads h2 and g3 and writes g2 while x is pinned: 4 KiB at least.
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+  const plan = new LibraPlanner({
+    compareFallback: false,
+    refinements: ["peak"],
+    partialGoals: [],
+    backwardCandidates: false,
+  })
     .plan(
       t,
       3 * KiB,
@@ -101,7 +116,12 @@ Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain'
 Deno.test("LibraPlanner.plan() without host memory falls back to recomputation", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t); // hostLimitBytes 0: planned swaps cannot happen
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+  const plan = new LibraPlanner({
+    compareFallback: false,
+    refinements: ["peak"],
+    partialGoals: [],
+    backwardCandidates: false,
+  })
     .plan(
       t,
       5 * KiB,
@@ -111,7 +131,12 @@ Deno.test("LibraPlanner.plan() without host memory falls back to recomputation",
   assert.ok(plan.stats.fitsWithoutFallback);
   assert.throws(
     () =>
-      new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] }).plan(
+      new LibraPlanner({
+        compareFallback: false,
+        refinements: ["peak"],
+        partialGoals: [],
+        backwardCandidates: false,
+      }).plan(
         t,
         0,
         ctx,
@@ -126,7 +151,12 @@ Deno.test("LibraPlanner.plan() drops a held value no call reads again, without a
   const t = { events: chainTrace(4).events.filter((e) => e.kind !== "call" || !e.backward) };
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   assert.equal(ctx.baselinePeakBytes, 5 * KiB);
-  const plan = new LibraPlanner({ compareFallback: false, refinements: ["peak"], partialGoals: [] })
+  const plan = new LibraPlanner({
+    compareFallback: false,
+    refinements: ["peak"],
+    partialGoals: [],
+    backwardCandidates: false,
+  })
     .plan(
       t,
       4 * KiB,
@@ -154,6 +184,7 @@ Deno.test("LibraPlanner.plan() prefetches swap-ins so the copy overlaps compute"
       compareFallback: false,
       refinements: ["peak"],
       partialGoals: [],
+      backwardCandidates: false,
     }).plan(t, budget, ctx);
     assert.ok(p.stats.fitsWithoutFallback);
     assert.deepEqual(p.steps.find((s) => s.kind === "evict" && s.tensor === "h5"), {
@@ -197,6 +228,7 @@ Deno.test({
         compareFallback: false,
         refinements: ["peak"],
         partialGoals: [],
+        backwardCandidates: false,
       }).plan(
         t,
         budget,
@@ -288,7 +320,7 @@ Deno.test("LibraPlanner.plan() keeps the fallback policy alone (an empty plan) w
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   // Libra's plan alone (one refinement, no partial plans), so that dtr-eq alone is better
-  const libra = { refinements: ["peak"], partialGoals: [] } as const;
+  const libra = { refinements: ["peak"], partialGoals: [], backwardCandidates: false } as const;
   const own = new LibraPlanner({ ...libra, compareFallback: false }).plan(t, 4 * KiB, ctx);
   const alone = ctx.replay({ planner: "none", budgetBytes: 4 * KiB, steps: [] }, 4 * KiB);
   assert.ok(alone.overhead < own.stats.replayOverhead, "dtr-eq alone is better here");
@@ -423,7 +455,12 @@ Deno.test("LibraPlanner.plan() keeps the plan whose refinement turns only the sw
   const t = b.build();
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   const only = (r: Refinement) =>
-    new LibraPlanner({ compareFallback: false, refinements: [r], partialGoals: [] }).plan(
+    new LibraPlanner({
+      compareFallback: false,
+      refinements: [r],
+      partialGoals: [],
+      backwardCandidates: false,
+    }).plan(
       t,
       5 * KiB,
       ctx,
@@ -437,7 +474,11 @@ Deno.test("LibraPlanner.plan() keeps the plan whose refinement turns only the sw
   // the cheap values (h0, h3, h4) recomputed, the expensive ones (h1, h2) swapped
   assert.deepEqual(evicted(cost), ["h0:drop", "h1:swap", "h2:swap", "h3:drop", "h4:drop"]);
   assert.ok(evicted(none).every((e) => e.endsWith(":swap")));
-  const all = new LibraPlanner({ compareFallback: false, partialGoals: [] }).plan(t, 5 * KiB, ctx);
+  const all = new LibraPlanner({
+    compareFallback: false,
+    partialGoals: [],
+    backwardCandidates: false,
+  }).plan(t, 5 * KiB, ctx);
   assert.equal(all.stats.refinement, "cost");
   assert.deepEqual(all.steps, cost.steps);
   assert.equal(all.stats.replayOverhead, cost.stats.replayOverhead);
@@ -472,7 +513,11 @@ Deno.test("LibraPlanner.plan() keeps a plan that brings the peak only part of th
   const t = b.build();
   const ctx = plannerContext(t, { hostLimitBytes: Infinity, link: "pcie5" });
   const budget = 7 * MiB;
-  const whole = new LibraPlanner({ partialGoals: [] }).plan(t, budget, ctx);
+  const whole = new LibraPlanner({ partialGoals: [], backwardCandidates: false }).plan(
+    t,
+    budget,
+    ctx,
+  );
   const p = new LibraPlanner().plan(t, budget, ctx);
   assert.ok(p.stats.partial > 0 && p.stats.partial < 1, `partial ${p.stats.partial}`);
   assert.equal(p.stats.fitsWithoutFallback, false, "the fallback evicts the rest");
@@ -487,4 +532,35 @@ Deno.test("LibraPlanner.plan() keeps a plan that brings the peak only part of th
     () => new LibraPlanner({ partialGoals: [1] }),
     /partial goal must be in \(0, 1\), got 1/,
   );
+});
+
+Deno.test("LibraPlanner.plan() takes a gradient waiting across a peak inside the backward pass as a candidate", () => {
+  // The peak (x, ga and a 4 KiB gb: 7 KiB with h0 still held) is inside the backward pass, where
+  // no forward value is alive to evict; ga, a gradient read again only by the last call, is.
+  const t = new TraceBuilder()
+    .constant("x", KiB)
+    .call("f", ["x"], "h0", KiB, 1000)
+    .call("f_backward", ["h0"], "ga", KiB, 1000, true)
+    .release("h0")
+    .call("f_backward", ["x"], "gb", 4 * KiB, 1000, true)
+    .call("f_backward", ["gb"], "gc", KiB, 1000, true)
+    .release("gb")
+    .call("f_backward", ["ga", "gc"], "gd", KiB, 1000, true)
+    .release("ga")
+    .release("gc")
+    .build();
+  const ctx = plannerContext(t, { hostLimitBytes: Infinity, link: "pcie5" });
+  assert.equal(ctx.baselinePeakBytes, 7 * KiB);
+  const p = new LibraPlanner().plan(t, 6 * KiB, ctx);
+  assert.equal(p.stats.backwardCandidates, true);
+  assert.deepEqual(p.steps, [
+    { kind: "evict", call: 1, tensor: "ga", action: "swap" },
+    { kind: "restore", call: 4, tensor: "ga" },
+  ]);
+  const forwardOnly = new LibraPlanner({ backwardCandidates: false }).plan(t, 6 * KiB, ctx);
+  assert.deepEqual(forwardOnly.steps, [], "no forward value to plan for: the fallback alone");
+  assert.ok(p.stats.replayOverhead < forwardOnly.stats.replayOverhead);
+  assert.ok(p.stats.replayOverhead < 1.01, "the swap hides behind compute");
+  const r = ctx.replay(p, 6 * KiB);
+  assert.ok(r.feasible && r.peakBytes <= 6 * KiB);
 });
