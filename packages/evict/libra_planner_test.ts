@@ -4,11 +4,22 @@ import { plannerContext, readTrace, replayTrace, simulateTrace } from "@libra/ru
 import { plannerConformance } from "./_conformance.ts";
 import { chainTrace, TraceBuilder } from "./_planner_testing.ts";
 import { ChenSqrtPlanner } from "./chen_sqrt_planner.ts";
-import { LibraPlanner, type Refinement } from "./libra_planner.ts";
+import { type LibraOptions, LibraPlanner, type Refinement } from "./libra_planner.ts";
 import { type Plan, planHostLimit, type PlannerContext, planPolicy } from "./planner.ts";
 import { createPolicy } from "./policies.ts";
 
 const KiB = 1024;
+
+/** Libra's own algorithm: its refinement only, no other plans, no fallback compared. */
+function libraOnly(options: LibraOptions = {}): LibraPlanner {
+  return new LibraPlanner({
+    compareFallback: false,
+    refinements: ["peak"],
+    partialGoals: [],
+    backwardCandidates: false,
+    ...options,
+  });
+}
 
 plannerConformance(
   "libra (chain of 6, host memory)",
@@ -32,17 +43,7 @@ Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recom
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   assert.equal(ctx.baselinePeakBytes, 6 * KiB);
-  const plan = new LibraPlanner({
-    compareFallback: false,
-    refinements: ["peak"],
-    partialGoals: [],
-    backwardCandidates: false,
-  })
-    .plan(
-      t,
-      5 * KiB,
-      ctx,
-    );
+  const plan = libraOnly().plan(t, 5 * KiB, ctx);
   assert.deepEqual(plan.steps, [
     { kind: "evict", call: 1, tensor: "h0", action: "drop" },
     { kind: "restore", call: 7, tensor: "h0" },
@@ -59,17 +60,7 @@ Deno.test("LibraPlanner.plan() at 5 KiB drops h0, the first candidate, and recom
 Deno.test("LibraPlanner.plan() at 4 KiB keeps the swap whose recomputation would raise the peak", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
-  const plan = new LibraPlanner({
-    compareFallback: false,
-    refinements: ["peak"],
-    partialGoals: [],
-    backwardCandidates: false,
-  })
-    .plan(
-      t,
-      4 * KiB,
-      ctx,
-    );
+  const plan = libraOnly().plan(t, 4 * KiB, ctx);
   // h0 and h1 are chosen; recomputing h1 before call 6 would need h0 back
   // too (5 KiB), so h1 stays swapped; h0 alone recomputes within 4 KiB.
   assert.deepEqual(plan.steps, [
@@ -97,17 +88,7 @@ Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain'
   const t = chainTrace(4);
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   // call 5 reads h2 and g3 and writes g2 while x is pinned: 4 KiB at least.
-  const plan = new LibraPlanner({
-    compareFallback: false,
-    refinements: ["peak"],
-    partialGoals: [],
-    backwardCandidates: false,
-  })
-    .plan(
-      t,
-      3 * KiB,
-      ctx,
-    );
+  const plan = libraOnly().plan(t, 3 * KiB, ctx);
   assert.equal(plan.stats.fitsWithoutFallback, false);
   assert.equal(plan.stats.replayFeasible, false);
   assert.ok(plan.stats.planPeakBytes >= 4 * KiB);
@@ -116,31 +97,11 @@ Deno.test("LibraPlanner.plan() says when no plan fits: 3 KiB is below the chain'
 Deno.test("LibraPlanner.plan() without host memory falls back to recomputation", () => {
   const t = chainTrace(4);
   const ctx = plannerContext(t); // hostLimitBytes 0: planned swaps cannot happen
-  const plan = new LibraPlanner({
-    compareFallback: false,
-    refinements: ["peak"],
-    partialGoals: [],
-    backwardCandidates: false,
-  })
-    .plan(
-      t,
-      5 * KiB,
-      ctx,
-    );
+  const plan = libraOnly().plan(t, 5 * KiB, ctx);
   assert.ok(plan.steps.every((s) => s.kind === "restore" || s.action === "drop"));
   assert.ok(plan.stats.fitsWithoutFallback);
   assert.throws(
-    () =>
-      new LibraPlanner({
-        compareFallback: false,
-        refinements: ["peak"],
-        partialGoals: [],
-        backwardCandidates: false,
-      }).plan(
-        t,
-        0,
-        ctx,
-      ),
+    () => libraOnly().plan(t, 0, ctx),
     /budget must be > 0/,
   );
 });
@@ -151,17 +112,7 @@ Deno.test("LibraPlanner.plan() drops a held value no call reads again, without a
   const t = { events: chainTrace(4).events.filter((e) => e.kind !== "call" || !e.backward) };
   const ctx = plannerContext(t, { hostLimitBytes: Infinity });
   assert.equal(ctx.baselinePeakBytes, 5 * KiB);
-  const plan = new LibraPlanner({
-    compareFallback: false,
-    refinements: ["peak"],
-    partialGoals: [],
-    backwardCandidates: false,
-  })
-    .plan(
-      t,
-      4 * KiB,
-      ctx,
-    );
+  const plan = libraOnly().plan(t, 4 * KiB, ctx);
   assert.deepEqual(plan.steps, [{ kind: "evict", call: 1, tensor: "h0", action: "drop" }]);
   assert.equal(plan.stats.unusedDrops, 1);
   assert.equal(plan.stats.recomputes, 0);
@@ -178,14 +129,7 @@ Deno.test("LibraPlanner.plan() prefetches swap-ins so the copy overlaps compute"
   const budget = Math.floor(ctx.baselinePeakBytes * 0.6);
   const swapCost = { swapCost: () => 2500 };
   const restoreOf = (prefetch: boolean) => {
-    const p = new LibraPlanner({
-      swapCost,
-      prefetch,
-      compareFallback: false,
-      refinements: ["peak"],
-      partialGoals: [],
-      backwardCandidates: false,
-    }).plan(t, budget, ctx);
+    const p = libraOnly({ swapCost, prefetch }).plan(t, budget, ctx);
     assert.ok(p.stats.fitsWithoutFallback);
     assert.deepEqual(p.steps.find((s) => s.kind === "evict" && s.tensor === "h5"), {
       kind: "evict",
@@ -223,13 +167,7 @@ Deno.test({
     ];
     for (const [i, ratio] of ratios.entries()) {
       const budget = Math.floor(ratio * ctx.baselinePeakBytes);
-      const lp = new LibraPlanner({
-        swapCost,
-        compareFallback: false,
-        refinements: ["peak"],
-        partialGoals: [],
-        backwardCandidates: false,
-      }).plan(
+      const lp = libraOnly({ swapCost }).plan(
         t,
         budget,
         ctx,
