@@ -81,8 +81,8 @@ export interface LibraOptions {
   /** Issue swap-ins early so copies overlap compute. Default true. */
   prefetch?: boolean;
   /**
-   * Most replays each of the three plans may run (estimate, refinement,
-   * validation), a final one each aside. Default 64.
+   * Most replays each plan may run (estimate, refinement, validation), a
+   * final one each aside. Default 64.
    */
   maxReplays?: number;
   /** Most estimate-refine-validate rounds. Default 6. */
@@ -193,14 +193,38 @@ const PARTIAL_REFINEMENTS = ["none", "cost"] as const;
 /** Step 4's rule for turning a swap into a recomputation (see {@link LibraPlanStats.refinement}). */
 export type Refinement = "peak" | "none" | "cost";
 
+/** What every plan of one trace starts from (step 1), computed once per `plan`. */
+interface StepProfile {
+  /** prefix[k] = compute of calls [0, k). */
+  prefix: Float64Array;
+  /** The call where the budget-free (estimated) memory peaks. */
+  peakCall: number;
+  /** That peak, bytes. */
+  profiledPeak: number;
+}
+
+function stepProfile(a: TraceAnalysis): StepProfile {
+  const n = a.calls.length;
+  const prefix = new Float64Array(n + 1);
+  for (let k = 0; k < n; k++) prefix[k + 1] = prefix[k]! + a.calls[k]!.timeNs;
+  const base = memoryProfile(a);
+  let peakCall = 0;
+  for (let k = 1; k < n; k++) if (base[k]! > base[peakCall]!) peakCall = k;
+  return { prefix, peakCall, profiledPeak: n > 0 ? base[peakCall]! : 0 };
+}
+
 /** One run of steps 3-5 ({@link LibraPlanner}'s `#planOnce`). */
 interface Attempt {
   plan: Plan;
   /** Its replay at the budget. */
   final: PlanReplayResult;
   choices: Map<string, Choice>;
-  /** prefix[k] = compute of calls [0, k). */
-  prefix: Float64Array;
+  /** Its refinement (step 4). */
+  refine: Refinement;
+  /** The fraction of (profiled peak - budget) it leaves for the fallback (step 5c), or 0. */
+  partial: number;
+  /** Its candidates include values made in the backward pass (step 5d). */
+  backward: boolean;
   replays: number;
   rounds: number;
   converted: number;
@@ -209,8 +233,6 @@ interface Attempt {
   swapsTried: number;
   estimatedPeak: number;
   planPeak: number;
-  peakCall: number;
-  profiledPeak: number;
 }
 
 /** True when replay `r` is feasible and `than` is not, or has a higher overhead. */
@@ -298,53 +320,36 @@ export class LibraPlanner implements Planner {
       throw new RangeError(`libra: budget must be > 0 bytes, got ${budgetBytes}`);
     }
     const a = analyzeTrace(trace);
-    // Steps 3-5 with each refinement: Libra's, none, and one that converts only what lowers
-    // the overhead (step 5b).
+    const profile = stepProfile(a);
+    const { prefix, peakCall, profiledPeak } = profile;
+    const gap = profiledPeak - budgetBytes;
+    let replays = 0;
+    let best: Attempt | null = null;
+    // Steps 3-5 with refinement `refine`, leaving `partial` x the gap to the fallback: kept
+    // when it replays better than every plan before it (the first wins ties).
+    const consider = (refine: Refinement, partial = 0, backward = false): Attempt => {
+      const goal = budgetBytes + partial * gap;
+      const t = this.#planOnce(a, profile, budgetBytes, ctx, refine, goal, partial, backward);
+      replays += t.replays;
+      if (best === null || better(t.final, best.final)) best = t;
+      return t;
+    };
+    // Each refinement: Libra's, none, and one that converts only what lowers the overhead
+    // (step 5b); without swaps to refine, every refinement makes the same plan.
     const [first, ...others] = this.#refinements;
-    let best = this.#planOnce(a, budgetBytes, ctx, first!);
-    let replays = best.replays;
-    let refinement: Refinement = first!;
-    let partial = 0;
-    // Without swaps to refine, every refinement makes the same plan.
-    if (best.swapsTried > 0) {
-      for (const other of others) {
-        const attempt = this.#planOnce(a, budgetBytes, ctx, other);
-        replays += attempt.replays;
-        if (better(attempt.final, best.final)) {
-          best = attempt;
-          refinement = other;
-        }
-      }
-      // Step 5c: plans that bring the peak only part of the way down, the rest left to the
-      // fallback, as it would evict there.
-      const gap = best.profiledPeak - budgetBytes;
-      for (const f of gap > 0 ? this.#partialGoals : []) {
-        for (const r of PARTIAL_REFINEMENTS) {
-          const attempt = this.#planOnce(a, budgetBytes, ctx, r, budgetBytes + f * gap);
-          replays += attempt.replays;
-          if (better(attempt.final, best.final)) {
-            best = attempt;
-            refinement = r;
-            partial = f;
-          }
-        }
+    if (consider(first!).swapsTried > 0) {
+      for (const r of others) consider(r);
+      // Step 5c: plans that bring the peak only part of the way down.
+      if (gap > 0) {
+        for (const f of this.#partialGoals) for (const r of PARTIAL_REFINEMENTS) consider(r, f);
       }
     }
     // Step 5d: candidates from the backward pass too (a peak inside it may have no forward
     // value to evict), every one swapped.
-    let backward = false;
-    if (this.#backwardCandidates) {
-      const attempt = this.#planOnce(a, budgetBytes, ctx, "none", budgetBytes, true);
-      replays += attempt.replays;
-      if (better(attempt.final, best.final)) {
-        best = attempt;
-        refinement = "none";
-        partial = 0;
-        backward = true;
-      }
-    }
-    let { plan, final } = best;
-    const { choices, prefix, peakCall, profiledPeak } = best;
+    if (this.#backwardCandidates) consider("none", 0, true);
+    const kept: Attempt = best!;
+    let { plan, final } = kept;
+    const { choices } = kept;
     const n = a.calls.length;
     // Never worse than the fallback policy alone, with its swaps or dropping only (as
     // without host memory): replay both and keep the best of the three.
@@ -381,43 +386,46 @@ export class LibraPlanner implements Planner {
     const stats: LibraPlanStats = {
       peakCall,
       profiledPeakBytes: profiledPeak,
-      candidates: best.considered,
+      candidates: kept.considered,
       swaps: swapsN,
       recomputes: drops,
       unusedDrops: unused,
-      converted: keptFallback ? 0 : best.converted,
+      converted: keptFallback ? 0 : kept.converted,
       replays,
-      rounds: best.rounds,
-      estimatedPeakBytes: best.estimatedPeak,
-      planPeakBytes: best.planPeak,
-      fitsWithoutFallback: best.planPeak <= budgetBytes,
+      rounds: kept.rounds,
+      estimatedPeakBytes: kept.estimatedPeak,
+      planPeakBytes: kept.planPeak,
+      fitsWithoutFallback: kept.planPeak <= budgetBytes,
       replayOverhead: final.overhead,
       replayFeasible: final.feasible,
       keptFallback,
-      refinement: keptFallback ? null : refinement,
-      partial: keptFallback ? 0 : partial,
-      backwardCandidates: !keptFallback && backward,
+      refinement: keptFallback ? null : kept.refine,
+      partial: keptFallback ? 0 : kept.partial,
+      backwardCandidates: !keptFallback && kept.backward,
       estimatedOverhead: a.computeNs > 0 ? (a.computeNs + recompute + exposed) / a.computeNs : 1,
     };
     return { ...plan, stats };
   }
 
   /**
-   * Steps 3-5 on the analysed trace `a`: the plan, its replay at the budget
-   * and what the statistics need, with the refinement (step 4) `refine`.
+   * Steps 3-5 on the analysed trace `a` (step 1: `profile`) with the
+   * refinement (step 4) `refine`, bringing the peak to `goal` (the budget,
+   * or above it by `partial` of the gap), with candidates from the backward
+   * pass too when `backward`: the plan, its replay at the budget and what the
+   * statistics need.
    */
   #planOnce(
     a: TraceAnalysis,
+    profile: StepProfile,
     budgetBytes: number,
     ctx: PlannerContext,
     refine: Refinement,
-    goal = budgetBytes,
-    backward = false,
+    goal: number,
+    partial: number,
+    backward: boolean,
   ): Attempt {
     const n = a.calls.length;
-    // prefix[k] = compute of calls [0, k)
-    const prefix = new Float64Array(n + 1);
-    for (let k = 0; k < n; k++) prefix[k + 1] = prefix[k]! + a.calls[k]!.timeNs;
+    const { prefix, profiledPeak } = profile;
     const choices = new Map<string, Choice>();
     const considered = new Set<number>();
     let replays = 0;
@@ -431,10 +439,6 @@ export class LibraPlanner implements Planner {
       return w;
     };
     const byValue = new Map<number, Choice[]>();
-    const base = memoryProfile(a);
-    let peakCall = 0;
-    for (let k = 1; k < n; k++) if (base[k]! > base[peakCall]!) peakCall = k;
-    const profiledPeak = n > 0 ? base[peakCall]! : 0;
 
     const restoreFor = (c: Choice): number => {
       if (c.next >= n) return n;
@@ -574,7 +578,9 @@ export class LibraPlanner implements Planner {
       plan,
       final,
       choices,
-      prefix,
+      refine,
+      partial,
+      backward,
       replays,
       rounds,
       converted,
@@ -582,8 +588,6 @@ export class LibraPlanner implements Planner {
       swapsTried,
       estimatedPeak,
       planPeak,
-      peakCall,
-      profiledPeak,
     };
   }
 
