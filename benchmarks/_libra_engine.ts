@@ -32,6 +32,7 @@ import {
 import {
   DEFAULT_LINK,
   plannerContext,
+  PUBLISHED_LEAF_RELEASE,
   readTrace,
   type ReplayResult,
   replayTrace,
@@ -142,7 +143,7 @@ function prepareTrace(trace: Trace, analytic: boolean, published: boolean): Prep
   const base = replayTrace(trace, {
     budgetBytes: Infinity,
     ...(analytic ? { costModel: new AnalyticCostModel() } : {}),
-    ...(published ? { leafRelease: "free" as const } : {}),
+    ...(published ? { leafRelease: PUBLISHED_LEAF_RELEASE.baseline } : {}),
   });
   if (!base.feasible) {
     throw new Error(
@@ -326,7 +327,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       const h = trace.handle as TraceHandle;
       const costs = h.analytic ? { costModel: new AnalyticCostModel() } : {};
       // Budgeted replays of an imported log: pinned constants, swaps on the copy stream.
-      const published = h.published ? { leafRelease: "keep-pinned" as const } : {};
+      const published = h.published ? { leafRelease: PUBLISHED_LEAF_RELEASE.budgeted } : {};
       const link = h.published ? { link: DEFAULT_LINK } : {};
       const w = watchdog(s.timeLimitMs);
       try {

@@ -24,7 +24,13 @@ import {
   recomputeLowerBound,
 } from "@libra/evict";
 import type { Trace } from "@libra/lineage/trace";
-import { DEFAULT_LINK, linkBandwidth, plannerContext, replayTrace } from "@libra/runtime";
+import {
+  DEFAULT_LINK,
+  linkBandwidth,
+  plannerContext,
+  PUBLISHED_LEAF_RELEASE,
+  replayTrace,
+} from "@libra/runtime";
 import type { PolicySummaryJson } from "./schema.ts";
 
 /** Memory modes: device memory only, or host memory as a second tier. */
@@ -153,7 +159,7 @@ export function compareTrace(
   const base = replayTrace(trace, {
     hostLimitBytes: host,
     timeline: mode === "device",
-    leafRelease: "free",
+    leafRelease: PUBLISHED_LEAF_RELEASE.baseline,
     ...link,
   });
   const peak = base.stats.peakBytes;
@@ -183,7 +189,7 @@ export function compareTrace(
           budgetBytes: Math.floor(ratio * peak),
           hostLimitBytes: host,
           knownFeasibleBytes: peak,
-          leafRelease: "keep-pinned",
+          leafRelease: PUBLISHED_LEAF_RELEASE.budgeted,
           ...link,
         }),
       )
@@ -196,7 +202,7 @@ export function compareTrace(
   const ctx = plannerContext(trace, {
     hostLimitBytes: host,
     fallback,
-    leafRelease: "keep-pinned",
+    leafRelease: PUBLISHED_LEAF_RELEASE.budgeted,
     ...link,
   });
   const planners = (options.planners ?? COMPARED_PLANNERS).filter((p) =>
@@ -235,7 +241,7 @@ export function compareTrace(
             budgetBytes,
             hostLimitBytes: planHostLimit(plan, host),
             knownFeasibleBytes: peak,
-            leafRelease: "keep-pinned",
+            leafRelease: PUBLISHED_LEAF_RELEASE.budgeted,
             ...link,
           }),
         );

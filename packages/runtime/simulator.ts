@@ -381,6 +381,15 @@ export interface SimulateOptions extends Omit<ReplayOptions, "budgetBytes" | "kn
   engine?: "fast" | "engine";
 }
 
+/**
+ * The published DTR simulator's constant handling (`leafRelease`), as
+ * {@link simulateTrace} replays: its budget-free baseline frees every storage
+ * no handle refers to, constants included; under a budget its constants stay
+ * pinned for good.
+ */
+export const PUBLISHED_LEAF_RELEASE: Readonly<{ baseline: LeafRelease; budgeted: LeafRelease }> =
+  Object.freeze({ baseline: "free", budgeted: "keep-pinned" });
+
 /** True when {@link simulateTrace}'s fast replayer implements `o`. */
 export function fastEligible(
   o: Omit<ReplayOptions, "budgetBytes" | "knownFeasibleBytes">,
@@ -456,7 +465,7 @@ export function simulateTrace(trace: Trace, options: SimulateOptions): Simulatio
   const base = replayTrace(trace, {
     ...rest,
     budgetBytes: Infinity,
-    leafRelease: rest.leafRelease ?? "free",
+    leafRelease: rest.leafRelease ?? PUBLISHED_LEAF_RELEASE.baseline,
   });
   const peak = base.stats.peakBytes;
   const results: SimulationResult[] = [];
@@ -466,7 +475,7 @@ export function simulateTrace(trace: Trace, options: SimulateOptions): Simulatio
       ...rest,
       budgetBytes,
       knownFeasibleBytes: peak,
-      leafRelease: rest.leafRelease ?? "keep-pinned",
+      leafRelease: rest.leafRelease ?? PUBLISHED_LEAF_RELEASE.budgeted,
     });
     const row = simulationRow(ratio, budgetBytes, r);
     results.push(row);

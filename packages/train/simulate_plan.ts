@@ -14,6 +14,7 @@ import { createPlanner, createPolicy, planHostLimit, plannerNeeds, planPolicy } 
 import type { Trace } from "@libra/lineage/trace";
 import {
   plannerContext,
+  PUBLISHED_LEAF_RELEASE,
   replayTrace,
   type SimulateOptions,
   type SimulationReport,
@@ -56,10 +57,10 @@ export function simulatePlanner(
   const base = replayTrace(trace, {
     ...replayOptions,
     budgetBytes: Infinity,
-    leafRelease: rest.leafRelease ?? "free",
+    leafRelease: rest.leafRelease ?? PUBLISHED_LEAF_RELEASE.baseline,
   });
   const peak = base.stats.peakBytes;
-  const leafRelease = rest.leafRelease ?? "keep-pinned";
+  const leafRelease = rest.leafRelease ?? PUBLISHED_LEAF_RELEASE.budgeted;
   const ctx = plannerContext(trace, { ...replayOptions, fallback, leafRelease });
   const results: SimulationResult[] = [];
   for (const ratio of ratios) {
