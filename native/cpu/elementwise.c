@@ -1,6 +1,6 @@
 /*
  * elementwise.c - broadcasting binary ops, where, expand, sum_to, unary ops and
- * their gradients, scalar variants, fills, casts and add_inplace.
+ * their gradients, scalar variants, fills, casts, add_inplace and the fused LSTM cell.
  *
  * Broadcasting kernels collapse the shape first (size-1 dims dropped, adjacent
  * dims merged where every operand is contiguous across them) so the common
@@ -246,7 +246,7 @@ UNARY(gelu_tanh, gelu_tanh_f(x))
 UNARY(gelu_erf, 0.5f * x * (1.0f + erff(x * INV_SQRT2)))
 UNARY(silu, x * sigmoid_f(x))
 UNARY(sigmoid, sigmoid_f(x))
-UNARY(tanh, tanhf(x))
+UNARY(tanh, fast_tanhf(x))
 
 int32_t k_copy(const kcall* c) {
   int64_t n;
@@ -378,5 +378,75 @@ int32_t k_add_inplace(const kcall* c) {
   const float* X = IN_F(1);
   PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) A[i] += X[i];);
+  return LIBRA_OK;
+}
+
+/* ---- fused LSTM cell ---- */
+
+static int32_t read_bh(const kcall* c, int64_t* b, int64_t* h) {
+  return pint(c, 0, 0, "batch", b) || pint(c, 1, 0, "hidden", h) ? LIBRA_ERR_INVALID_ARGUMENT
+                                                                  : LIBRA_OK;
+}
+
+/* One row of k_lstm_cell: gate pre-activations i, f, g, o, the previous c, the next h and c
+ * (separate restrict pointers, so the loop vectorizes). */
+static void lstm_row(int64_t H, const float* restrict gi, const float* restrict gf,
+                     const float* restrict gc, const float* restrict go,
+                     const float* restrict cp, float* restrict hn, float* restrict cn) {
+  for (int64_t j = 0; j < H; j++) {
+    const float i = sigmoid_f(gi[j]), f = sigmoid_f(gf[j]);
+    const float g = fast_tanhf(gc[j]), o = sigmoid_f(go[j]);
+    const float cv = f * cp[j] + i * g;
+    cn[j] = cv;
+    hn[j] = o * fast_tanhf(cv);
+  }
+}
+
+/* Gates i, f, g, o of row r at [r 4H, r 4H + 4H); state rows h then c at [r 2H, r 2H + 2H). */
+int32_t k_lstm_cell(const kcall* c) {
+  int64_t B, H;
+  if (read_bh(c, &B, &H)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float *G = IN_F(0), *S = IN_F(1);
+  float* N = OUT_F(0);
+  PAR_FOR(B * H > PAR_MIN,
+  for (int64_t r = 0; r < B; r++) {
+    const float* g = G + r * 4 * H;
+    float* n = N + r * 2 * H;
+    lstm_row(H, g, g + H, g + 2 * H, g + 3 * H, S + r * 2 * H + H, n, n + H);
+  });
+  return LIBRA_OK;
+}
+
+/* One row of k_lstm_cell_backward (see lstm_row): the gate gradients and the previous c's;
+ * the previous h's is 0 (the cell does not read it). */
+static void lstm_row_backward(int64_t H, const float* restrict g, const float* restrict cp,
+                              const float* restrict cn, const float* restrict dh,
+                              const float* restrict dc, float* restrict gg,
+                              float* restrict gh, float* restrict gcp) {
+  for (int64_t j = 0; j < H; j++) {
+    const float i = sigmoid_f(g[j]), f = sigmoid_f(g[H + j]);
+    const float t = fast_tanhf(g[2 * H + j]), o = sigmoid_f(g[3 * H + j]);
+    const float tc = fast_tanhf(cn[j]);
+    const float d = dc[j] + dh[j] * o * (1.0f - tc * tc);
+    gg[j] = d * t * i * (1.0f - i);
+    gg[H + j] = d * cp[j] * f * (1.0f - f);
+    gg[2 * H + j] = d * i * (1.0f - t * t);
+    gg[3 * H + j] = dh[j] * tc * o * (1.0f - o);
+    gh[j] = 0.0f;
+    gcp[j] = d * f;
+  }
+}
+
+int32_t k_lstm_cell_backward(const kcall* c) {
+  int64_t B, H;
+  if (read_bh(c, &B, &H)) return LIBRA_ERR_INVALID_ARGUMENT;
+  const float *G = IN_F(0), *S = IN_F(1), *N = IN_F(2), *D = IN_F(3);
+  float *GG = OUT_F(0), *GS = OUT_F(1);
+  PAR_FOR(B * H > PAR_MIN,
+  for (int64_t r = 0; r < B; r++) {
+    const int64_t o2 = r * 2 * H;
+    lstm_row_backward(H, G + r * 4 * H, S + o2 + H, N + o2 + H, D + o2, D + o2 + H,
+                      GG + r * 4 * H, GS + o2, GS + o2 + H);
+  });
   return LIBRA_OK;
 }

@@ -1,6 +1,6 @@
 /*
  * elementwise.cu - broadcasting binary ops, where, expand, sum_to, unary ops
- * and their gradients, scalar variants, fills, casts and add_inplace.
+ * and their gradients, scalar variants, fills, casts, add_inplace and the fused LSTM cell.
  *
  * Semantics follow native/cpu/elementwise.c expression for expression (float
  * arithmetic, scalars rounded to float, the same NaN and saturation rules).
@@ -454,6 +454,67 @@ int32_t k_add_inplace(const kcall* c) {
   TRY(read_n(c, &n));
   if (n == 0) return LIBRA_OK;
   add_inplace_k<<<grid_for(n), TPB, 0, c->st>>>(n, (float*)c->in[0], IN_F(1));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+/* ---- fused LSTM cell (native/cpu/elementwise.c k_lstm_cell, one thread an element of [B, H]) ---- */
+
+static int32_t read_bh(const kcall* c, int64_t* b, int64_t* h) {
+  return pint(c, 0, 0, "batch", b) || pint(c, 1, 0, "hidden", h) ? LIBRA_ERR_INVALID_ARGUMENT
+                                                                  : LIBRA_OK;
+}
+
+__global__ void lstm_cell_k(int64_t B, int64_t H, const float* __restrict__ G,
+                            const float* __restrict__ S, float* __restrict__ N) {
+  GRID_LOOP(e, B * H) {
+    const int64_t r = e / H, j = e % H;
+    const float* g = G + r * 4 * H;
+    const float i = sigmoid_f(g[j]), f = sigmoid_f(g[H + j]);
+    const float gg = tanhf(g[2 * H + j]), o = sigmoid_f(g[3 * H + j]);
+    const float cv = f * S[r * 2 * H + H + j] + i * gg;
+    N[r * 2 * H + H + j] = cv;
+    N[r * 2 * H + j] = o * tanhf(cv);
+  }
+}
+
+int32_t k_lstm_cell(const kcall* c) {
+  int64_t B, H;
+  TRY(read_bh(c, &B, &H));
+  if (B * H == 0) return LIBRA_OK;
+  lstm_cell_k<<<grid_for(B * H), TPB, 0, c->st>>>(B, H, IN_F(0), IN_F(1), OUT_F(0));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+__global__ void lstm_cell_backward_k(int64_t B, int64_t H, const float* __restrict__ G,
+                                     const float* __restrict__ S, const float* __restrict__ N,
+                                     const float* __restrict__ D, float* __restrict__ GG,
+                                     float* __restrict__ GS) {
+  GRID_LOOP(e, B * H) {
+    const int64_t r = e / H, j = e % H;
+    const float* g = G + r * 4 * H;
+    const float i = sigmoid_f(g[j]), f = sigmoid_f(g[H + j]);
+    const float t = tanhf(g[2 * H + j]), o = sigmoid_f(g[3 * H + j]);
+    const float tc = tanhf(N[r * 2 * H + H + j]);
+    const float dh = D[r * 2 * H + j];
+    const float d = D[r * 2 * H + H + j] + dh * o * (1.0f - tc * tc);
+    float* gg = GG + r * 4 * H;
+    gg[j] = d * t * i * (1.0f - i);
+    gg[H + j] = d * S[r * 2 * H + H + j] * f * (1.0f - f);
+    gg[2 * H + j] = d * i * (1.0f - t * t);
+    gg[3 * H + j] = dh * tc * o * (1.0f - o);
+    GS[r * 2 * H + j] = 0.0f;
+    GS[r * 2 * H + H + j] = d * f;
+  }
+}
+
+int32_t k_lstm_cell_backward(const kcall* c) {
+  int64_t B, H;
+  TRY(read_bh(c, &B, &H));
+  if (B * H == 0) return LIBRA_OK;
+  lstm_cell_backward_k<<<grid_for(B * H), TPB, 0, c->st>>>(B, H, IN_F(0), IN_F(1), IN_F(2),
+                                                            IN_F(3), OUT_F(0), OUT_F(1));
   LAUNCHED(c);
   return LIBRA_OK;
 }

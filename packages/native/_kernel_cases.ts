@@ -170,6 +170,30 @@ function unaryCases(): KernelCase[] {
     out.push({ kernel: "fill_i32", label, params: [n, -7], tol: EXACT });
     out.push({ kernel: "add_inplace", label, params: [n], tol: TIGHT });
   }
+  // batch x hidden: one element, odd sizes, empty either way, past the parallel threshold
+  const lstm: [string, number, number][] = [
+    ["1x1", 1, 1],
+    ["3x5", 3, 5],
+    ["empty batch", 0, 4],
+    ["empty hidden", 4, 0],
+    ["parallel 130x260", 130, 260],
+  ];
+  for (const [label, b, h] of lstm) {
+    out.push({
+      kernel: "lstm_cell",
+      label,
+      params: [b, h],
+      gens: ["normal", "normal"],
+      tol: LOOSE,
+    });
+    out.push({
+      kernel: "lstm_cell_backward",
+      label,
+      params: [b, h],
+      gens: ["normal", "normal", "normal", "normal"],
+      tol: LOOSE,
+    });
+  }
   return out;
 }
 

@@ -23,6 +23,7 @@ export {
   fromTypedArray,
   globalAvgPool,
   layerNorm,
+  lstmCell,
   mse,
   noGrad,
   normal,

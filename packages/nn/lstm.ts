@@ -1,6 +1,7 @@
 /**
  * `lstm`: an LSTM language model (embedding, stacked LSTM, linear head) whose
- * recurrence is unrolled over the sequence into ordinary tensor ops, so the
+ * recurrence is unrolled over the sequence into tensor ops (per time step the
+ * recurrent matmul, the gate sum and one fused `lstmCell` kernel), so the
  * re-materialization runtime sees (and may evict) every time step.
  *
  * The LSTM follows `torch.nn.LSTM` (batch first): per layer `k` the parameters
@@ -11,7 +12,7 @@
  * @module
  */
 
-import { concat, linear, type Tensor, uniform, zeros } from "./_ops.ts";
+import { concat, linear, lstmCell, type Tensor, uniform, zeros } from "./_ops.ts";
 import { Embedding, type Layer, Linear } from "./layers.ts";
 import { Module } from "./module.ts";
 
@@ -55,18 +56,15 @@ export class LSTM extends Module implements Layer {
       // the input projection of all time steps in one matmul
       const xw = linear(seq, w.ih, w.bih);
       let h = zeros([B, H], { backend: x.backend });
-      let c = zeros([B, H], { backend: x.backend });
+      // each row's h then c: the fused cell reads c and writes both
+      let s = zeros([B, 2 * H], { backend: x.backend });
       const outs: Tensor[] = [];
       for (let t = 0; t < T; t++) {
         const g = xw.narrow(1, t, 1).reshape([B, 4 * H]).add(linear(h, w.hh, w.bhh));
-        // one sigmoid over all four gates (the g slice of it is unused): fewer, larger kernels
-        const sg = g.sigmoid();
-        const i = sg.narrow(1, 0, H);
-        const f = sg.narrow(1, H, H);
-        const gg = g.narrow(1, 2 * H, H).tanh();
-        const o = sg.narrow(1, 3 * H, H);
-        c = f.mul(c).add(i.mul(gg));
-        h = o.mul(c.tanh());
+        // gate activations and the state update in one kernel: with h's slice, two calls a
+        // step where the ops one by one made eleven (sigmoid, tanh, four slices, the products)
+        s = lstmCell(g, s);
+        h = s.narrow(1, 0, H);
         outs.push(h.reshape([B, 1, H]));
       }
       seq = concat(outs, 1);

@@ -56,6 +56,21 @@ const CASES: GradCase[] = [
   { name: "pow 3", inputs: [{ shape: [4] }], build: ([a]) => T.pow(a!, 3) },
   { name: "pow -1.5", inputs: [{ shape: [4], range: pos }], build: ([a]) => T.pow(a!, -1.5) },
   { name: "neg", inputs: [{ shape: [4] }], build: ([a]) => T.neg(a!) },
+  {
+    name: "lstmCell",
+    inputs: [{ shape: [3, 8] }, { shape: [3, 4] }],
+    build: ([g, s]) => T.lstmCell(g!, s!),
+  },
+  {
+    // two steps: the second cell's state is the first's output (its h half gets no gradient
+    // from the cell; the product with h routes one to it)
+    name: "lstmCell chained",
+    inputs: [{ shape: [2, 4] }, { shape: [2, 4] }, { shape: [2, 2] }],
+    build: ([g1, g2, s]) => {
+      const s1 = T.lstmCell(g1!, s!);
+      return T.mul(T.lstmCell(g2!, s1), s1);
+    },
+  },
   { name: "exp", inputs: [{ shape: [4] }], build: ([a]) => T.exp(a!) },
   { name: "log", inputs: [{ shape: [4], range: pos }], build: ([a]) => T.log(a!) },
   { name: "sqrt", inputs: [{ shape: [4], range: pos }], build: ([a]) => T.sqrt(a!) },

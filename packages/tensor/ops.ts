@@ -28,6 +28,7 @@ export {
   gt,
   le,
   log,
+  lstmCell,
   lt,
   mul,
   ne,
@@ -106,6 +107,7 @@ export type OpName =
   | "pow_scalar"
   | "where"
   | "broadcast_to"
+  | "lstm_cell"
   | "clone"
   | "sum"
   | "mean"

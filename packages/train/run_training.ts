@@ -84,7 +84,7 @@ export const DEFAULT_WARMUP_STEPS = 2;
  * thousands of calls, and until then every call costs it several times what it
  * costs later (measured on gpt small: the runtime's time per step fell by a
  * third to a half between the 2nd and the 20th step, 280 calls each; on lstm
- * small, 2,650 calls a step, the budgeted steps measured after 6,000 calls of
+ * small, 2,650 calls a step before its fused cell, the budgeted steps measured after 6,000 calls of
  * warm-up took 1.3x the budget-free ones, after 30,000 1.08x, what the
  * runtime accounts for).
  */

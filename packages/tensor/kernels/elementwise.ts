@@ -68,7 +68,9 @@ export type ElementwiseKernelName =
   | "ge_scalar"
   | "fill"
   | "fill_i32"
-  | "add_inplace";
+  | "add_inplace"
+  | "lstm_cell"
+  | "lstm_cell_backward";
 
 /** The elementwise kernels, by name. */
 export const ELEMENTWISE_KERNELS: Readonly<Record<ElementwiseKernelName, KernelSpec>> = {
@@ -185,5 +187,30 @@ export const ELEMENTWISE_KERNELS: Readonly<Record<ElementwiseKernelName, KernelS
     (p) => ({ inputs: [p[0]!, p[0]!], outputs: [] }),
     (p) => p[0]!,
     { mutates: [0] },
+  ),
+
+  // -- fused LSTM cell (f32): one kernel for a time step's gate activations and state update
+  lstm_cell: simple(
+    ["gates", "state"],
+    ["next"],
+    ["batch", "hidden"],
+    "LSTM cell, gates in PyTorch's order i, f, g, o: gates [batch, 4 hidden] (pre-activations), state and next [batch, 2 hidden], each row h then c. c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(c').",
+    (p) => ({ inputs: [4 * p[0]! * p[1]!, 2 * p[0]! * p[1]!], outputs: [2 * p[0]! * p[1]!] }),
+    (p) => 24 * p[0]! * p[1]!,
+    {},
+    ["batch", "hidden"],
+  ),
+  lstm_cell_backward: simple(
+    ["gates", "state", "next", "gnext"],
+    ["ggates", "gstate"],
+    ["batch", "hidden"],
+    "Gradient of lstm_cell: from gnext (dh, dc rows as next's) gives ggates and gstate (its h half is 0: the cell reads only c). dc' = dc + dh sigmoid(o) (1 - tanh(c')^2); gi = dc' tanh(g) i (1 - i), gf = dc' c f (1 - f), gg = dc' i (1 - tanh(g)^2), go = dh tanh(c') o (1 - o) with i, f, o the sigmoids; gc = dc' f.",
+    (p) => {
+      const n = p[0]! * p[1]!;
+      return { inputs: [4 * n, 2 * n, 2 * n, 2 * n], outputs: [4 * n, 2 * n] };
+    },
+    (p) => 40 * p[0]! * p[1]!,
+    {},
+    ["batch", "hidden"],
   ),
 };

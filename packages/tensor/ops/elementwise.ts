@@ -219,6 +219,36 @@ export const ELEMENTWISE_OPS = {
     },
   },
 
+  lstm_cell: {
+    name: "lstm_cell",
+    forward(gates: Tensor, state: Tensor): Tensor {
+      const be = check("lstmCell", [gates, state]);
+      if (state.ndim !== 2 || state.shape[1]! % 2 !== 0) {
+        throw new RangeError(
+          `lstmCell: state must be [batch, 2 hidden] (h then c), got ${fmt(state.shape)}`,
+        );
+      }
+      const B = state.shape[0]!, H = state.shape[1]! / 2;
+      if (gates.ndim !== 2 || gates.shape[0] !== B || gates.shape[1] !== 4 * H) {
+        throw new RangeError(
+          `lstmCell: gates must be [${B}, ${4 * H}] for state ${fmt(state.shape)}, got ${
+            fmt(gates.shape)
+          }`,
+        );
+      }
+      const y = empty(be, [B, 2 * H], "f32");
+      run("lstm_cell", [gates, state], [y], [B, H]);
+      return record(this, y, [gates, state], [gates, state, y], [B, H]);
+    },
+    backward(gy: Tensor, node: GradNode): (Tensor | null)[] {
+      const [gates, state, next] = node.saved as [Tensor, Tensor, Tensor];
+      const gg = empty(gy.backend, gates.shape, "f32");
+      const gs = empty(gy.backend, state.shape, "f32");
+      run("lstm_cell_backward", [gates, state, next, gy], [gg, gs], node.attrs as number[]);
+      return [gg, gs];
+    },
+  },
+
   clone: {
     name: "clone",
     forward(x: Tensor): Tensor {
@@ -466,6 +496,28 @@ export function sigmoid(x: Tensor): Tensor {
  */
 export function tanh(x: Tensor): Tensor {
   return ELEMENTWISE_OPS.tanh.forward(x);
+}
+/**
+ * One LSTM time step, fused (the gate activations and the state update in one
+ * kernel, as `torch.nn.LSTM` computes them): `gates` `[batch, 4 hidden]` are
+ * the pre-activations in PyTorch's order i, f, g, o (`x W_ih^T + b_ih + h
+ * W_hh^T + b_hh`); `state` `[batch, 2 hidden]` holds each row's `h` then `c`.
+ * Returns the next state in the same layout: `c' = sigmoid(f) c + sigmoid(i)
+ * tanh(g)`, `h' = sigmoid(o) tanh(c')`. The previous `h` is not read (it went
+ * into `gates`), so its gradient from this op is zero.
+ *
+ * @example
+ * ```ts
+ * import { lstmCell, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * // all gates 0: i = f = o = 1/2, g = 0, so c' = c / 2 and h' = tanh(c') / 2
+ * const next = lstmCell(tensor([[0, 0, 0, 0]]), tensor([[5, 2]])).toArray();
+ * if (next[1] !== 1 || Math.abs(next[0]! - Math.tanh(1) / 2) > 1e-6) throw new Error("example: unexpected result");
+ * ```
+ */
+export function lstmCell(gates: Tensor, state: Tensor): Tensor {
+  return ELEMENTWISE_OPS.lstm_cell.forward(gates, state);
 }
 
 export function compare(

@@ -167,6 +167,46 @@ const refAddInplace: RefKernel = (_k, ins, _outs, p) => {
   return;
 };
 
+/** `lstm_cell`: gates i, f, g, o a row of 4H; state and next rows h then c (2H). */
+const refLstmCell: RefKernel = (_k, ins, outs, p) => {
+  const B = p[0]!, H = p[1]!;
+  const g = ins[0]!.f, s = ins[1]!.f, n = outs[0]!.f;
+  for (let r = 0; r < B; r++) {
+    for (let j = 0; j < H; j++) {
+      const gr = r * 4 * H + j, sr = r * 2 * H + j;
+      const i = sigmoid(g[gr]!), f = sigmoid(g[gr + H]!);
+      const gg = Math.tanh(g[gr + 2 * H]!), o = sigmoid(g[gr + 3 * H]!);
+      const c = f * s[sr + H]! + i * gg;
+      n[sr + H] = c;
+      n[sr] = o * Math.tanh(c);
+    }
+  }
+};
+
+/** `lstm_cell_backward`: the chain rule through refLstmCell, term by term. */
+const refLstmCellBackward: RefKernel = (_k, ins, outs, p) => {
+  const B = p[0]!, H = p[1]!;
+  const g = ins[0]!.f, s = ins[1]!.f, n = ins[2]!.f, d = ins[3]!.f;
+  const gg = outs[0]!.f, gs = outs[1]!.f;
+  for (let r = 0; r < B; r++) {
+    for (let j = 0; j < H; j++) {
+      const gr = r * 4 * H + j, sr = r * 2 * H + j;
+      const i = sigmoid(g[gr]!), f = sigmoid(g[gr + H]!);
+      const t = Math.tanh(g[gr + 2 * H]!), o = sigmoid(g[gr + 3 * H]!);
+      const tc = Math.tanh(n[sr + H]!);
+      const dh = d[sr]!;
+      // dc through h' = o tanh(c'), plus the c' gradient from later steps
+      const dc = d[sr + H]! + dh * o * (1 - tc * tc);
+      gg[gr] = dc * t * i * (1 - i);
+      gg[gr + H] = dc * s[sr + H]! * f * (1 - f);
+      gg[gr + 2 * H] = dc * i * (1 - t * t);
+      gg[gr + 3 * H] = dh * tc * o * (1 - o);
+      gs[sr] = 0;
+      gs[sr + H] = dc * f;
+    }
+  }
+};
+
 const BINARY: Record<string, (a: number, b: number) => number> = {
   add: (a, b) => a + b,
   sub: (a, b) => a - b,
@@ -271,4 +311,6 @@ export const REF_ELEMENTWISE: Readonly<Record<ElementwiseKernelName, RefKernel>>
   fill: refFill,
   fill_i32: refFillI32,
   add_inplace: refAddInplace,
+  lstm_cell: refLstmCell,
+  lstm_cell_backward: refLstmCellBackward,
 };
