@@ -1,7 +1,6 @@
 /*
  * layout.c - permute, slice, concat, index_select, embedding and their
- * gradients (slice's also added in place: slice_add). Data is moved as 4-byte
- * words, so these work for f32 and i32 (slice_add: f32).
+ * gradients. Data is moved as 4-byte words, so these work for f32 and i32.
  * Scatter-adds (index_select_backward, embedding_backward) give every output
  * row to one thread, which adds contributions in increasing source order.
  */
@@ -10,10 +9,9 @@
 #include "internal.h"
 #include "libra_layout_params.h"
 
-/* dst[idx . dst_st] = src[idx . src_st] over `shape`, 4-byte elements; with `add`, f32
- * dst[idx . dst_st] += src[idx . src_st] instead (each dst element one add). */
-static void strided_move(int nd, const int64_t* shape_in, const int64_t* dst_in,
-                         const int64_t* src_in, uint32_t* dst, const uint32_t* src, int add) {
+/* dst[idx . dst_st] = src[idx . src_st] over `shape`, 4-byte elements. */
+static void strided_copy(int nd, const int64_t* shape_in, const int64_t* dst_in,
+                         const int64_t* src_in, uint32_t* dst, const uint32_t* src) {
   int64_t shape[MAX_DIMS_C], ds[MAX_DIMS_C], ss[MAX_DIMS_C];
   int64_t n = 1;
   int k = 0;
@@ -33,11 +31,7 @@ static void strided_move(int nd, const int64_t* shape_in, const int64_t* dst_in,
   }
   if (n == 0) return;
   if (k == 0) {
-    if (add) {
-      *(float*)dst += *(const float*)src;
-    } else {
-      dst[0] = src[0];
-    }
+    dst[0] = src[0];
     return;
   }
   const int64_t inner = shape[k - 1], rows = n / inner, di = ds[k - 1], si = ss[k - 1];
@@ -52,21 +46,12 @@ static void strided_move(int nd, const int64_t* shape_in, const int64_t* dst_in,
     }
     uint32_t* dr = dst + od;
     const uint32_t* sr = src + os;
-    if (add) {
-      float* fd = (float*)dr;
-      const float* fs = (const float*)sr;
-      for (int64_t i = 0; i < inner; i++) fd[i * di] += fs[i * si];
-    } else if (di == 1 && si == 1) {
+    if (di == 1 && si == 1) {
       memcpy(dr, sr, (size_t)inner * 4);
     } else {
       for (int64_t i = 0; i < inner; i++) dr[i * di] = sr[i * si];
     }
   });
-}
-
-static void strided_copy(int nd, const int64_t* shape, const int64_t* dst_st,
-                         const int64_t* src_st, uint32_t* dst, const uint32_t* src) {
-  strided_move(nd, shape, dst_st, src_st, dst, src, 0);
 }
 
 int32_t k_permute(const kcall* c) {
@@ -94,16 +79,6 @@ static int32_t slice_like(const kcall* c, int backward) {
 
 int32_t k_slice(const kcall* c) { return slice_like(c, 0); }
 int32_t k_slice_backward(const kcall* c) { return slice_like(c, 1); }
-
-/* acc's window += gy (contiguous), in place. */
-int32_t k_slice_add(const kcall* c) {
-  slice_params q;
-  TRY(slice_parse(c, &q));
-  int64_t yst[MAX_DIMS_C];
-  contiguous_strides(q.nd, q.ys, yst);
-  strided_move(q.nd, q.ys, q.xst, yst, (uint32_t*)c->in[0] + q.off, (const uint32_t*)c->in[1], 1);
-  return LIBRA_OK;
-}
 
 int32_t k_concat(const kcall* c) {
   concat_params q;

@@ -110,30 +110,6 @@ static int32_t slice_like(const kcall* c, int backward) {
 int32_t k_slice(const kcall* c) { return slice_like(c, 0); }
 int32_t k_slice_backward(const kcall* c) { return slice_like(c, 1); }
 
-/* acc[window idx] += gy[idx], one thread an element of gy (each acc element has one writer). */
-__global__ void slice_add_k(slice_params v, int64_t ny, float* __restrict__ acc,
-                            const float* __restrict__ gy) {
-  GRID_LOOP(i, ny) {
-    int64_t r = i, off = v.off;
-    for (int d = v.nd - 1; d >= 0; d--) {
-      off += (r % v.ys[d]) * v.xst[d];
-      r /= v.ys[d];
-    }
-    acc[off] += gy[i];
-  }
-}
-
-int32_t k_slice_add(const kcall* c) {
-  slice_params q;
-  TRY(slice_parse(c, &q));
-  int64_t ny = 1;
-  for (int d = 0; d < q.nd; d++) ny *= q.ys[d];
-  if (ny == 0) return LIBRA_OK;
-  slice_add_k<<<grid_for(ny), TPB, 0, c->st>>>(q, ny, (float*)c->in[0], IN_F(1));
-  LAUNCHED(c);
-  return LIBRA_OK;
-}
-
 /* y[o, before + q] (rows of total*inner words) = x[o, q] (rows of len words). */
 __global__ void concat_part_k(int64_t outer, int64_t len, int64_t row, int64_t before,
                               const uint32_t* __restrict__ x, uint32_t* __restrict__ y) {

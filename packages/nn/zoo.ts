@@ -170,10 +170,9 @@ const LSTM_PRESETS: Readonly<Record<string, Preset<LSTMConfig>>> = {
   },
   small: {
     config: { vocabSize: 256, embedDim: 128, hiddenSize: 128, numLayers: 2 },
-    // Batch 64: a step of 50 ms or more on 2 cores (at 48, 41-45 ms since the fused cell and
-    // the in-place slice gradients; at 16, mostly dispatch).
-    input: { batchSize: 64, seqLen: 32 },
-    description: "2 layers, 128 units, 32 steps, batch 64",
+    // Batch 48: a step of 50 ms or more on 2 cores (at 16, 35-45 ms, mostly dispatch).
+    input: { batchSize: 48, seqLen: 32 },
+    description: "2 layers, 128 units, 32 steps, batch 48",
   },
   paper: {
     config: { vocabSize: 10000, embedDim: 650, hiddenSize: 650, numLayers: 2 },

@@ -8,11 +8,7 @@
  * each rule once with the node's incoming gradient, releases the node's saved
  * tensors right after that call, and frees every intermediate gradient as soon
  * as it has been consumed. Gradients of leaves accumulate into `leaf.grad`
- * (a tensor owned by the leaf: scopes never free it; `leaf.dispose()` does),
- * in place when nothing else refers to it, as PyTorch accumulates. A slice's
- * gradient is added into its input's gradient so far in place too (the
- * rule's `accumulate`), so slicing one tensor per time step costs each step
- * its window, not a gradient of the whole shape.
+ * (a tensor owned by the leaf: scopes never free it; `leaf.dispose()` does).
  *
  * Lifetimes are deterministic: a node holds its saved tensors until it is used
  * by `backward()` or until nothing can reach it any more (its output tensor is
@@ -40,17 +36,6 @@ export interface GradRule {
    * input `i` needs no gradient, and the rule may return null for it.
    */
   backward(gy: Tensor, node: GradNode): readonly (Tensor | null)[];
-  /**
-   * Optional, for ops of one input: adds the input's gradient into `into` in
-   * place, where `into` is that input's gradient so far and nothing else
-   * refers to it. The engine calls it instead of {@link backward} then (which
-   * would return a new gradient for the engine to add). A slice does: its
-   * window goes into the whole's gradient, where `backward` writes a gradient
-   * of the whole shape (zeros outside the window) for one more add of that
-   * shape. Slicing a tensor once per time step made backward quadratic in the
-   * steps that way.
-   */
-  accumulate?(gy: Tensor, node: GradNode, into: Tensor): void;
 }
 
 /** One recorded op application: the lineage of a tensor that requires a gradient. */
@@ -150,10 +135,6 @@ export interface EngineHooks {
   onesLike(t: Tensor): Tensor;
   /** A new handle on `t`'s storage. */
   alias(t: Tensor): Tensor;
-  /** True when `t` is the only handle on its storage (an in-place update changes no other tensor). */
-  exclusive(t: Tensor): boolean;
-  /** `acc += x` in place (f32, same shape). */
-  addInPlace(acc: Tensor, x: Tensor): void;
   /** Replaces a leaf's gradient, disposing the old one. */
   setGrad(leaf: Tensor, g: Tensor | null): void;
   /** Runs `fn` with scope tracking off. */
@@ -227,7 +208,6 @@ export function backward(root: Tensor, grad?: Tensor): void {
             `backward: the graph of ${n.op.name} was already used by an earlier backward(); recompute the forward pass`,
           );
         }
-        if (accumulateInPlace(h, n, gy, pending)) continue;
         let grads: readonly (Tensor | null)[];
         try {
           grads = h.owned(() => n.op.backward(gy, n));
@@ -271,39 +251,6 @@ export function backward(root: Tensor, grad?: Tensor): void {
   );
 }
 
-/**
- * Runs `n`'s {@link GradRule.accumulate} when it has one and its input's
- * gradient so far (a leaf's `grad`, or a node's pending one) is a tensor
- * nothing else refers to; then `gy` and the node's saved tensors are released
- * as after `backward`. False (nothing done) otherwise.
- */
-function accumulateInPlace(
-  h: EngineHooks,
-  n: GradNode,
-  gy: Tensor,
-  pending: Map<GradNode, Tensor>,
-): boolean {
-  const acc = n.op.accumulate;
-  if (acc === undefined || n.inputs.length !== 1) return false;
-  const p = n.inputs[0]!;
-  if (p === null) return false;
-  // a leaf's gradient (from this backward or an earlier one), or the node's so far
-  const into = isTensor(p) ? (p.disposed ? null : p.grad) : pending.get(p);
-  if (into === undefined || into === null || !h.exclusive(into)) return false;
-  try {
-    h.owned(() => {
-      acc.call(n.op, gy, n, into);
-      return [];
-    });
-  } finally {
-    gy.dispose();
-    for (const t of n.saved) t.dispose();
-    n.saved = [];
-    n.released = true;
-  }
-  return true;
-}
-
 function accumulateLeaf(h: EngineHooks, leaf: Tensor, g: Tensor): void {
   if (leaf.disposed) {
     g.dispose();
@@ -311,11 +258,7 @@ function accumulateLeaf(h: EngineHooks, leaf: Tensor, g: Tensor): void {
   }
   const prev = leaf.grad;
   if (prev === null) h.setGrad(leaf, g);
-  else if (h.exclusive(prev)) {
-    // into the gradient the leaf has (PyTorch's accumulation): no new tensor of its shape
-    h.addInPlace(prev, g);
-    g.dispose();
-  } else {
+  else {
     h.setGrad(leaf, h.add(prev, g));
     g.dispose();
   }

@@ -626,9 +626,6 @@ installEngineHooks({
   add: (a, b) => ops.add(a, b),
   onesLike: (t) => full(t.shape, 1, { backend: t.backend }),
   alias: (t) => view(t, t.shape),
-  exclusive: (t) => t.storage.refs === 1,
-  addInPlace: (acc, x) =>
-    acc.backend.run("add_inplace", [acc.storage.buffer, x.storage.buffer], [], [acc.size]),
   setGrad,
   untracked,
   owned,

@@ -38,7 +38,6 @@ export type LayoutKernelName =
   | "permute"
   | "slice"
   | "slice_backward"
-  | "slice_add"
   | "concat"
   | "index_select"
   | "index_select_backward"
@@ -89,19 +88,6 @@ export const LAYOUT_KERNELS: Readonly<Record<LayoutKernelName, KernelSpec>> = {
       return sliceSizes("slice_backward", p, true);
     },
     flops: () => 0,
-  },
-  slice_add: {
-    inputs: ["acc", "gy"],
-    outputs: [],
-    params: "ndim, xShape[ndim], starts[ndim], yShape[ndim]",
-    doc:
-      "acc[idx + starts] += gy[idx], in place (f32): adds a slice's gradient into a gradient of the whole, where slice_backward would write a new one. Same params as slice.",
-    mutates: [0],
-    sizes(p) {
-      const s = sliceSizes("slice_add", p, true);
-      return { inputs: [s.outputs[0]!, s.inputs[0]!], outputs: [] };
-    },
-    flops: (p) => prod(p.slice(1 + 2 * p[0]!)),
   },
   concat: {
     inputs: ["x0", "...xs"],

@@ -74,12 +74,6 @@ export const LAYOUT_OPS = {
       run("slice_backward", [gy], [gx], [xShape.length, ...xShape, ...starts, ...sizes]);
       return [gx];
     },
-    accumulate(gy: Tensor, node: GradNode, into: Tensor): void {
-      const { starts, sizes, xShape } = attrsOf<
-        { starts: number[]; sizes: number[]; xShape: number[] }
-      >(node);
-      run("slice_add", [into, gy], [], [xShape.length, ...xShape, ...starts, ...sizes]);
-    },
   },
 
   concat: {

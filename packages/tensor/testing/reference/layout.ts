@@ -40,14 +40,6 @@ const refSlice: RefKernel = (k, ins, outs, p) => {
     s *= xs[d]!;
   }
   const n = prod(ys);
-  if (k === "slice_add") {
-    const acc = ins[0]!.f, gy = ins[1]!.f;
-    for (let i = 0; i < n; i++) {
-      const at = base + stridedOffset(i, ys, xstr);
-      acc[at] = acc[at]! + gy[i]!;
-    }
-    return;
-  }
   const src = ins[0]!.i, dst = outs[0]!.i;
   if (k === "slice") {
     for (let i = 0; i < n; i++) dst[i] = src[base + stridedOffset(i, ys, xstr)]!;
@@ -141,7 +133,6 @@ export const REF_LAYOUT: Readonly<Record<LayoutKernelName, RefKernel>> = {
   permute: refPermute,
   slice: refSlice,
   slice_backward: refSlice,
-  slice_add: refSlice,
   concat: refConcat,
   index_select: refIndexSelect,
   index_select_backward: refIndexSelect,
