@@ -53,16 +53,20 @@ export class LSTM extends Module implements Layer {
     const H = this.hiddenSize;
     let seq = x;
     for (const w of this.weights) {
-      // the input projection of all time steps in one matmul
-      const xw = linear(seq, w.ih, w.bih);
-      let h = zeros([B, H], { backend: x.backend });
+      // the input projection of all time steps in one matmul, with both biases (added once
+      // here, where a step would add b_hh to its product: one add and its gradient's sum fewer
+      // a step)
+      const xw = linear(seq, w.ih, w.bih.add(w.bhh));
       // each row's h then c: the fused cell reads c and writes both
       let s = zeros([B, 2 * H], { backend: x.backend });
+      // h is 0 before the first step: its product would add nothing (and get no gradient)
+      let h: Tensor | null = null;
       const outs: Tensor[] = [];
       for (let t = 0; t < T; t++) {
-        const g = xw.narrow(1, t, 1).reshape([B, 4 * H]).add(linear(h, w.hh, w.bhh));
-        // gate activations and the state update in one kernel: with h's slice, two calls a
-        // step where the ops one by one made eleven (sigmoid, tanh, four slices, the products)
+        const xt = xw.narrow(1, t, 1).reshape([B, 4 * H]);
+        const g = h === null ? xt : xt.add(linear(h, w.hh, null));
+        // gate activations and the state update in one kernel (eleven calls a step as ops:
+        // sigmoid, tanh, four slices and the products)
         s = lstmCell(g, s);
         h = s.narrow(1, 0, H);
         outs.push(h.reshape([B, 1, H]));
