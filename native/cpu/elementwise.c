@@ -418,35 +418,46 @@ int32_t k_lstm_cell(const kcall* c) {
 }
 
 /* One row of k_lstm_cell_backward (see lstm_row): the gate gradients and the previous c's;
- * the previous h's is 0 (the cell does not read it). */
+ * the previous h's is 0 (the cell does not read it). dh is dh0 plus e1 and e2 where given. */
 static void lstm_row_backward(int64_t H, const float* restrict g, const float* restrict cp,
-                              const float* restrict cn, const float* restrict dh,
+                              const float* restrict cn, const float* restrict dh0,
+                              const float* restrict e1, const float* restrict e2,
                               const float* restrict dc, float* restrict gg,
                               float* restrict gh, float* restrict gcp) {
   for (int64_t j = 0; j < H; j++) {
+    float dh = dh0[j];
+    if (e1) dh += e1[j];
+    if (e2) dh += e2[j];
     const float i = sigmoid_f(g[j]), f = sigmoid_f(g[H + j]);
     const float t = fast_tanhf(g[2 * H + j]), o = sigmoid_f(g[3 * H + j]);
     const float tc = fast_tanhf(cn[j]);
-    const float d = dc[j] + dh[j] * o * (1.0f - tc * tc);
+    const float d = dc[j] + dh * o * (1.0f - tc * tc);
     gg[j] = d * t * i * (1.0f - i);
     gg[H + j] = d * cp[j] * f * (1.0f - f);
     gg[2 * H + j] = d * i * (1.0f - t * t);
-    gg[3 * H + j] = dh[j] * tc * o * (1.0f - o);
+    gg[3 * H + j] = dh * tc * o * (1.0f - o);
     gh[j] = 0.0f;
     gcp[j] = d * f;
   }
 }
 
 int32_t k_lstm_cell_backward(const kcall* c) {
-  int64_t B, H;
-  if (read_bh(c, &B, &H)) return LIBRA_ERR_INVALID_ARGUMENT;
+  int64_t B, H, extra;
+  if (read_bh(c, &B, &H) || pint(c, 2, 0, "extra", &extra)) return LIBRA_ERR_INVALID_ARGUMENT;
+  if (extra > 2) return kfail(c, "extra must be 0, 1 or 2, got %lld", (long long)extra);
+  if (c->n_in != 4 + extra) {
+    return kfail(c, "expected %lld input buffers (extra %lld), got %d", (long long)(4 + extra),
+                 (long long)extra, c->n_in);
+  }
   const float *G = IN_F(0), *S = IN_F(1), *N = IN_F(2), *D = IN_F(3);
+  const float* E1 = extra > 0 ? IN_F(4) : NULL;
+  const float* E2 = extra > 1 ? IN_F(5) : NULL;
   float *GG = OUT_F(0), *GS = OUT_F(1);
   PAR_FOR(B * H > PAR_MIN,
   for (int64_t r = 0; r < B; r++) {
     const int64_t o2 = r * 2 * H;
-    lstm_row_backward(H, G + r * 4 * H, S + o2 + H, N + o2 + H, D + o2, D + o2 + H,
-                      GG + r * 4 * H, GS + o2, GS + o2 + H);
+    lstm_row_backward(H, G + r * 4 * H, S + o2 + H, N + o2 + H, D + o2, E1 ? E1 + r * H : NULL,
+                      E2 ? E2 + r * H : NULL, D + o2 + H, GG + r * 4 * H, GS + o2, GS + o2 + H);
   });
   return LIBRA_OK;
 }

@@ -489,7 +489,8 @@ int32_t k_lstm_cell(const kcall* c) {
 
 __global__ void lstm_cell_backward_k(int64_t B, int64_t H, const float* __restrict__ G,
                                      const float* __restrict__ S, const float* __restrict__ N,
-                                     const float* __restrict__ D, float* __restrict__ GG,
+                                     const float* __restrict__ D, const float* __restrict__ E1,
+                                     const float* __restrict__ E2, float* __restrict__ GG,
                                      float* __restrict__ GS) {
   GRID_LOOP(e, B * H) {
     const int64_t r = e / H, j = e % H;
@@ -497,7 +498,9 @@ __global__ void lstm_cell_backward_k(int64_t B, int64_t H, const float* __restri
     const float i = sigmoid_f(g[j]), f = sigmoid_f(g[H + j]);
     const float t = tanhf(g[2 * H + j]), o = sigmoid_f(g[3 * H + j]);
     const float tc = tanhf(N[r * 2 * H + H + j]);
-    const float dh = D[r * 2 * H + j];
+    float dh = D[r * 2 * H + j];
+    if (E1) dh += E1[e];
+    if (E2) dh += E2[e];
     const float d = D[r * 2 * H + H + j] + dh * o * (1.0f - tc * tc);
     float* gg = GG + r * 4 * H;
     gg[j] = d * t * i * (1.0f - i);
@@ -510,11 +513,18 @@ __global__ void lstm_cell_backward_k(int64_t B, int64_t H, const float* __restri
 }
 
 int32_t k_lstm_cell_backward(const kcall* c) {
-  int64_t B, H;
+  int64_t B, H, extra;
   TRY(read_bh(c, &B, &H));
+  TRY(pint(c, 2, 0, "extra", &extra) ? LIBRA_ERR_INVALID_ARGUMENT : LIBRA_OK);
+  if (extra > 2) return kfail(c, "extra must be 0, 1 or 2, got %lld", (long long)extra);
+  if (c->n_in != 4 + extra) {
+    return kfail(c, "expected %lld input buffers (extra %lld), got %d", (long long)(4 + extra),
+                 (long long)extra, c->n_in);
+  }
   if (B * H == 0) return LIBRA_OK;
-  lstm_cell_backward_k<<<grid_for(B * H), TPB, 0, c->st>>>(B, H, IN_F(0), IN_F(1), IN_F(2),
-                                                            IN_F(3), OUT_F(0), OUT_F(1));
+  lstm_cell_backward_k<<<grid_for(B * H), TPB, 0, c->st>>>(
+      B, H, IN_F(0), IN_F(1), IN_F(2), IN_F(3), extra > 0 ? IN_F(4) : nullptr,
+      extra > 1 ? IN_F(5) : nullptr, OUT_F(0), OUT_F(1));
   LAUNCHED(c);
   return LIBRA_OK;
 }

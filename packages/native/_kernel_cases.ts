@@ -186,13 +186,15 @@ function unaryCases(): KernelCase[] {
       gens: ["normal", "normal"],
       tol: LOOSE,
     });
-    out.push({
-      kernel: "lstm_cell_backward",
-      label,
-      params: [b, h],
-      gens: ["normal", "normal", "normal", "normal"],
-      tol: LOOSE,
-    });
+    for (const extra of [0, 1, 2]) {
+      out.push({
+        kernel: "lstm_cell_backward",
+        label: `${label}, ${extra} extra`,
+        params: [b, h, extra],
+        gens: new Array<Gen>(4 + extra).fill("normal"),
+        tol: LOOSE,
+      });
+    }
   }
   return out;
 }

@@ -62,6 +62,22 @@ const CASES: GradCase[] = [
     build: ([g, s]) => T.lstmCell(g!, s!),
   },
   {
+    name: "lstmLayer (4 steps)",
+    inputs: [{ shape: [2, 4, 8] }, { shape: [8, 2] }],
+    build: ([xw, whh]) => T.lstmLayer(xw!, whh!),
+  },
+  {
+    name: "lstmLayer (1 step: no recurrence)",
+    inputs: [{ shape: [3, 1, 4] }, { shape: [4, 1] }],
+    build: ([xw, whh]) => T.lstmLayer(xw!, whh!),
+  },
+  {
+    // one input through two layers: their gradients add
+    name: "lstmLayer twice on one input",
+    inputs: [{ shape: [2, 3, 4] }, { shape: [4, 1] }],
+    build: ([xw, whh]) => T.mul(T.lstmLayer(xw!, whh!), T.lstmLayer(T.mul(xw!, 0.5), whh!)),
+  },
+  {
     // two steps: the second cell's state is the first's output (its h half gets no gradient
     // from the cell; the product with h routes one to it)
     name: "lstmCell chained",
@@ -340,6 +356,59 @@ Deno.test("backward accumulates into .grad across calls and through shared input
   assert.deepEqual(x.grad!.toArray(), [5, 7, 9]);
   for (const t of [x, y, z]) t.dispose();
   assert.equal(be.memory().usedBytes, 0);
+});
+
+Deno.test("lstmLayer computes what its steps as lstmCell ops compute, values and gradients", () => {
+  const [B, S, H] = [2, 5, 3];
+  const vals = (n: number, seed: number) => T.tensor(randomValues(n, seed, -2, 2));
+  const xw = vals(B * S * 4 * H, 1).reshape([B, S, 4 * H]);
+  const whh = vals(4 * H * H, 2).reshape([4 * H, H]);
+  const w = vals(B * S * H, 3).reshape([B, S, H]); // weights of the loss
+  xw.requiresGrad = true;
+  whh.requiresGrad = true;
+  const layer = T.tidy(() => T.lstmLayer(xw, whh));
+  T.tidy(() => T.mul(layer, w).sum()).backward();
+  const [gx, gw] = [xw.grad!.toArray(), whh.grad!.toArray()];
+  xw.grad = null;
+  whh.grad = null;
+  // the same steps as ops: slice, the recurrent product, the cell, h's slice
+  const steps = T.tidy(() => {
+    let s = T.zeros([B, 2 * H]);
+    const hs: T.Tensor[] = [];
+    for (let t = 0; t < S; t++) {
+      let g = T.narrow(xw, 1, t, 1).reshape([B, 4 * H]);
+      if (t > 0) g = T.add(g, T.matmul(hs[t - 1]!, whh, { transB: true }));
+      s = T.lstmCell(g, s);
+      hs.push(T.narrow(s, 1, 0, H));
+    }
+    return T.concat(hs.map((h) => h.reshape([B, 1, H])), 1);
+  });
+  assertClose(
+    new Float64Array(layer.toArray()),
+    new Float64Array(steps.toArray()),
+    1e-6,
+    1e-6,
+    "h",
+  );
+  T.tidy(() => T.mul(steps, w).sum()).backward();
+  assertClose(new Float64Array(gx), new Float64Array(xw.grad!.toArray()), 1e-5, 1e-5, "xw grad");
+  assertClose(new Float64Array(gw), new Float64Array(whh.grad!.toArray()), 1e-5, 1e-5, "whh grad");
+  for (const t of [xw, whh, w, layer, steps]) t.dispose();
+});
+
+Deno.test("lstmLayer names a bad shape", () => {
+  const xw = T.zeros([2, 3, 8]);
+  assert.throws(
+    () => T.lstmLayer(T.zeros([2, 3, 7]), T.zeros([8, 2])),
+    /xw must be \[batch, steps, 4 hidden\]/,
+  );
+  assert.throws(
+    () => T.lstmLayer(xw, T.zeros([8, 3])),
+    /whh must be \[8, 2\] for xw \[2,3,8\], got \[8,3\]/,
+  );
+  const empty = T.lstmLayer(T.zeros([2, 0, 8]), T.zeros([8, 2]));
+  assert.deepEqual(empty.shape, [2, 0, 2]);
+  for (const t of [xw, empty]) t.dispose();
 });
 
 Deno.test("backward(grad) seeds a non-scalar output; scalar-less backward throws", () => {

@@ -5,7 +5,8 @@
  * `{ name, forward, backward }`, and a recorded graph node points at the entry.
  * Ops live by kernel family in `ops/<family>.ts` (elementwise, reduce, matmul,
  * layout, conv, norm, random, loss_optim), as the kernels do in
- * `kernels/<family>.ts` and `native/cpu/<family>.c`.
+ * `kernels/<family>.ts` and `native/cpu/<family>.c`; `ops/rnn.ts` holds a
+ * whole LSTM layer as one op over kernels of several families.
  *
  * Every op is also exported as a function (`add(a, b)`) and, for the common
  * ones, as a {@link Tensor} method (`a.add(b)`). Binary ops follow numpy
@@ -70,6 +71,7 @@ export {
 export { batchNorm, type BatchNormOptions, layerNorm, rmsNorm } from "./ops/norm.ts";
 export { dropout } from "./ops/random.ts";
 export { crossEntropy, mse } from "./ops/loss_optim.ts";
+export { lstmLayer } from "./ops/rnn.ts";
 import type { GradRule } from "./autograd.ts";
 import { ELEMENTWISE_OPS } from "./ops/elementwise.ts";
 import { REDUCE_OPS } from "./ops/reduce.ts";
@@ -79,6 +81,7 @@ import { CONV_OPS } from "./ops/conv.ts";
 import { NORM_OPS } from "./ops/norm.ts";
 import { RANDOM_OPS } from "./ops/random.ts";
 import { LOSS_OPTIM_OPS } from "./ops/loss_optim.ts";
+import { RNN_OPS } from "./ops/rnn.ts";
 
 /**
  * The name of a differentiable op: a key of {@link OP_TABLE} and the `name` of its
@@ -131,7 +134,8 @@ export type OpName =
   | "rms_norm"
   | "dropout"
   | "cross_entropy"
-  | "mse";
+  | "mse"
+  | "lstm_layer";
 
 /**
  * The op table as data: every differentiable op's gradient rule by name (the
@@ -146,4 +150,5 @@ export const OP_TABLE: Readonly<Record<OpName, GradRule>> = {
   ...NORM_OPS,
   ...RANDOM_OPS,
   ...LOSS_OPTIM_OPS,
+  ...RNN_OPS,
 };

@@ -200,17 +200,23 @@ export const ELEMENTWISE_KERNELS: Readonly<Record<ElementwiseKernelName, KernelS
     {},
     ["batch", "hidden"],
   ),
-  lstm_cell_backward: simple(
-    ["gates", "state", "next", "gnext"],
-    ["ggates", "gstate"],
-    ["batch", "hidden"],
-    "Gradient of lstm_cell: from gnext (dh, dc rows as next's) gives ggates and gstate (its h half is 0: the cell reads only c). dc' = dc + dh sigmoid(o) (1 - tanh(c')^2); gi = dc' tanh(g) i (1 - i), gf = dc' c f (1 - f), gg = dc' i (1 - tanh(g)^2), go = dh tanh(c') o (1 - o) with i, f, o the sigmoids; gc = dc' f.",
-    (p) => {
+  lstm_cell_backward: {
+    inputs: ["gates", "state", "next", "gnext", "...gh"],
+    outputs: ["ggates", "gstate"],
+    params: "batch, hidden, extra",
+    doc:
+      "Gradient of lstm_cell: from gnext (the next state's gradient, rows as next's) plus `extra` (0-2) more gradients of h' [batch, hidden] (the inputs after gnext, added to gnext's h half) gives ggates and gstate (its h half is 0: the cell reads only c). With dh that sum and dc gnext's c half: dc' = dc + dh sigmoid(o) (1 - tanh(c')^2); gi = dc' tanh(g) i (1 - i), gf = dc' c f (1 - f), gg = dc' i (1 - tanh(g)^2), go = dh tanh(c') o (1 - o) with i, f, o the sigmoids; gc = dc' f.",
+    sizes(p) {
+      expectParams("lstm_cell_backward", p, 3, this.params);
+      expectCounts("lstm_cell_backward", p, ["batch", "hidden", "extra"]);
+      if (p[2]! > 2) fail("lstm_cell_backward", `extra must be 0, 1 or 2, got ${p[2]}`);
       const n = p[0]! * p[1]!;
-      return { inputs: [4 * n, 2 * n, 2 * n, 2 * n], outputs: [4 * n, 2 * n] };
+      const extra = new Array<number>(p[2]!).fill(n * F);
+      return {
+        inputs: [4 * n * F, 2 * n * F, 2 * n * F, 2 * n * F, ...extra],
+        outputs: [4 * n * F, 2 * n * F],
+      };
     },
-    (p) => 40 * p[0]! * p[1]!,
-    {},
-    ["batch", "hidden"],
-  ),
+    flops: (p) => (40 + p[2]!) * p[0]! * p[1]!,
+  },
 };

@@ -244,7 +244,8 @@ export const ELEMENTWISE_OPS = {
       const [gates, state, next] = node.saved as [Tensor, Tensor, Tensor];
       const gg = empty(gy.backend, gates.shape, "f32");
       const gs = empty(gy.backend, state.shape, "f32");
-      run("lstm_cell_backward", [gates, state, next, gy], [gg, gs], node.attrs as number[]);
+      const [B, H] = node.attrs as [number, number];
+      run("lstm_cell_backward", [gates, state, next, gy], [gg, gs], [B, H, 0]);
       return [gg, gs];
     },
   },

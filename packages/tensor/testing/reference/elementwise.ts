@@ -187,6 +187,7 @@ const refLstmCell: RefKernel = (_k, ins, outs, p) => {
 const refLstmCellBackward: RefKernel = (_k, ins, outs, p) => {
   const B = p[0]!, H = p[1]!;
   const g = ins[0]!.f, s = ins[1]!.f, n = ins[2]!.f, d = ins[3]!.f;
+  const extra = ins.slice(4).map((b) => b.f);
   const gg = outs[0]!.f, gs = outs[1]!.f;
   for (let r = 0; r < B; r++) {
     for (let j = 0; j < H; j++) {
@@ -194,7 +195,8 @@ const refLstmCellBackward: RefKernel = (_k, ins, outs, p) => {
       const i = sigmoid(g[gr]!), f = sigmoid(g[gr + H]!);
       const t = Math.tanh(g[gr + 2 * H]!), o = sigmoid(g[gr + 3 * H]!);
       const tc = Math.tanh(n[sr + H]!);
-      const dh = d[sr]!;
+      let dh = d[sr]!;
+      for (const e of extra) dh += e[r * H + j]!;
       // dc through h' = o tanh(c'), plus the c' gradient from later steps
       const dc = d[sr + H]! + dh * o * (1 - tc * tc);
       gg[gr] = dc * t * i * (1 - i);
