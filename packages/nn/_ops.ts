@@ -23,7 +23,7 @@ export {
   fromTypedArray,
   globalAvgPool,
   layerNorm,
-  lstmCell,
+  lstmLayer,
   mse,
   noGrad,
   normal,

@@ -1,8 +1,9 @@
 /**
  * `lstm`: an LSTM language model (embedding, stacked LSTM, linear head) whose
- * recurrence is unrolled over the sequence into tensor ops (per time step the
- * recurrent matmul, the gate sum and one fused `lstmCell` kernel), so the
- * re-materialization runtime sees (and may evict) every time step.
+ * recurrence is unrolled over the sequence (`lstmLayer`: per time step the
+ * recurrent matmul, the gate sum and one fused cell kernel, each its own
+ * kernel call), so the re-materialization runtime sees (and may evict) every
+ * time step.
  *
  * The LSTM follows `torch.nn.LSTM` (batch first): per layer `k` the parameters
  * `weight_ih_l{k}` `[4H, in]`, `weight_hh_l{k}` `[4H, H]`, `bias_ih_l{k}`,
@@ -12,7 +13,7 @@
  * @module
  */
 
-import { concat, linear, lstmCell, type Tensor, uniform, zeros } from "./_ops.ts";
+import { linear, lstmLayer, type Tensor, uniform } from "./_ops.ts";
 import { Embedding, type Layer, Linear } from "./layers.ts";
 import { Module } from "./module.ts";
 
@@ -49,29 +50,14 @@ export class LSTM extends Module implements Layer {
   }
   /** Hidden states `[batch, seq, hidden]` of the last layer for `x` `[batch, seq, input]`. */
   forward(x: Tensor): Tensor {
-    const [B, T] = x.shape as [number, number, number];
-    const H = this.hiddenSize;
     let seq = x;
     for (const w of this.weights) {
       // the input projection of all time steps in one matmul, with both biases (added once
-      // here, where a step would add b_hh to its product: one add and its gradient's sum fewer
-      // a step)
+      // here rather than to each step's product), then the recurrence as one op: per step the
+      // product h W_hh^T, the gate sum and one fused cell kernel, and in its backward one
+      // gradient concatenation and one W_hh matmul over all steps
       const xw = linear(seq, w.ih, w.bih.add(w.bhh));
-      // each row's h then c: the fused cell reads c and writes both
-      let s = zeros([B, 2 * H], { backend: x.backend });
-      // h is 0 before the first step: its product would add nothing (and get no gradient)
-      let h: Tensor | null = null;
-      const outs: Tensor[] = [];
-      for (let t = 0; t < T; t++) {
-        const xt = xw.narrow(1, t, 1).reshape([B, 4 * H]);
-        const g = h === null ? xt : xt.add(linear(h, w.hh, null));
-        // gate activations and the state update in one kernel (eleven calls a step as ops:
-        // sigmoid, tanh, four slices and the products)
-        s = lstmCell(g, s);
-        h = s.narrow(1, 0, H);
-        outs.push(h.reshape([B, 1, H]));
-      }
-      seq = concat(outs, 1);
+      seq = lstmLayer(xw, w.hh);
     }
     return seq;
   }
