@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { KERNEL_FAMILIES, KERNEL_NAMES, type KernelFamily } from "./kernels.ts";
+import { checkKernelCall, KERNEL_FAMILIES, KERNEL_NAMES, type KernelFamily } from "./kernels.ts";
 
 const FAMILIES = Object.keys(KERNEL_FAMILIES) as KernelFamily[];
 
@@ -42,4 +42,29 @@ Deno.test("the reference backend implements each family in its own module", asyn
     const table = mod[`REF_${f.toUpperCase()}`] as Record<string, unknown>;
     assert.deepEqual(Object.keys(table), [...KERNEL_FAMILIES[f]], `reference family ${f}`);
   }
+});
+
+Deno.test("lstm_cell_backward: its extra h gradients set its input count, and a bad count is named", () => {
+  const [B, H] = [2, 3], n = B * H * 4;
+  const ins = [4 * n, 2 * n, 2 * n, 2 * n];
+  const outs = [4 * n, 2 * n];
+  for (const extra of [0, 1, 2]) {
+    const more = new Array<number>(extra).fill(n);
+    assert.deepEqual(
+      checkKernelCall("lstm_cell_backward", [...ins, ...more], outs, [B, H, extra]).inputs,
+      [...ins, ...more],
+    );
+  }
+  assert.throws(
+    () => checkKernelCall("lstm_cell_backward", ins, outs, [B, H, 3]),
+    /extra must be 0, 1 or 2, got 3/,
+  );
+  assert.throws(
+    () => checkKernelCall("lstm_cell_backward", ins, outs, [B, H, 1]),
+    /lstm_cell_backward/,
+  );
+  assert.throws(
+    () => checkKernelCall("lstm_cell_backward", ins, outs, [B, H]),
+    /batch, hidden, extra/,
+  );
 });
