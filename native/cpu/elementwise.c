@@ -461,3 +461,37 @@ int32_t k_lstm_cell_backward(const kcall* c) {
   });
   return LIBRA_OK;
 }
+
+/* One step of an LSTM layer: row r's gates are xw[r, t, :] (+ hw[r, :]), written out, then
+ * lstm_row on them; h is next's h half again, contiguous. */
+int32_t k_lstm_step(const kcall* c) {
+  int64_t B, T, H, t, rec;
+  if (pint(c, 0, 0, "batch", &B) || pint(c, 1, 0, "steps", &T) || pint(c, 2, 0, "hidden", &H) ||
+      pint(c, 3, 0, "t", &t) || pint(c, 4, 0, "recurrent", &rec)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  if (t >= T) return kfail(c, "t = %lld must be below steps = %lld", (long long)t, (long long)T);
+  if (rec > 1) return kfail(c, "recurrent must be 0 or 1, got %lld", (long long)rec);
+  if (c->n_in != 2 + rec) {
+    return kfail(c, "expected %lld input buffers (recurrent %lld), got %d", (long long)(2 + rec),
+                 (long long)rec, c->n_in);
+  }
+  const float *XW = IN_F(0), *S = IN_F(1), *HW = rec ? IN_F(2) : NULL;
+  float *N = OUT_F(0), *HO = OUT_F(1), *G = OUT_F(2);
+  const int64_t G4 = 4 * H;
+  PAR_FOR(B * H > PAR_MIN,
+  for (int64_t r = 0; r < B; r++) {
+    const float* x = XW + (r * T + t) * G4;
+    float* g = G + r * G4;
+    if (HW) {
+      const float* hw = HW + r * G4;
+      for (int64_t j = 0; j < G4; j++) g[j] = x[j] + hw[j];
+    } else if (G4 > 0) {
+      memcpy(g, x, (size_t)G4 * 4);
+    }
+    float* n = N + r * 2 * H;
+    lstm_row(H, g, g + H, g + 2 * H, g + 3 * H, S + r * 2 * H + H, n, n + H);
+    if (H > 0) memcpy(HO + r * H, n, (size_t)H * 4);
+  });
+  return LIBRA_OK;
+}

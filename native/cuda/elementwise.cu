@@ -528,3 +528,49 @@ int32_t k_lstm_cell_backward(const kcall* c) {
   LAUNCHED(c);
   return LIBRA_OK;
 }
+
+/* One step of an LSTM layer (native/cpu/elementwise.c k_lstm_step), one thread an element of
+ * [B, H]: its four gates from xw[r, t, :] (+ hw), written out, then the cell. */
+__global__ void lstm_step_k(int64_t B, int64_t T, int64_t H, int64_t t,
+                            const float* __restrict__ XW, const float* __restrict__ S,
+                            const float* __restrict__ HW, float* __restrict__ N,
+                            float* __restrict__ HO, float* __restrict__ G) {
+  GRID_LOOP(e, B * H) {
+    const int64_t r = e / H, j = e % H;
+    const float* x = XW + (r * T + t) * 4 * H;
+    float* g = G + r * 4 * H;
+    float v[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      v[k] = HW ? x[k * H + j] + HW[r * 4 * H + k * H + j] : x[k * H + j];
+      g[k * H + j] = v[k];
+    }
+    const float i = sigmoid_f(v[0]), f = sigmoid_f(v[1]);
+    const float gg = tanhf(v[2]), o = sigmoid_f(v[3]);
+    const float cv = f * S[r * 2 * H + H + j] + i * gg;
+    const float hv = o * tanhf(cv);
+    N[r * 2 * H + H + j] = cv;
+    N[r * 2 * H + j] = hv;
+    HO[e] = hv;
+  }
+}
+
+int32_t k_lstm_step(const kcall* c) {
+  int64_t B, T, H, t, rec;
+  if (pint(c, 0, 0, "batch", &B) || pint(c, 1, 0, "steps", &T) || pint(c, 2, 0, "hidden", &H) ||
+      pint(c, 3, 0, "t", &t) || pint(c, 4, 0, "recurrent", &rec)) {
+    return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  if (t >= T) return kfail(c, "t = %lld must be below steps = %lld", (long long)t, (long long)T);
+  if (rec > 1) return kfail(c, "recurrent must be 0 or 1, got %lld", (long long)rec);
+  if (c->n_in != 2 + rec) {
+    return kfail(c, "expected %lld input buffers (recurrent %lld), got %d", (long long)(2 + rec),
+                 (long long)rec, c->n_in);
+  }
+  if (B * H == 0) return LIBRA_OK;
+  lstm_step_k<<<grid_for(B * H), TPB, 0, c->st>>>(B, T, H, t, IN_F(0), IN_F(1),
+                                                  rec ? IN_F(2) : nullptr, OUT_F(0), OUT_F(1),
+                                                  OUT_F(2));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}

@@ -186,6 +186,15 @@ function unaryCases(): KernelCase[] {
       gens: ["normal", "normal"],
       tol: LOOSE,
     });
+    for (const rec of [0, 1]) {
+      out.push({
+        kernel: "lstm_step",
+        label: `${label}, recurrent ${rec}`,
+        params: [b, 3, h, 1, rec],
+        gens: new Array<Gen>(2 + rec).fill("normal"),
+        tol: LOOSE,
+      });
+    }
     for (const extra of [0, 1, 2]) {
       out.push({
         kernel: "lstm_cell_backward",

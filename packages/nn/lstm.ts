@@ -1,7 +1,7 @@
 /**
  * `lstm`: an LSTM language model (embedding, stacked LSTM, linear head) whose
  * recurrence is unrolled over the sequence (`lstmLayer`: per time step the
- * recurrent matmul, the gate sum and one fused cell kernel, each its own
+ * recurrent matmul and one kernel for the gate sum and the cell, each its own
  * kernel call), so the re-materialization runtime sees (and may evict) every
  * time step.
  *
@@ -54,8 +54,8 @@ export class LSTM extends Module implements Layer {
     for (const w of this.weights) {
       // the input projection of all time steps in one matmul, with both biases (added once
       // here rather than to each step's product), then the recurrence as one op: per step the
-      // product h W_hh^T, the gate sum and one fused cell kernel, and in its backward one
-      // gradient concatenation and one W_hh matmul over all steps
+      // product h W_hh^T and one kernel (gate sum and cell), and in its backward one gradient
+      // concatenation and one W_hh matmul over all steps
       const xw = linear(seq, w.ih, w.bih.add(w.bhh));
       seq = lstmLayer(xw, w.hh);
     }

@@ -94,7 +94,7 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
 const SIG_STRIDE = 16;
 /**
  * Calls per step with a signature in `Runtime.#sigs` (2 MB at most, for a
- * program that never ends a step; lstm small makes 553 calls a step).
+ * program that never ends a step; lstm small makes 363 calls a step).
  */
 const SIG_CALLS = 1 << 14;
 

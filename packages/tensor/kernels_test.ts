@@ -68,3 +68,25 @@ Deno.test("lstm_cell_backward: its extra h gradients set its input count, and a 
     /batch, hidden, extra/,
   );
 });
+
+Deno.test("lstm_step: recurrent sets its input count; a step past the sequence is named", () => {
+  const [B, S, H] = [2, 4, 3], n = B * H * 4;
+  const outs = [2 * n, n, 4 * n];
+  for (const rec of [0, 1]) {
+    const ins = rec ? [4 * S * n, 2 * n, 4 * n] : [4 * S * n, 2 * n];
+    assert.deepEqual(checkKernelCall("lstm_step", ins, outs, [B, S, H, S - 1, rec]).inputs, ins);
+  }
+  const ins = [4 * S * n, 2 * n];
+  assert.throws(
+    () => checkKernelCall("lstm_step", ins, outs, [B, S, H, S, 0]),
+    /t = 4 must be below steps = 4/,
+  );
+  assert.throws(
+    () => checkKernelCall("lstm_step", ins, outs, [B, S, H, 0, 2]),
+    /recurrent must be 0 or 1, got 2/,
+  );
+  assert.throws(
+    () => checkKernelCall("lstm_step", ins, outs, [B, S, H, 0, 1]),
+    /expected 3 input buffers \(xw, state, ...hw\), got 2/,
+  );
+});

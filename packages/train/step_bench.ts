@@ -29,8 +29,8 @@ try {
 }
 
 // Warm-up steps: about `DEFAULT_WARMUP_CALLS` (30,000) runtime calls, after which the JavaScript
-// engine runs the runtime's hot paths optimized (gpt small makes 280 calls a step, lstm 553).
-const WARMUP: Record<string, number> = { gpt: 120, lstm: 55 };
+// engine runs the runtime's hot paths optimized (gpt small makes 280 calls a step, lstm 363).
+const WARMUP: Record<string, number> = { gpt: 120, lstm: 80 };
 
 for (const name of ["gpt", "lstm"] as ModelName[]) {
   const group = `${name}-js`;

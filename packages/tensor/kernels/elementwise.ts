@@ -70,7 +70,8 @@ export type ElementwiseKernelName =
   | "fill_i32"
   | "add_inplace"
   | "lstm_cell"
-  | "lstm_cell_backward";
+  | "lstm_cell_backward"
+  | "lstm_step";
 
 /** The elementwise kernels, by name. */
 export const ELEMENTWISE_KERNELS: Readonly<Record<ElementwiseKernelName, KernelSpec>> = {
@@ -218,5 +219,25 @@ export const ELEMENTWISE_KERNELS: Readonly<Record<ElementwiseKernelName, KernelS
       };
     },
     flops: (p) => (40 + p[2]!) * p[0]! * p[1]!,
+  },
+  lstm_step: {
+    inputs: ["xw", "state", "...hw"],
+    outputs: ["next", "h", "gates"],
+    params: "batch, steps, hidden, t, recurrent",
+    doc:
+      "One step of an LSTM layer: gates = xw[:, t, :] (xw [batch, steps, 4 hidden], the input projections) plus, when recurrent is 1, the input after state, hw [batch, 4 hidden] (h W_hh^T); then lstm_cell of gates and state. Writes next [batch, 2 hidden] (rows h then c), h [batch, hidden] (next's h half) and gates [batch, 4 hidden] (the pre-activations, for lstm_cell_backward).",
+    sizes(p) {
+      expectParams("lstm_step", p, 5, this.params);
+      expectCounts("lstm_step", p, ["batch", "steps", "hidden", "t", "recurrent"]);
+      const [B, T, H, t, rec] = p as [number, number, number, number, number];
+      if (t >= T) fail("lstm_step", `t = ${t} must be below steps = ${T}`);
+      if (rec > 1) fail("lstm_step", `recurrent must be 0 or 1, got ${rec}`);
+      const n = B * H * F;
+      return {
+        inputs: rec ? [4 * T * n, 2 * n, 4 * n] : [4 * T * n, 2 * n],
+        outputs: [2 * n, n, 4 * n],
+      };
+    },
+    flops: (p) => (24 + 4 * p[4]!) * p[0]! * p[2]!,
   },
 };

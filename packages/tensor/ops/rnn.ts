@@ -1,6 +1,6 @@
 /**
  * Recurrent ops: a whole LSTM layer over a sequence as one recorded op, whose
- * forward and backward run each time step's kernels (matmul, `lstm_cell`,
+ * forward and backward run each time step's kernels (matmul, `lstm_step`,
  * `lstm_cell_backward`) in a loop. One op for the layer, rather than the
  * steps as ops, lets the backward collect the input projection's gradient in
  * one concatenation and the recurrent weight's in one matmul over all steps,
@@ -72,23 +72,21 @@ export const RNN_OPS = {
       const hs: Tensor[] = [];
       try {
         for (let t = 0; t < T; t++) {
-          let g = stepOf(xw, t);
-          if (t > 0) {
-            // the step's gates: its input projection plus h W_hh^T (h = 0 before the first)
-            const hw = mm("lstmLayer", hs[t - 1]!, whh, false, true);
-            const sum = empty(be, [B, G], "f32");
-            run("add", [g, hw], [sum], [1, B * G, 1, 1]);
-            g.dispose();
-            hw.dispose();
-            g = sum;
-          }
-          gates.push(g);
+          // one kernel a step after h W_hh^T (h = 0 before the first): the gates from xw's
+          // step t plus that product, the cell, and h apart for the next product
+          const hw = t > 0 ? mm("lstmLayer", hs[t - 1]!, whh, false, true) : null;
+          const g = empty(be, [B, G], "f32");
           const s = empty(be, [B, 2 * H], "f32");
-          run("lstm_cell", [g, states[t]!], [s], [B, H]);
-          states.push(s);
           const h = empty(be, [B, H], "f32");
-          run("slice", [s], [h], [2, B, 2 * H, 0, 0, B, H]);
+          gates.push(g);
+          states.push(s);
           hs.push(h);
+          try {
+            const ins = hw === null ? [xw, states[t]!] : [xw, states[t]!, hw];
+            run("lstm_step", ins, [s, h, g], [B, T, H, t, hw === null ? 0 : 1]);
+          } finally {
+            hw?.dispose();
+          }
         }
         const y = stackSteps(hs, B, H);
         return record(this, y, [xw, whh], [whh, ...gates, ...states, y], attrs);

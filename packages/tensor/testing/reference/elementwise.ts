@@ -209,6 +209,28 @@ const refLstmCellBackward: RefKernel = (_k, ins, outs, p) => {
   }
 };
 
+/** `lstm_step`: gates from xw's step t (+ hw), then refLstmCell's arithmetic. */
+const refLstmStep: RefKernel = (_k, ins, outs, p) => {
+  const [B, T, H, t, rec] = p as [number, number, number, number, number];
+  const xw = ins[0]!.f, s = ins[1]!.f, hw = rec ? ins[2]!.f : null;
+  const n = outs[0]!.f, ho = outs[1]!.f, g = outs[2]!.f;
+  for (let r = 0; r < B; r++) {
+    for (let k = 0; k < 4 * H; k++) {
+      const x = xw[(r * T + t) * 4 * H + k]!;
+      g[r * 4 * H + k] = hw === null ? x : x + hw[r * 4 * H + k]!;
+    }
+    for (let j = 0; j < H; j++) {
+      const gr = r * 4 * H + j, sr = r * 2 * H + j;
+      const i = sigmoid(g[gr]!), f = sigmoid(g[gr + H]!);
+      const gg = Math.tanh(g[gr + 2 * H]!), o = sigmoid(g[gr + 3 * H]!);
+      const c = f * s[sr + H]! + i * gg;
+      n[sr + H] = c;
+      n[sr] = o * Math.tanh(c);
+      ho[r * H + j] = n[sr]!;
+    }
+  }
+};
+
 const BINARY: Record<string, (a: number, b: number) => number> = {
   add: (a, b) => a + b,
   sub: (a, b) => a - b,
@@ -315,4 +337,5 @@ export const REF_ELEMENTWISE: Readonly<Record<ElementwiseKernelName, RefKernel>>
   add_inplace: refAddInplace,
   lstm_cell: refLstmCell,
   lstm_cell_backward: refLstmCellBackward,
+  lstm_step: refLstmStep,
 };
