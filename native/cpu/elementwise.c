@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "libra_broadcast_params.h"
+#include "libra_kernel_params.h"
 
 /* ---- broadcast views ---- */
 
@@ -383,11 +384,6 @@ int32_t k_add_inplace(const kcall* c) {
 
 /* ---- fused LSTM cell ---- */
 
-static int32_t read_bh(const kcall* c, int64_t* b, int64_t* h) {
-  return pint(c, 0, 0, "batch", b) || pint(c, 1, 0, "hidden", h) ? LIBRA_ERR_INVALID_ARGUMENT
-                                                                  : LIBRA_OK;
-}
-
 /* One row of k_lstm_cell: gate pre-activations i, f, g, o, the previous c, the next h and c
  * (separate restrict pointers, so the loop vectorizes). */
 static void lstm_row(int64_t H, const float* restrict gi, const float* restrict gf,
@@ -442,13 +438,8 @@ static void lstm_row_backward(int64_t H, const float* restrict g, const float* r
 }
 
 int32_t k_lstm_cell_backward(const kcall* c) {
-  int64_t B, H, extra;
-  if (read_bh(c, &B, &H) || pint(c, 2, 0, "extra", &extra)) return LIBRA_ERR_INVALID_ARGUMENT;
-  if (extra > 2) return kfail(c, "extra must be 0, 1 or 2, got %lld", (long long)extra);
-  if (c->n_in != 4 + extra) {
-    return kfail(c, "expected %lld input buffers (extra %lld), got %d", (long long)(4 + extra),
-                 (long long)extra, c->n_in);
-  }
+  int64_t B = 0, H = 0, extra = 0;
+  TRY(lstm_backward_parse(c, &B, &H, &extra));
   const float *G = IN_F(0), *S = IN_F(1), *N = IN_F(2), *D = IN_F(3);
   const float* E1 = extra > 0 ? IN_F(4) : NULL;
   const float* E2 = extra > 1 ? IN_F(5) : NULL;
@@ -465,17 +456,9 @@ int32_t k_lstm_cell_backward(const kcall* c) {
 /* One step of an LSTM layer: row r's gates are xw[r, t, :] (+ hw[r, :]), written out, then
  * lstm_row on them; h is next's h half again, contiguous. */
 int32_t k_lstm_step(const kcall* c) {
-  int64_t B, T, H, t, rec;
-  if (pint(c, 0, 0, "batch", &B) || pint(c, 1, 0, "steps", &T) || pint(c, 2, 0, "hidden", &H) ||
-      pint(c, 3, 0, "t", &t) || pint(c, 4, 0, "recurrent", &rec)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  if (t >= T) return kfail(c, "t = %lld must be below steps = %lld", (long long)t, (long long)T);
-  if (rec > 1) return kfail(c, "recurrent must be 0 or 1, got %lld", (long long)rec);
-  if (c->n_in != 2 + rec) {
-    return kfail(c, "expected %lld input buffers (recurrent %lld), got %d", (long long)(2 + rec),
-                 (long long)rec, c->n_in);
-  }
+  lstm_step_params q = {0, 0, 0, 0, 0};
+  TRY(lstm_step_parse(c, &q));
+  const int64_t B = q.B, T = q.T, H = q.H, t = q.t, rec = q.rec;
   const float *XW = IN_F(0), *S = IN_F(1), *HW = rec ? IN_F(2) : NULL;
   float *N = OUT_F(0), *HO = OUT_F(1), *G = OUT_F(2);
   const int64_t G4 = 4 * H;

@@ -11,6 +11,7 @@
 
 #include "common.cuh"
 #include "libra_broadcast_params.h"
+#include "libra_kernel_params.h"
 
 /* ---- broadcast views ---- */
 
@@ -460,11 +461,6 @@ int32_t k_add_inplace(const kcall* c) {
 
 /* ---- fused LSTM cell (native/cpu/elementwise.c k_lstm_cell, one thread an element of [B, H]) ---- */
 
-static int32_t read_bh(const kcall* c, int64_t* b, int64_t* h) {
-  return pint(c, 0, 0, "batch", b) || pint(c, 1, 0, "hidden", h) ? LIBRA_ERR_INVALID_ARGUMENT
-                                                                  : LIBRA_OK;
-}
-
 __global__ void lstm_cell_k(int64_t B, int64_t H, const float* __restrict__ G,
                             const float* __restrict__ S, float* __restrict__ N) {
   GRID_LOOP(e, B * H) {
@@ -513,14 +509,8 @@ __global__ void lstm_cell_backward_k(int64_t B, int64_t H, const float* __restri
 }
 
 int32_t k_lstm_cell_backward(const kcall* c) {
-  int64_t B, H, extra;
-  TRY(read_bh(c, &B, &H));
-  TRY(pint(c, 2, 0, "extra", &extra) ? LIBRA_ERR_INVALID_ARGUMENT : LIBRA_OK);
-  if (extra > 2) return kfail(c, "extra must be 0, 1 or 2, got %lld", (long long)extra);
-  if (c->n_in != 4 + extra) {
-    return kfail(c, "expected %lld input buffers (extra %lld), got %d", (long long)(4 + extra),
-                 (long long)extra, c->n_in);
-  }
+  int64_t B = 0, H = 0, extra = 0;
+  TRY(lstm_backward_parse(c, &B, &H, &extra));
   if (B * H == 0) return LIBRA_OK;
   lstm_cell_backward_k<<<grid_for(B * H), TPB, 0, c->st>>>(
       B, H, IN_F(0), IN_F(1), IN_F(2), IN_F(3), extra > 0 ? IN_F(4) : nullptr,
@@ -556,17 +546,9 @@ __global__ void lstm_step_k(int64_t B, int64_t T, int64_t H, int64_t t,
 }
 
 int32_t k_lstm_step(const kcall* c) {
-  int64_t B, T, H, t, rec;
-  if (pint(c, 0, 0, "batch", &B) || pint(c, 1, 0, "steps", &T) || pint(c, 2, 0, "hidden", &H) ||
-      pint(c, 3, 0, "t", &t) || pint(c, 4, 0, "recurrent", &rec)) {
-    return LIBRA_ERR_INVALID_ARGUMENT;
-  }
-  if (t >= T) return kfail(c, "t = %lld must be below steps = %lld", (long long)t, (long long)T);
-  if (rec > 1) return kfail(c, "recurrent must be 0 or 1, got %lld", (long long)rec);
-  if (c->n_in != 2 + rec) {
-    return kfail(c, "expected %lld input buffers (recurrent %lld), got %d", (long long)(2 + rec),
-                 (long long)rec, c->n_in);
-  }
+  lstm_step_params q = {0, 0, 0, 0, 0};
+  TRY(lstm_step_parse(c, &q));
+  const int64_t B = q.B, T = q.T, H = q.H, t = q.t, rec = q.rec;
   if (B * H == 0) return LIBRA_OK;
   lstm_step_k<<<grid_for(B * H), TPB, 0, c->st>>>(B, T, H, t, IN_F(0), IN_F(1),
                                                   rec ? IN_F(2) : nullptr, OUT_F(0), OUT_F(1),

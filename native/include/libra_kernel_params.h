@@ -1,7 +1,7 @@
-/* libra_kernel_params.h - the params of the reduction, normalization, matmul, random and
- * optimizer kernels, read and checked for both builds (native/cpu/{reduce,norm,matmul,random,
- * loss_optim}.c, native/cuda/{reduce,norm,matmul,random_optim}.cu; host code, valid C11 and
- * C++17). Include after libra_kcall.h. Element counts go through pmul (pints). */
+/* libra_kernel_params.h - the params of the reduction, normalization, matmul, random,
+ * optimizer and LSTM kernels, read and checked for both builds (native/cpu/{reduce,norm,matmul,
+ * random,loss_optim,elementwise}.c, native/cuda/{reduce,norm,matmul,random_optim,elementwise}.cu;
+ * host code, valid C11 and C++17). Include after libra_kcall.h. Element counts go through pmul (pints). */
 #ifndef LIBRA_KERNEL_PARAMS_H
 #define LIBRA_KERNEL_PARAMS_H
 
@@ -147,6 +147,59 @@ static inline int32_t adamw_parse(const kcall* c, adamw_params* q) {
   q->bc1 = 1.0 - pow(q->b1, (double)q->step);
   q->bc2 = 1.0 - pow(q->b2, (double)q->step);
   q->decay = 1.0 - q->lr * q->wd;
+  return LIBRA_OK;
+}
+
+/* lstm_cell's "batch, hidden". */
+static inline int32_t read_bh(const kcall* c, int64_t* b, int64_t* h) {
+  static const char* const names[] = {"batch", "hidden"};
+  int64_t v[2];
+  if (pints(c, v, names, 2)) return LIBRA_ERR_INVALID_ARGUMENT;
+  *b = v[0];
+  *h = v[1];
+  return LIBRA_OK;
+}
+
+/* lstm_cell_backward's "batch, hidden, extra": extra (0-2) more h gradients after gnext, which
+ * set its input count. */
+static inline int32_t lstm_backward_parse(const kcall* c, int64_t* b, int64_t* h, int64_t* extra) {
+  static const char* const names[] = {"batch", "hidden", "extra"};
+  int64_t v[3];
+  if (pints(c, v, names, 3)) return LIBRA_ERR_INVALID_ARGUMENT;
+  if (v[2] > 2) return kfail(c, "extra must be 0, 1 or 2, got %lld", (long long)v[2]);
+  if (c->n_in != 4 + v[2]) {
+    return kfail(c, "expected %lld input buffers (extra %lld), got %d", (long long)(4 + v[2]),
+                 (long long)v[2], c->n_in);
+  }
+  *b = v[0];
+  *h = v[1];
+  *extra = v[2];
+  return LIBRA_OK;
+}
+
+/* lstm_step's "batch, steps, hidden, t, recurrent": step t of xw [B, T, 4H]; with recurrent 1
+ * the input after state is h W_hh^T. */
+typedef struct lstm_step_params {
+  int64_t B, T, H, t, rec;
+} lstm_step_params;
+
+static inline int32_t lstm_step_parse(const kcall* c, lstm_step_params* q) {
+  static const char* const names[] = {"batch", "steps", "hidden", "t", "recurrent"};
+  int64_t v[5];
+  if (pints(c, v, names, 5)) return LIBRA_ERR_INVALID_ARGUMENT;
+  if (v[3] >= v[1]) {
+    return kfail(c, "t = %lld must be below steps = %lld", (long long)v[3], (long long)v[1]);
+  }
+  if (v[4] > 1) return kfail(c, "recurrent must be 0 or 1, got %lld", (long long)v[4]);
+  if (c->n_in != 2 + v[4]) {
+    return kfail(c, "expected %lld input buffers (recurrent %lld), got %d", (long long)(2 + v[4]),
+                 (long long)v[4], c->n_in);
+  }
+  q->B = v[0];
+  q->T = v[1];
+  q->H = v[2];
+  q->t = v[3];
+  q->rec = v[4];
   return LIBRA_OK;
 }
 

@@ -167,10 +167,11 @@ const refAddInplace: RefKernel = (_k, ins, _outs, p) => {
   return;
 };
 
-/** `lstm_cell`: gates i, f, g, o a row of 4H; state and next rows h then c (2H). */
-const refLstmCell: RefKernel = (_k, ins, outs, p) => {
-  const B = p[0]!, H = p[1]!;
-  const g = ins[0]!.f, s = ins[1]!.f, n = outs[0]!.f;
+/**
+ * The LSTM cell on `B` rows (shared by lstm_cell and lstm_step): gates i, f, g, o a row of 4H in
+ * `g`; state and next rows h then c (2H) in `s` and `n`.
+ */
+function lstmCellRows(B: number, H: number, g: FArr, s: FArr, n: FArr): void {
   for (let r = 0; r < B; r++) {
     for (let j = 0; j < H; j++) {
       const gr = r * 4 * H + j, sr = r * 2 * H + j;
@@ -181,6 +182,10 @@ const refLstmCell: RefKernel = (_k, ins, outs, p) => {
       n[sr] = o * Math.tanh(c);
     }
   }
+}
+
+const refLstmCell: RefKernel = (_k, ins, outs, p) => {
+  lstmCellRows(p[0]!, p[1]!, ins[0]!.f, ins[1]!.f, outs[0]!.f);
 };
 
 /** `lstm_cell_backward`: the chain rule through refLstmCell, term by term. */
@@ -209,25 +214,20 @@ const refLstmCellBackward: RefKernel = (_k, ins, outs, p) => {
   }
 };
 
-/** `lstm_step`: gates from xw's step t (+ hw), then refLstmCell's arithmetic. */
+/** `lstm_step`: gates from xw's step t (+ hw), the cell, and h apart. */
 const refLstmStep: RefKernel = (_k, ins, outs, p) => {
   const [B, T, H, t, rec] = p as [number, number, number, number, number];
-  const xw = ins[0]!.f, s = ins[1]!.f, hw = rec ? ins[2]!.f : null;
+  const xw = ins[0]!.f, hw = rec ? ins[2]!.f : null;
   const n = outs[0]!.f, ho = outs[1]!.f, g = outs[2]!.f;
   for (let r = 0; r < B; r++) {
     for (let k = 0; k < 4 * H; k++) {
       const x = xw[(r * T + t) * 4 * H + k]!;
       g[r * 4 * H + k] = hw === null ? x : x + hw[r * 4 * H + k]!;
     }
-    for (let j = 0; j < H; j++) {
-      const gr = r * 4 * H + j, sr = r * 2 * H + j;
-      const i = sigmoid(g[gr]!), f = sigmoid(g[gr + H]!);
-      const gg = Math.tanh(g[gr + 2 * H]!), o = sigmoid(g[gr + 3 * H]!);
-      const c = f * s[sr + H]! + i * gg;
-      n[sr + H] = c;
-      n[sr] = o * Math.tanh(c);
-      ho[r * H + j] = n[sr]!;
-    }
+  }
+  lstmCellRows(B, H, g, ins[1]!.f, n);
+  for (let r = 0; r < B; r++) {
+    for (let j = 0; j < H; j++) ho[r * H + j] = n[r * 2 * H + j]!;
   }
 };
 
