@@ -13,30 +13,16 @@
  */
 
 import type { GradNode } from "../autograd.ts";
-import { empty, type Tensor, view } from "../tensor.ts";
+import { empty, full, type Tensor, view } from "../tensor.ts";
 import { fmt } from "../_shape.ts";
 import { attrsOf, check, record, run } from "./_core.ts";
+import { sliceRaw } from "./layout.ts";
 import { mm } from "./matmul.ts";
 
 interface LstmLayerAttrs {
   B: number;
   T: number;
   H: number;
-}
-
-/** A zero-filled f32 tensor (no recording). */
-function zerosRaw(like: Tensor, shape: readonly number[]): Tensor {
-  const z = empty(like.backend, shape, "f32");
-  run("fill", [], [z], [z.size, 0]);
-  return z;
-}
-
-/** `x[:, t, :]` of `x` `[B, T, C]` as `[B, C]` (no recording). */
-function stepOf(x: Tensor, t: number): Tensor {
-  const [B, T, C] = x.shape as [number, number, number];
-  const y = empty(x.backend, [B, C], "f32");
-  run("slice", [x], [y], [3, B, T, C, 0, t, 0, B, 1, C]);
-  return y;
 }
 
 /** `parts` (each `[B, C]`) side by side along a new middle axis: `[B, parts.length, C]`. */
@@ -68,7 +54,7 @@ export const RNN_OPS = {
       }
       const attrs: LstmLayerAttrs = { B, T, H };
       if (T === 0) return record(this, empty(be, [B, 0, H], "f32"), [xw, whh], [whh], attrs);
-      const gates: Tensor[] = [], states: Tensor[] = [zerosRaw(xw, [B, 2 * H])];
+      const gates: Tensor[] = [], states: Tensor[] = [full([B, 2 * H], 0, { backend: be })];
       const hs: Tensor[] = [];
       try {
         for (let t = 0; t < T; t++) {
@@ -98,17 +84,19 @@ export const RNN_OPS = {
       const { B, T, H } = attrsOf<LstmLayerAttrs>(node);
       const G = 4 * H;
       const whh = node.saved[0]!;
-      if (T === 0) return [empty(gy.backend, [B, 0, G], "f32"), zerosRaw(gy, [G, H])];
+      if (T === 0) {
+        return [empty(gy.backend, [B, 0, G], "f32"), full([G, H], 0, { backend: gy.backend })];
+      }
       const gates = node.saved.slice(1, 1 + T);
       const states = node.saved.slice(1 + T, 2 + 2 * T);
       const y = node.saved[2 + 2 * T]!;
       const dgs: Tensor[] = new Array(T);
       // the next state's gradient (its c half; the h half is the cell's, 0) and h W_hh^T's
-      let gnext = zerosRaw(gy, [B, 2 * H]);
+      let gnext = full([B, 2 * H], 0, { backend: gy.backend });
       let dhw: Tensor | null = null;
       try {
         for (let t = T - 1; t >= 0; t--) {
-          const gyt = stepOf(gy, t);
+          const gyt = sliceRaw(gy, [0, t, 0], [B, 1, H]);
           const dg = empty(gy.backend, [B, G], "f32");
           const gprev = empty(gy.backend, [B, 2 * H], "f32");
           const ins = [gates[t]!, states[t]!, states[t + 1]!, gnext, gyt];
@@ -132,8 +120,7 @@ export const RNN_OPS = {
         if (node.inputs[1]) {
           // sum over t of dg_t^T h_{t-1} (h_{-1} = 0): one matmul over all steps, with the
           // hidden states shifted one step later
-          const hPrev = empty(gy.backend, [B, T - 1, H], "f32");
-          run("slice", [y], [hPrev], [3, B, T, H, 0, 0, 0, B, T - 1, H]);
+          const hPrev = sliceRaw(y, [0, 0, 0], [B, T - 1, H]);
           const shifted = empty(gy.backend, [B, T, H], "f32");
           run("slice_backward", [hPrev], [shifted], [3, B, T, H, 0, 1, 0, B, T - 1, H]);
           hPrev.dispose();
