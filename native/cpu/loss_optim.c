@@ -115,14 +115,10 @@ int32_t k_mse_backward(const kcall* c) {
   return LIBRA_OK;
 }
 
-int32_t k_sgd_update(const kcall* c) {
-  sgd_params q;
-  TRY(sgd_parse(c, &q));
-  const int64_t n = q.n, nesterov = q.nesterov, first = q.first;
-  const double lr = q.lr, momentum = q.momentum, dampening = q.dampening, wd = q.wd;
-  float* P = (float*)c->in[0];
-  const float* G = IN_F(1);
-  float* BUF = (float*)c->in[2];
+/* One tensor's SGD update (n elements), as PyTorch's SGD step. */
+static void sgd_apply(const sgd_params* q, int64_t n, float* P, const float* G, float* BUF) {
+  const int64_t nesterov = q->nesterov, first = q->first;
+  const double lr = q->lr, momentum = q->momentum, dampening = q->dampening, wd = q->wd;
   PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) {
     double g = (double)G[i] + wd * P[i];
@@ -133,19 +129,32 @@ int32_t k_sgd_update(const kcall* c) {
     }
     P[i] = (float)(P[i] - lr * g);
   });
+}
+
+int32_t k_sgd_update(const kcall* c) {
+  sgd_params q;
+  TRY(sgd_parse(c, &q));
+  sgd_apply(&q, q.n, (float*)c->in[0], IN_F(1), (float*)c->in[2]);
   return LIBRA_OK;
 }
 
-int32_t k_adamw_update(const kcall* c) {
-  adamw_params q;
-  TRY(adamw_parse(c, &q));
-  const int64_t n = q.n;
-  const double lr = q.lr, b1 = q.b1, b2 = q.b2, eps = q.eps, bc1 = q.bc1, bc2 = q.bc2,
-               decay = q.decay;
-  float* P = (float*)c->in[0];
-  const float* G = IN_F(1);
-  float* Mb = (float*)c->in[2];
-  float* Vb = (float*)c->in[3];
+int32_t k_sgd_update_multi(const kcall* c) {
+  sgd_params q;
+  int64_t stride;
+  TRY(sgd_multi_parse(c, &q, &stride));
+  for (int64_t t = 0; t < q.n; t++) {
+    void* const* in = c->in + t * stride;
+    sgd_apply(&q, multi_n(c, t), (float*)in[0], (const float*)in[1],
+              stride == 3 ? (float*)in[2] : NULL);
+  }
+  return LIBRA_OK;
+}
+
+/* One tensor's AdamW update (n elements), as PyTorch's AdamW step. */
+static void adamw_apply(const adamw_params* q, int64_t n, float* P, const float* G, float* Mb,
+                        float* Vb) {
+  const double lr = q->lr, b1 = q->b1, b2 = q->b2, eps = q->eps, bc1 = q->bc1, bc2 = q->bc2,
+               decay = q->decay;
   PAR_FOR(n > PAR_MIN,
   for (int64_t i = 0; i < n; i++) {
     const double g = G[i];
@@ -156,5 +165,22 @@ int32_t k_adamw_update(const kcall* c) {
     Vb[i] = (float)v;
     P[i] = (float)(p - lr * (m / bc1) / (sqrt(v / bc2) + eps));
   });
+}
+
+int32_t k_adamw_update(const kcall* c) {
+  adamw_params q;
+  TRY(adamw_parse(c, &q));
+  adamw_apply(&q, q.n, (float*)c->in[0], IN_F(1), (float*)c->in[2], (float*)c->in[3]);
+  return LIBRA_OK;
+}
+
+int32_t k_adamw_update_multi(const kcall* c) {
+  adamw_params q;
+  TRY(adamw_multi_parse(c, &q));
+  for (int64_t t = 0; t < q.n; t++) {
+    void* const* in = c->in + t * 4;
+    adamw_apply(&q, multi_n(c, t), (float*)in[0], (const float*)in[1], (float*)in[2],
+                (float*)in[3]);
+  }
   return LIBRA_OK;
 }

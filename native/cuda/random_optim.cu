@@ -101,14 +101,34 @@ __global__ void sgd_k(int64_t n, double lr, double momentum, double dampening, d
   }
 }
 
+/* One tensor's SGD update on the call's stream. */
+static void sgd_launch(const kcall* c, const sgd_params* q, int64_t n, float* P, const float* G,
+                       float* BUF) {
+  if (n == 0) return;
+  sgd_k<<<grid_for(n), TPB, 0, c->st>>>(n, q->lr, q->momentum, q->dampening, q->wd,
+                                        (int)q->nesterov, (int)q->first, P, G, BUF);
+}
+
 int32_t k_sgd_update(const kcall* c) {
   sgd_params q;
   TRY(sgd_parse(c, &q));
-  const int64_t n = q.n, nesterov = q.nesterov, first = q.first;
-  const double lr = q.lr, momentum = q.momentum, dampening = q.dampening, wd = q.wd;
-  if (n == 0) return LIBRA_OK;
-  sgd_k<<<grid_for(n), TPB, 0, c->st>>>(n, lr, momentum, dampening, wd, (int)nesterov, (int)first,
-                                        (float*)c->in[0], IN_F(1), (float*)c->in[2]);
+  if (q.n == 0) return LIBRA_OK;
+  sgd_launch(c, &q, q.n, (float*)c->in[0], IN_F(1), (float*)c->in[2]);
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+/* One launch a tensor: the call saves the runtime's and the library's per-call work, not the
+ * launches (a pointer table on the device would). */
+int32_t k_sgd_update_multi(const kcall* c) {
+  sgd_params q;
+  int64_t stride;
+  TRY(sgd_multi_parse(c, &q, &stride));
+  for (int64_t t = 0; t < q.n; t++) {
+    void* const* in = c->in + t * stride;
+    sgd_launch(c, &q, multi_n(c, t), (float*)in[0], (const float*)in[1],
+               stride == 3 ? (float*)in[2] : nullptr);
+  }
   LAUNCHED(c);
   return LIBRA_OK;
 }
@@ -128,15 +148,31 @@ __global__ void adamw_k(int64_t n, double lr, double b1, double b2, double eps, 
   }
 }
 
+/* One tensor's AdamW update on the call's stream. */
+static void adamw_launch(const kcall* c, const adamw_params* q, int64_t n, float* P,
+                         const float* G, float* Mb, float* Vb) {
+  if (n == 0) return;
+  adamw_k<<<grid_for(n), TPB, 0, c->st>>>(n, q->lr, q->b1, q->b2, q->eps, q->bc1, q->bc2,
+                                          q->decay, P, G, Mb, Vb);
+}
+
 int32_t k_adamw_update(const kcall* c) {
   adamw_params q;
   TRY(adamw_parse(c, &q));
-  const int64_t n = q.n;
-  const double lr = q.lr, b1 = q.b1, b2 = q.b2, eps = q.eps, bc1 = q.bc1, bc2 = q.bc2,
-               decay = q.decay;
-  if (n == 0) return LIBRA_OK;
-  adamw_k<<<grid_for(n), TPB, 0, c->st>>>(n, lr, b1, b2, eps, bc1, bc2, decay, (float*)c->in[0],
-                                          IN_F(1), (float*)c->in[2], (float*)c->in[3]);
+  if (q.n == 0) return LIBRA_OK;
+  adamw_launch(c, &q, q.n, (float*)c->in[0], IN_F(1), (float*)c->in[2], (float*)c->in[3]);
+  LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+int32_t k_adamw_update_multi(const kcall* c) {
+  adamw_params q;
+  TRY(adamw_multi_parse(c, &q));
+  for (int64_t t = 0; t < q.n; t++) {
+    void* const* in = c->in + t * 4;
+    adamw_launch(c, &q, multi_n(c, t), (float*)in[0], (const float*)in[1], (float*)in[2],
+                 (float*)in[3]);
+  }
   LAUNCHED(c);
   return LIBRA_OK;
 }

@@ -111,14 +111,15 @@ static inline int32_t rand_parse(const kcall* c, const char* a, const char* b, r
   return LIBRA_OK;
 }
 
-/* sgd_update's "n, lr, momentum, dampening, weightDecay, nesterov, firstStep". */
+/* sgd_update's "n, lr, momentum, dampening, weightDecay, nesterov, firstStep" (sgd_update_multi's
+ * with "count" for "n": `first` names param 0). */
 typedef struct sgd_params {
   int64_t n, nesterov, first;
   double lr, momentum, dampening, wd;
 } sgd_params;
 
-static inline int32_t sgd_parse(const kcall* c, sgd_params* q) {
-  if (pint(c, 0, 0, "n", &q->n) || preal(c, 1, "lr", &q->lr) ||
+static inline int32_t sgd_parse_as(const kcall* c, const char* first, sgd_params* q) {
+  if (pint(c, 0, 0, first, &q->n) || preal(c, 1, "lr", &q->lr) ||
       preal(c, 2, "momentum", &q->momentum) || preal(c, 3, "dampening", &q->dampening) ||
       preal(c, 4, "weightDecay", &q->wd) || pint(c, 5, 0, "nesterov", &q->nesterov) ||
       pint(c, 6, 0, "firstStep", &q->first)) {
@@ -131,6 +132,10 @@ static inline int32_t sgd_parse(const kcall* c, sgd_params* q) {
   return LIBRA_OK;
 }
 
+static inline int32_t sgd_parse(const kcall* c, sgd_params* q) {
+  return sgd_parse_as(c, "n", q);
+}
+
 /* adamw_update's "n, lr, beta1, beta2, eps, weightDecay, step" and the derived bias
  * corrections bc1 = 1 - beta1^step, bc2 = 1 - beta2^step and decay = 1 - lr * weightDecay. */
 typedef struct adamw_params {
@@ -138,8 +143,8 @@ typedef struct adamw_params {
   double lr, b1, b2, eps, wd, bc1, bc2, decay;
 } adamw_params;
 
-static inline int32_t adamw_parse(const kcall* c, adamw_params* q) {
-  if (pint(c, 0, 0, "n", &q->n) || preal(c, 1, "lr", &q->lr) || preal(c, 2, "beta1", &q->b1) ||
+static inline int32_t adamw_parse_as(const kcall* c, const char* first, adamw_params* q) {
+  if (pint(c, 0, 0, first, &q->n) || preal(c, 1, "lr", &q->lr) || preal(c, 2, "beta1", &q->b1) ||
       preal(c, 3, "beta2", &q->b2) || preal(c, 4, "eps", &q->eps) ||
       preal(c, 5, "weightDecay", &q->wd) || pint(c, 6, 1, "step", &q->step)) {
     return LIBRA_ERR_INVALID_ARGUMENT;
@@ -148,6 +153,59 @@ static inline int32_t adamw_parse(const kcall* c, adamw_params* q) {
   q->bc2 = 1.0 - pow(q->b2, (double)q->step);
   q->decay = 1.0 - q->lr * q->wd;
   return LIBRA_OK;
+}
+
+static inline int32_t adamw_parse(const kcall* c, adamw_params* q) {
+  return adamw_parse_as(c, "n", q);
+}
+
+/* The *_multi updates' "count, <the update's six params>, n[count]": `count` tensors of `stride`
+ * input buffers each (the update's own, in order), tensor t of n[t] elements. */
+#define MULTI_LAYOUT(p1_6) "count, " p1_6 ", n[count]"
+
+/* Before the update's own params are read: at least the seven fixed ones. */
+static inline int32_t multi_min(const kcall* c, const char* layout) {
+  if (c->np < 7) return kfail(c, "expected at least 7 params (%s), got %d", layout, c->np);
+  return LIBRA_OK;
+}
+
+/* After: the param and buffer counts `count` and `stride` imply, and every n[t] (read again
+ * with multi_n). */
+static inline int32_t multi_check(const kcall* c, int64_t count, int64_t stride) {
+  if (c->np != 7 + count) {
+    return kfail(c, "expected %lld params (count, 6 update params, n[count = %lld]), got %d",
+                 (long long)(7 + count), (long long)count, c->np);
+  }
+  if (c->n_in != stride * count) {
+    return kfail(c, "expected %lld input buffers (%lld tensors of %lld), got %d",
+                 (long long)(stride * count), (long long)count, (long long)stride, c->n_in);
+  }
+  for (int64_t t = 0; t < count; t++) {
+    int64_t n;
+    if (pint(c, (int)(7 + t), 0, "n[t]", &n)) return LIBRA_ERR_INVALID_ARGUMENT;
+  }
+  return LIBRA_OK;
+}
+
+/* n[t] of a call multi_check passed. */
+static inline int64_t multi_n(const kcall* c, int64_t t) {
+  return (int64_t)c->p[7 + t];
+}
+
+/* sgd_update_multi's params: q->n is the count; `stride` 3 buffers a tensor with momentum
+ * (param, grad, momentumBuf), else 2 (param, grad). */
+static inline int32_t sgd_multi_parse(const kcall* c, sgd_params* q, int64_t* stride) {
+  TRY(multi_min(c, MULTI_LAYOUT("lr, momentum, dampening, weightDecay, nesterov, firstStep")));
+  TRY(sgd_parse_as(c, "count", q));
+  *stride = q->momentum != 0.0 ? 3 : 2;
+  return multi_check(c, q->n, *stride);
+}
+
+/* adamw_update_multi's params: q->n is the count; 4 buffers a tensor (param, grad, m, v). */
+static inline int32_t adamw_multi_parse(const kcall* c, adamw_params* q) {
+  TRY(multi_min(c, MULTI_LAYOUT("lr, beta1, beta2, eps, weightDecay, step")));
+  TRY(adamw_parse_as(c, "count", q));
+  return multi_check(c, q->n, 4);
 }
 
 /* lstm_cell's "batch, hidden". */

@@ -596,6 +596,24 @@ function lossCases(): KernelCase[] {
       tol: { rtol: 1e-5, atol: 1e-6 },
     });
   }
+  // Many tensors in one call: sizes that differ (one empty, one over the threads' threshold).
+  const ns = [50, 0, 3, 100_003, 1];
+  const multi = (shared: number[]) => [ns.length, ...shared, ...ns];
+  for (const [label, p] of sgd) {
+    if (label === "empty" || label === "large") continue;
+    out.push({ kernel: "sgd_update_multi", label, params: multi(p.slice(1)), tol: TIGHT });
+  }
+  out.push({ kernel: "sgd_update_multi", label: "no tensors", params: [0, 0.1, 0.9, 0, 0, 0, 0] });
+  for (const [label, p] of adam) {
+    if (label === "empty" || label === "large") continue;
+    out.push({
+      kernel: "adamw_update_multi",
+      label,
+      params: multi(p.slice(1)),
+      gens: ns.flatMap(() => ["normal", "normal", "normal", "pos"] as Gen[]),
+      tol: { rtol: 1e-5, atol: 1e-6 },
+    });
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@ import { mulberry32 } from "@libra/util/rng";
 import { type Backend, type DeviceBuffer, KernelError } from "@libra/tensor/backend";
 import {
   KERNEL_NAMES,
+  kernelMutates,
   type KernelName,
   kernelSizes,
   kernelSpec,
@@ -131,9 +132,9 @@ function checkCase(native: Backend, ref: Backend, c: KernelCase, seed: number): 
         tol,
       );
     });
-    for (const m of spec.mutates ?? []) {
+    for (const m of kernelMutates(c.kernel, c.params)) {
       compare(
-        `${what} mutated input ${spec.inputs[m]}`,
+        `${what} mutated input ${m} (${spec.inputs[m] ?? spec.inputs[0]})`,
         native.read(nIn[m]!),
         ref.read(rIn[m]!),
         false,
@@ -364,6 +365,44 @@ Deno.test("libra_run validates counts, ids and params itself (direct FFI calls)"
     Status.INVALID_ARGUMENT,
   );
   assert.match(err(), /expected 3 input buffers \(x, w, b\) for hasBias = 1, got 1/);
+});
+
+Deno.test("libra_run checks the multi-tensor updates' counts itself (direct FFI calls)", () => {
+  const { lib } = loadLibrary("cpu");
+  const s = lib.symbols;
+  const err = () => Deno.UnsafePointerView.getCString(s.libra_last_error()!);
+  const idOf = (k: string) => {
+    const id = new Int32Array(1);
+    assert.equal(s.libra_kernel_id(new TextEncoder().encode(k + "\0"), id), Status.OK);
+    return id[0]!;
+  };
+  // Two tensors of 3 and 2 elements: param, grad, momentumBuf each.
+  const bufs = [0, 1, 2, 3, 4, 5].map((i) => Float32Array.of(i + 1, i + 2, i + 3));
+  const ptrs = new BigUint64Array(
+    bufs.map((b) => BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(b)!))),
+  );
+  const run = (k: number, nIn: number, params: number[]) =>
+    s.libra_run(k, ptrs, nIn, new BigUint64Array(1), 0, new Float64Array(params), params.length);
+  const sgd = idOf("sgd_update_multi"), adam = idOf("adamw_update_multi");
+  assert.equal(run(sgd, 6, [2, 0.1, 0.9, 0, 0, 0]), Status.INVALID_ARGUMENT);
+  assert.match(err(), /expected at least 7 params \(count, lr, momentum, .*n\[count\]\), got 6/);
+  assert.equal(run(sgd, 6, [2, 0.1, 0.9, 0, 0, 0, 1, 3]), Status.INVALID_ARGUMENT);
+  assert.match(err(), /expected 9 params \(count, 6 update params, n\[count = 2\]\), got 8/);
+  // Without momentum a tensor has two buffers: six are three tensors' worth.
+  assert.equal(run(sgd, 6, [2, 0.1, 0, 0, 0, 0, 1, 3, 2]), Status.INVALID_ARGUMENT);
+  assert.match(err(), /expected 4 input buffers \(2 tensors of 2\), got 6/);
+  assert.equal(run(sgd, 6, [2, 0.1, 0.9, 0, 0, 0, 1, 3, -1]), Status.INVALID_ARGUMENT);
+  assert.match(err(), /n\[t\] \(param 8\) must be an integer >= 0, got -1/);
+  assert.equal(run(adam, 6, [2, 1e-3, 0.9, 0.999, 1e-8, 0, 1, 3, 2]), Status.INVALID_ARGUMENT);
+  assert.match(err(), /expected 8 input buffers \(2 tensors of 4\), got 6/);
+  assert.equal(run(adam, 4, [1, 1e-3, 0.9, 0.999, 1e-8, 0, 0, 3]), Status.INVALID_ARGUMENT);
+  assert.match(err(), /step \(param 6\) must be an integer >= 1, got 0/);
+  // A valid call updates both tensors (first step: buf = g, p -= lr g).
+  assert.equal(run(sgd, 6, [2, 0.5, 0.9, 0, 0, 0, 1, 3, 2]), Status.OK);
+  assert.deepEqual([...bufs[0]!], [1 - 0.5 * 2, 2 - 0.5 * 3, 3 - 0.5 * 4]);
+  assert.deepEqual([...bufs[2]!], [2, 3, 4]);
+  assert.deepEqual([...bufs[3]!], [4 - 0.5 * 5, 5 - 0.5 * 6, 6], "n[1] = 2 leaves the third");
+  assert.deepEqual([...bufs[5]!], [5, 6, 8]);
 });
 
 // ---------------------------------------------------------------- Philox, determinism

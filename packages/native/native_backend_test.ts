@@ -315,5 +315,15 @@ Deno.test("runValidated launches what run does, checks buffers, and takes run's 
     () => b.runValidated("sgd_update", [x, g, m], [], [2 * n, 0.1, 0.9, 0, 0, 0, 0]),
     KernelError,
   );
+  // So is one whose in-place inputs follow its params: a parameter given twice is named.
+  const multi = [2, 0.1, 0.9, 0, 0, 0, 0, n, n];
+  assert.throws(
+    () => b.runValidated("sgd_update_multi", [x, g, m, w, y1, x], [], multi),
+    /sgd_update_multi: mutated input 0 \(buffer \d+\) is also input 5/,
+  );
+  assert.throws(
+    () => b.runValidated("sgd_update_multi", [x, g, m, x, y1, y2], [], multi),
+    /mutated input 0 \(buffer \d+\) is also input 3/,
+  );
   for (const buf of [x, w, y1, y2, g, m]) b.free(buf);
 });

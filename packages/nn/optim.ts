@@ -1,14 +1,25 @@
 /**
  * Optimizers with PyTorch semantics (`torch.optim.SGD`, `torch.optim.AdamW`),
- * each step one fused in-place kernel per parameter (`sgd_update`,
- * `adamw_update` through `@libra/tensor`'s in-place helpers). State buffers are
+ * each step one fused in-place kernel call for all parameters
+ * (`sgd_update_multi`, `adamw_update_multi`; with `foreach: false` one
+ * `sgd_update` or `adamw_update` a parameter, with bitwise the same results). State buffers are
  * allocated on the first step, on the parameter's backend, and kept out of
  * `tidy` scopes.
  *
  * @module
  */
 
-import { adamwUpdate, keep, sgdUpdate, type Tensor, zerosLike } from "@libra/tensor";
+import {
+  adamwUpdate,
+  type AdamWUpdateItem,
+  adamwUpdateMulti,
+  keep,
+  sgdUpdate,
+  type SGDUpdateItem,
+  sgdUpdateMulti,
+  type Tensor,
+  zerosLike,
+} from "@libra/tensor";
 
 /** What `train` and schedules need from an optimizer. */
 export interface Optimizer {
@@ -38,6 +49,11 @@ export interface SGDOptions {
   weightDecay?: number;
   /** Nesterov momentum (default false). */
   nesterov?: boolean;
+  /**
+   * Update all parameters in one kernel call (default true), as PyTorch's
+   * `foreach`; false makes one call a parameter. The results are the same.
+   */
+  foreach?: boolean;
 }
 
 function checkLr(name: string, lr: number): void {
@@ -80,6 +96,8 @@ export class SGD implements Optimizer {
   readonly weightDecay: number;
   /** Whether the momentum is Nesterov's. */
   readonly nesterov: boolean;
+  /** Whether a step is one kernel call for all parameters. */
+  readonly foreach: boolean;
   #buffers = new Map<Tensor, Tensor>();
   #steps = 0;
   /** SGD over `params`. */
@@ -91,6 +109,7 @@ export class SGD implements Optimizer {
     this.dampening = o.dampening ?? 0;
     this.weightDecay = o.weightDecay ?? 0;
     this.nesterov = o.nesterov ?? false;
+    this.foreach = o.foreach ?? true;
     if (this.nesterov && (this.momentum <= 0 || this.dampening !== 0)) {
       throw new RangeError("SGD: nesterov needs momentum > 0 and dampening 0");
     }
@@ -100,24 +119,36 @@ export class SGD implements Optimizer {
   }
   step(): void {
     this.#steps++;
+    // Parameters updated for the first time set their momentum buffer to the gradient: a
+    // call of their own (a parameter that had no gradient before may join a later step).
+    const first: SGDUpdateItem[] = [], later: SGDUpdateItem[] = [];
     for (const p of this.params) {
       const g = p.grad;
       if (g === null) continue;
       let buf = this.#buffers.get(p);
-      const first = buf === undefined;
+      const isFirst = buf === undefined;
       if (this.momentum !== 0 && buf === undefined) {
         buf = keep(zerosLike(p));
         this.#buffers.set(p, buf);
       }
-      sgdUpdate(p, g, buf ?? null, {
-        lr: this.lr,
-        momentum: this.momentum,
-        dampening: this.dampening,
-        weightDecay: this.weightDecay,
-        nesterov: this.nesterov,
-        firstStep: first,
-      });
+      const item = { param: p, grad: g, momentumBuf: buf ?? null };
+      if (this.foreach) (isFirst ? first : later).push(item);
+      else this.#update([item], isFirst);
     }
+    if (first.length > 0) this.#update(first, true);
+    if (later.length > 0) this.#update(later, false);
+  }
+  #update(items: SGDUpdateItem[], firstStep: boolean): void {
+    const o = {
+      lr: this.lr,
+      momentum: this.momentum,
+      dampening: this.dampening,
+      weightDecay: this.weightDecay,
+      nesterov: this.nesterov,
+      firstStep,
+    };
+    if (this.foreach) sgdUpdateMulti(items, o);
+    else sgdUpdate(items[0]!.param, items[0]!.grad, items[0]!.momentumBuf, o);
   }
   zeroGrad(): void {
     zeroGradOf(this.params);
@@ -140,6 +171,8 @@ export interface AdamWOptions {
   eps?: number;
   /** Decoupled weight decay (default 0.01). */
   weightDecay?: number;
+  /** As {@link SGDOptions.foreach}: one kernel call a step (default true). */
+  foreach?: boolean;
 }
 
 /** Adam with decoupled weight decay (Loshchilov and Hutter 2019), PyTorch defaults. */
@@ -154,6 +187,8 @@ export class AdamW implements Optimizer {
   readonly eps: number;
   /** Decoupled weight decay. */
   readonly weightDecay: number;
+  /** Whether a step is one kernel call per step count. */
+  readonly foreach: boolean;
   #state = new Map<Tensor, { m: Tensor; v: Tensor; step: number }>();
   #steps = 0;
   /** AdamW over `params`. */
@@ -165,6 +200,7 @@ export class AdamW implements Optimizer {
     this.beta2 = o.beta2 ?? 0.999;
     this.eps = o.eps ?? 1e-8;
     this.weightDecay = o.weightDecay ?? 0.01;
+    this.foreach = o.foreach ?? true;
     for (const [k, b] of [["beta1", this.beta1], ["beta2", this.beta2]] as const) {
       if (!(b >= 0 && b < 1)) throw new RangeError(`AdamW: ${k} must be in [0, 1), got ${b}`);
     }
@@ -174,6 +210,8 @@ export class AdamW implements Optimizer {
   }
   step(): void {
     this.#steps++;
+    // One call per step count (a parameter that had no gradient before is behind).
+    const byStep = new Map<number, AdamWUpdateItem[]>();
     for (const p of this.params) {
       const g = p.grad;
       if (g === null) continue;
@@ -183,15 +221,27 @@ export class AdamW implements Optimizer {
         this.#state.set(p, s);
       }
       s.step++;
-      adamwUpdate(p, g, s.m, s.v, {
-        lr: this.lr,
-        beta1: this.beta1,
-        beta2: this.beta2,
-        eps: this.eps,
-        weightDecay: this.weightDecay,
-        step: s.step,
-      });
+      const item = { param: p, grad: g, m: s.m, v: s.v };
+      if (!this.foreach) this.#update([item], s.step);
+      else {
+        const list = byStep.get(s.step);
+        if (list === undefined) byStep.set(s.step, [item]);
+        else list.push(item);
+      }
     }
+    for (const [step, items] of byStep) this.#update(items, step);
+  }
+  #update(items: AdamWUpdateItem[], step: number): void {
+    const o = {
+      lr: this.lr,
+      beta1: this.beta1,
+      beta2: this.beta2,
+      eps: this.eps,
+      weightDecay: this.weightDecay,
+      step,
+    };
+    if (this.foreach) adamwUpdateMulti(items, o);
+    else adamwUpdate(items[0]!.param, items[0]!.grad, items[0]!.m, items[0]!.v, o);
   }
   zeroGrad(): void {
     zeroGradOf(this.params);

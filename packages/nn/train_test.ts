@@ -147,3 +147,68 @@ Deno.test("SGD without momentum updates p -= lr (g + wd p) on every backend and 
     p.dispose();
   }
 });
+
+Deno.test("SGD and AdamW: one kernel call a step (foreach) gives bitwise the per-parameter results, with a parameter joining late", async () => {
+  const backends: [string, Backend][] = [["reference", new ReferenceBackend()]];
+  try {
+    const { cpuBackend } = await import("@libra/native");
+    backends.push(["native cpu", cpuBackend()]);
+  } catch (e) {
+    console.log(`foreach test: native cpu skipped (${(e as Error).message.split("\n")[0]})`);
+  }
+  const sizes = [5, 3, 4];
+  const value = (k: number, n: number, s: number) =>
+    Float32Array.from({ length: n }, (_, i) => Math.sin(1.7 * k + 0.3 * i + s));
+  const run = (backend: Backend, kind: "sgd" | "adamw", foreach: boolean) => {
+    const params = sizes.map((n, k) =>
+      fromTypedArray(value(k, n, 0), [n], { backend, requiresGrad: true })
+    );
+    const opt = kind === "sgd"
+      ? new SGD(params, { lr: 0.1, momentum: 0.9, weightDecay: 0.01, nesterov: true, foreach })
+      : new AdamW(params, { lr: 0.05, foreach });
+    const calls: number[] = [];
+    for (let step = 1; step <= 3; step++) {
+      // The last parameter has no gradient on the first step: it starts a step late.
+      params.forEach((p, k) => {
+        if (step > 1 || k < 2) {
+          p.grad = fromTypedArray(value(k, p.size, step), [p.size], { backend });
+        }
+      });
+      // The update calls (the native backend's profile counts calls by kernel).
+      const prof = backend as {
+        startProfile?: () => void;
+        stopProfile?: () => { name: string; calls: number }[];
+      };
+      prof.startProfile?.();
+      opt.step();
+      const by = prof.stopProfile?.() ?? [];
+      calls.push(
+        by.filter((e) => e.name.endsWith("_update") || e.name.endsWith("_multi"))
+          .reduce((a, e) => a + e.calls, 0),
+      );
+      opt.zeroGrad();
+    }
+    const out = params.map((p) => Array.from(p.toTypedArray() as Float32Array));
+    opt.dispose();
+    for (const p of params) p.dispose();
+    return { out, calls };
+  };
+  for (const [name, backend] of backends) {
+    for (const kind of ["sgd", "adamw"] as const) {
+      const one = run(backend, kind, true), each = run(backend, kind, false);
+      assert.deepEqual(one.out, each.out, `${name} ${kind}: foreach and per-parameter differ`);
+      assert.notDeepEqual(
+        one.out[2],
+        Array.from(value(2, 4, 0)),
+        `${name} ${kind}: late one moved`,
+      );
+      if (name === "native cpu") {
+        // Step 2: the late parameter's first update is a call of its own; AdamW's step 3
+        // too (its step count stays one behind).
+        const want = kind === "sgd" ? [1, 2, 1] : [1, 2, 2];
+        assert.deepEqual(one.calls, want, `${name} ${kind} foreach calls`);
+        assert.deepEqual(each.calls, [2, 3, 3], `${name} ${kind} per-parameter calls`);
+      }
+    }
+  }
+});

@@ -136,3 +136,47 @@ Deno.test("a static cost model prices each in-place update by the bytes it write
   assert.equal(priced([p, g, m]), 2 * bytes);
   for (const b of [p, g, m]) rt.free(b);
 });
+
+Deno.test("an update of many tensors in one call retires each read parameter and keeps each unread leaf, as single updates would", () => {
+  const n = 3, bytes = 4 * n, count = 12; // more than 8 written storages: the set path
+  const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
+  const bare = new ReferenceBackend();
+  const vals = (k: number, s: number) => Float32Array.from({ length: n }, (_, i) => k + s * i);
+  const node = (b: unknown) => b as { tensors: unknown[] };
+  const on = (be: ReferenceBackend | Runtime, k: number, s: number) => {
+    const b = be.alloc(bytes);
+    be.write(b, vals(k, s));
+    return b;
+  };
+  const ins: ReturnType<Runtime["alloc"]>[] = [], bareIns: ReturnType<Runtime["alloc"]>[] = [];
+  const read: ReturnType<Runtime["alloc"]>[] = [];
+  for (let k = 0; k < count; k++) {
+    for (const s of [1, -0.5, 0.25]) {
+      ins.push(on(rt, k, s));
+      bareIns.push(on(bare, k, s));
+    }
+    if (k % 2 === 0) {
+      const y = rt.alloc(bytes);
+      rt.run("relu", [ins[3 * k]!], [y], [n]); // a recorded call reads the even parameters
+      read.push(y);
+    }
+  }
+  const before = ins.map((b) => node(b).tensors[0]);
+  const params = [count, 0.1, 0.9, 0, 0, 0, 0, ...new Array(count).fill(n)];
+  rt.run("sgd_update_multi", ins, [], params);
+  bare.run("sgd_update_multi", bareIns, [], params);
+  const f32 = (be: ReferenceBackend | Runtime, b: unknown) =>
+    Array.from(new Float32Array(be.read(b as ReturnType<Runtime["alloc"]>).slice().buffer));
+  for (let k = 0; k < count; k++) {
+    const [p, m] = [3 * k, 3 * k + 2];
+    assert.deepEqual(f32(rt, ins[p]), f32(bare, bareIns[p]), `param ${k}`);
+    assert.deepEqual(f32(rt, ins[m]), f32(bare, bareIns[m]), `momentum ${k}`);
+    assert.equal(node(ins[m]).tensors[0], before[m], `momentum ${k} keeps its node`);
+    if (k % 2 === 0) {
+      assert.notEqual(node(ins[p]).tensors[0], before[p], `param ${k} was read: a new leaf`);
+      // the value computed from the old parameter is still the old one's relu
+      assert.deepEqual(f32(rt, read[k / 2]), Array.from(vals(k, 1)).map((v) => Math.max(v, 0)));
+    } else assert.equal(node(ins[p]).tensors[0], before[p], `param ${k} unread: its node`);
+  }
+  for (const b of [...ins, ...read]) rt.free(b);
+});

@@ -32,7 +32,7 @@ import {
   type MemoryInfo,
   type Transfer,
 } from "@libra/tensor/backend";
-import { checkKernelCall, type KernelName, kernelSpec } from "@libra/tensor/kernels";
+import { checkKernelCall, kernelMutates, type KernelName } from "@libra/tensor/kernels";
 import { Engine } from "./engine.ts";
 import { clockCost } from "./_eviction.ts";
 import { LiveExecutor } from "./_live_executor.ts";
@@ -252,6 +252,7 @@ export class Runtime implements Backend {
   #sigs: Float64Array = new Float64Array(0);
   /** Scratch of {@link #runInPlace}: the storages it writes, their values' names, their references. */
   readonly #mutated: StorageNode[] = [];
+  readonly #seen = new Set<StorageNode>();
   readonly #oldNames: string[] = [];
   readonly #ext: number[] = [];
   /** Scratch of {@link #runInPlace}: the kernel's storages and buffer list, by length. */
@@ -797,7 +798,7 @@ export class Runtime implements Backend {
     }
     const inBytes = ins.map((x) => x.bytes), outBytes = outs.map((x) => x.bytes);
     checkKernelCall(kernel, inBytes, outBytes, params);
-    const mutates = kernelSpec(kernel).mutates ?? [];
+    const mutates = kernelMutates(kernel, params);
     // Bounded: a stream of ever-new shapes checks every call and remembers the latest ones.
     if (byKernel.size >= 4096) byKernel.clear();
     const e = {
@@ -844,13 +845,17 @@ export class Runtime implements Backend {
     clearList(oldNames);
     clearList(ext);
     let bytes = 0;
+    const many = checked.mutates.length > 8, seen = this.#seen;
     for (const m of checked.mutates) {
       const s = tensors[m]!.storage;
-      if (mutated.includes(s)) continue;
+      // An optimizer's update of every parameter writes ~100 storages: a set finds repeats.
+      if (many ? seen.has(s) : mutated.includes(s)) continue;
+      if (many) seen.add(s);
       mutated.push(s);
       oldNames.push(s.tensors[0]!.name);
       bytes += s.bytes;
     }
+    if (many) seen.clear();
     const names = this.#record === null ? null : tensors.map((t) => t.name);
     // The buffers, as they are now: overwriting moves the inputs' values to other
     // storages (a copy, or a tombstone) and the kernel writes these.

@@ -109,6 +109,24 @@ export function kernelSpec(name: string): KernelSpec {
   return spec;
 }
 
+/**
+ * The inputs a call of kernel `name` with params `params` updates in place
+ * (its spec's `mutates`, or `mutatesOf(params)`); empty for most kernels.
+ * Call it after the params were checked (`checkKernelCall`).
+ */
+export function kernelMutates(name: string, params: readonly number[]): readonly number[] {
+  const spec = kernelSpec(name);
+  return spec.mutatesOf?.(params) ?? spec.mutates ?? NONE;
+}
+
+/** Whether some call of kernel `name` updates inputs in place. */
+export function kernelMayMutate(name: string): boolean {
+  const spec = kernelSpec(name);
+  return spec.mutatesOf !== undefined || (spec.mutates?.length ?? 0) > 0;
+}
+
+const NONE: readonly number[] = Object.freeze([]);
+
 /** Expected buffer sizes of a call, with malformed params reported as a {@link KernelError} naming the kernel. */
 export function kernelSizes(name: string, params: readonly number[]): KernelSizes {
   const spec = kernelSpec(name);

@@ -1,5 +1,14 @@
 import assert from "node:assert/strict";
-import { checkKernelCall, KERNEL_FAMILIES, KERNEL_NAMES, type KernelFamily } from "./kernels.ts";
+import {
+  checkKernelCall,
+  KERNEL_FAMILIES,
+  KERNEL_NAMES,
+  type KernelFamily,
+  kernelMayMutate,
+  kernelMutates,
+  kernelSizes,
+  kernelSpec,
+} from "./kernels.ts";
 
 const FAMILIES = Object.keys(KERNEL_FAMILIES) as KernelFamily[];
 
@@ -88,5 +97,40 @@ Deno.test("lstm_step: recurrent sets its input count; a step past the sequence i
   assert.throws(
     () => checkKernelCall("lstm_step", ins, outs, [B, S, H, 0, 1]),
     /expected 3 input buffers \(xw, state, ...hw\), got 2/,
+  );
+});
+
+Deno.test("the multi-tensor updates: sizes and in-place inputs follow count and momentum; bad params named", () => {
+  const F = 4;
+  // Two tensors of 3 and 0 elements.
+  const p = (momentum: number) => [2, 0.1, momentum, 0, 0, 0, 1, 3, 0];
+  assert.deepEqual(
+    kernelSizes("sgd_update_multi", p(0.9)).inputs,
+    [3, 3, 3, 0, 0, 0].map((n) => n * F),
+  );
+  assert.deepEqual(kernelMutates("sgd_update_multi", p(0.9)), [0, 2, 3, 5]);
+  assert.deepEqual(kernelSizes("sgd_update_multi", p(0)).inputs, [3, 3, 0, 0].map((n) => n * F));
+  assert.deepEqual(kernelMutates("sgd_update_multi", p(0)), [0, 2]);
+  const adam = [2, 1e-3, 0.9, 0.999, 1e-8, 0, 1, 3, 0];
+  assert.deepEqual(kernelMutates("adamw_update_multi", adam), [0, 2, 3, 4, 6, 7]);
+  assert.equal(kernelSpec("adamw_update_multi").flops(adam), 36);
+  assert.ok(kernelMayMutate("sgd_update_multi") && kernelMayMutate("sgd_update"));
+  assert.ok(!kernelMayMutate("add"));
+  assert.deepEqual(kernelMutates("add", [0]), []);
+  assert.throws(
+    () => kernelSizes("sgd_update_multi", [2, 0.1, 0.9, 0, 0, 0]),
+    /sgd_update_multi: expected at least 7 params \(count, lr, .*\), got 6/,
+  );
+  assert.throws(
+    () => kernelSizes("sgd_update_multi", [2, 0.1, 0.9, 0, 0, 0, 1, 3]),
+    /expected 9 params \(.* with count 2\), got 8/,
+  );
+  assert.throws(
+    () => kernelSizes("adamw_update_multi", [1, 1e-3, 0.9, 0.999, 1e-8, 0, 1, 2.5]),
+    /adamw_update_multi: n\[0\] \(param 7\) must be a non-negative integer, got 2.5/,
+  );
+  assert.throws(
+    () => checkKernelCall("sgd_update_multi", [12, 12, 12], [], p(0)),
+    /expected 4 input buffers/,
   );
 });

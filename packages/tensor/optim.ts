@@ -1,6 +1,8 @@
 /**
  * Low-level optimizer updates: the fused `sgd_update` and `adamw_update`
- * kernels, applied in place to a parameter and its state buffers. They run
+ * kernels, applied in place to a parameter and its state buffers, and their
+ * `*_multi` forms, which update many parameters in one kernel call (an
+ * optimizer step costs one call where it cost one a parameter). They run
  * outside autograd. `@libra/nn` builds its optimizers on them; the runtime
  * keeps the mutated storages pinned (ARCHITECTURE.md: in-place updates only on
  * pinned storages).
@@ -8,6 +10,7 @@
  * @module
  */
 
+import type { Backend, DeviceBuffer } from "./backend.ts";
 import type { Tensor } from "./tensor.ts";
 import { fmt } from "./_shape.ts";
 
@@ -94,6 +97,107 @@ export function sgdUpdate(
   }
 }
 
+/** One parameter of {@link sgdUpdateMulti}: the tensors {@link sgdUpdate} takes. */
+export interface SGDUpdateItem {
+  /** Updated in place. */
+  param: Tensor;
+  /** Its gradient. */
+  grad: Tensor;
+  /** Its momentum buffer (updated in place), or `null` without momentum. */
+  momentumBuf: Tensor | null;
+}
+
+/**
+ * {@link sgdUpdate} on every item in one `sgd_update_multi` call, with the
+ * same arithmetic (bitwise the same results). The items share the options,
+ * `firstStep` included; they must not share storages.
+ *
+ * @example
+ * ```ts
+ * import { sgdUpdateMulti, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const a = tensor([1, 2]), b = tensor([3]);
+ * sgdUpdateMulti([
+ *   { param: a, grad: tensor([1, 1]), momentumBuf: null },
+ *   { param: b, grad: tensor([2]), momentumBuf: null },
+ * ], { lr: 0.5, firstStep: true });
+ * if (a.toArray().join() !== "0.5,1.5" || b.item() !== 2) throw new Error("example: unexpected result");
+ * ```
+ */
+export function sgdUpdateMulti(items: readonly SGDUpdateItem[], o: SGDUpdateOptions): void {
+  const momentum = o.momentum ?? 0;
+  const bufs: DeviceBuffer[] = [], sizes: number[] = [];
+  const backend = checkItems("sgdUpdateMulti", items, (it, i) => {
+    if ((it.momentumBuf === null) !== (momentum === 0)) {
+      throw new Error(
+        `sgdUpdateMulti: item ${i}: momentum ${momentum} ${
+          momentum === 0 ? "takes no momentum buffer (pass null)" : "needs a momentum buffer"
+        }`,
+      );
+    }
+    checkState(`sgdUpdateMulti: item ${i}`, it.param, [
+      ["grad", it.grad],
+      ...(it.momentumBuf ? [["momentumBuf", it.momentumBuf] as [string, Tensor]] : []),
+    ]);
+    bufs.push(it.param.storage.buffer, it.grad.storage.buffer);
+    if (it.momentumBuf !== null) bufs.push(it.momentumBuf.storage.buffer);
+    sizes.push(it.param.size);
+    return it.momentumBuf === null ? [it.param] : [it.param, it.momentumBuf];
+  });
+  if (backend === null) return;
+  backend.run("sgd_update_multi", bufs, [], [
+    items.length,
+    o.lr,
+    momentum,
+    o.dampening ?? 0,
+    o.weightDecay ?? 0,
+    o.nesterov ? 1 : 0,
+    o.firstStep ? 1 : 0,
+    ...sizes,
+  ]);
+}
+
+/**
+ * Checks the items of a `*_multi` update with `each` (which returns the tensors
+ * the item writes): one backend for all, no storage written twice or written
+ * and read. Returns that backend (`null` for no items).
+ */
+function checkItems<I extends { param: Tensor; grad: Tensor }>(
+  op: string,
+  items: readonly I[],
+  each: (item: I, i: number) => readonly Tensor[],
+): Backend | null {
+  const written = new Map<unknown, number>();
+  const read: [unknown, number][] = [];
+  let backend: Backend | null = null;
+  items.forEach((it, i) => {
+    for (const t of each(it, i)) {
+      const at = written.get(t.storage);
+      if (at !== undefined) {
+        throw new Error(
+          at === i
+            ? `${op}: item ${i} writes one storage twice`
+            : `${op}: item ${i} writes the storage item ${at} writes`,
+        );
+      }
+      written.set(t.storage, i);
+    }
+    read.push([it.grad.storage, i]);
+    if (backend === null) backend = it.param.backend;
+    else if (it.param.backend !== backend) {
+      throw new Error(
+        `${op}: item ${i} lives on ${it.param.backend.name}, item 0 on ${backend.name}`,
+      );
+    }
+  });
+  for (const [s, i] of read) {
+    const at = written.get(s);
+    if (at !== undefined) throw new Error(`${op}: item ${i}'s grad is a storage item ${at} writes`);
+  }
+  return backend;
+}
+
 /** Options of {@link adamwUpdate} (PyTorch `torch.optim.AdamW` semantics). */
 export interface AdamWUpdateOptions {
   /** Learning rate. */
@@ -153,4 +257,62 @@ export function adamwUpdate(
       o.step,
     ],
   );
+}
+
+/** One parameter of {@link adamwUpdateMulti}: the tensors {@link adamwUpdate} takes. */
+export interface AdamWUpdateItem {
+  /** Updated in place. */
+  param: Tensor;
+  /** Its gradient. */
+  grad: Tensor;
+  /** First moment (updated in place). */
+  m: Tensor;
+  /** Second moment (updated in place). */
+  v: Tensor;
+}
+
+/**
+ * {@link adamwUpdate} on every item in one `adamw_update_multi` call, with the
+ * same arithmetic (bitwise the same results). The items share the options,
+ * `step` included; they must not share storages.
+ *
+ * @example
+ * ```ts
+ * import { adamwUpdateMulti, tensor, zeros, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const a = tensor([1]), b = tensor([1]);
+ * adamwUpdateMulti([
+ *   { param: a, grad: tensor([2]), m: zeros([1]), v: zeros([1]) },
+ *   { param: b, grad: tensor([-3]), m: zeros([1]), v: zeros([1]) },
+ * ], { lr: 0.1, weightDecay: 0, step: 1 });
+ * if (!(Math.abs(a.item() - 0.9) < 1e-6 && Math.abs(b.item() - 1.1) < 1e-6)) throw new Error("example: unexpected result");
+ * ```
+ */
+export function adamwUpdateMulti(items: readonly AdamWUpdateItem[], o: AdamWUpdateOptions): void {
+  if (!Number.isInteger(o.step) || o.step < 1) {
+    throw new RangeError(`adamwUpdateMulti: step must be an integer >= 1, got ${o.step}`);
+  }
+  const bufs: DeviceBuffer[] = [], sizes: number[] = [];
+  const backend = checkItems("adamwUpdateMulti", items, (it, i) => {
+    checkState(`adamwUpdateMulti: item ${i}`, it.param, [["grad", it.grad], ["m", it.m], [
+      "v",
+      it.v,
+    ]]);
+    bufs.push(it.param.storage.buffer, it.grad.storage.buffer, it.m.storage.buffer);
+    bufs.push(it.v.storage.buffer);
+    sizes.push(it.param.size);
+    return [it.param, it.m, it.v];
+  });
+  if (backend === null) return;
+  backend.run("adamw_update_multi", bufs, [], [
+    items.length,
+    o.lr,
+    o.beta1 ?? 0.9,
+    o.beta2 ?? 0.999,
+    o.eps ?? 1e-8,
+    o.weightDecay ?? 0.01,
+    o.step,
+    ...sizes,
+  ]);
 }

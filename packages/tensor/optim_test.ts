@@ -77,3 +77,98 @@ Deno.test("optimizer updates reject mismatched state", () => {
     );
   });
 });
+
+Deno.test("sgdUpdateMulti and adamwUpdateMulti: each tensor as its single update, bitwise", () => {
+  T.tidy(() => {
+    const sizes = [4, 1, 0, 7];
+    const vals = (n: number, s: number) => randomValues(n, s);
+    for (const momentum of [0, 0.9]) {
+      for (const firstStep of [true, false]) {
+        const o = { lr: 0.1, momentum, dampening: 0.1, weightDecay: 0.01, firstStep };
+        const mk = () =>
+          sizes.map((n, k) => ({
+            param: T.tensor(vals(n, k + 1)),
+            grad: T.tensor(vals(n, k + 11)),
+            momentumBuf: momentum === 0 ? null : T.tensor(vals(n, k + 21)),
+          }));
+        const many = mk(), one = mk();
+        T.sgdUpdateMulti(many, o);
+        for (const it of one) T.sgdUpdate(it.param, it.grad, it.momentumBuf, o);
+        many.forEach((it, k) => {
+          assert.deepEqual(it.param.toArray(), one[k]!.param.toArray(), `param ${k}`);
+          assert.deepEqual(it.momentumBuf?.toArray(), one[k]!.momentumBuf?.toArray(), `buf ${k}`);
+        });
+      }
+    }
+    const o = { lr: 0.01, beta1: 0.8, beta2: 0.95, eps: 1e-6, weightDecay: 0.1, step: 3 };
+    const mk = () =>
+      sizes.map((n, k) => ({
+        param: T.tensor(vals(n, k + 1)),
+        grad: T.tensor(vals(n, k + 11)),
+        m: T.tensor(vals(n, k + 21)),
+        v: T.tensor(vals(n, k + 31).map(Math.abs)),
+      }));
+    const many = mk(), one = mk();
+    T.adamwUpdateMulti(many, o);
+    for (const it of one) T.adamwUpdate(it.param, it.grad, it.m, it.v, o);
+    many.forEach((it, k) => {
+      for (const f of ["param", "m", "v"] as const) {
+        assert.deepEqual(it[f].toArray(), one[k]![f].toArray(), `${f} ${k}`);
+      }
+    });
+    T.sgdUpdateMulti([], { lr: 1, firstStep: true }); // nothing to update: no call
+  });
+});
+
+Deno.test("the multi-tensor updates name the item at fault", () => {
+  T.tidy(() => {
+    const a = T.zeros([4]), b = T.zeros([2]);
+    const first = { lr: 1, firstStep: true };
+    assert.throws(
+      () =>
+        T.sgdUpdateMulti([{ param: a, grad: T.zeros([4]), momentumBuf: null }, {
+          param: b,
+          grad: T.zeros([3]),
+          momentumBuf: null,
+        }], first),
+      /sgdUpdateMulti: item 1: grad \[3\] f32 must be f32 with the 2 elements of param \[2\]/,
+    );
+    assert.throws(
+      () =>
+        T.sgdUpdateMulti([{ param: a, grad: T.zeros([4]), momentumBuf: null }], {
+          ...first,
+          momentum: 0.9,
+        }),
+      /sgdUpdateMulti: item 0: momentum 0.9 needs a momentum buffer/,
+    );
+    assert.throws(
+      () => T.sgdUpdateMulti([{ param: a, grad: T.zeros([4]), momentumBuf: T.zeros([4]) }], first),
+      /sgdUpdateMulti: item 0: momentum 0 takes no momentum buffer \(pass null\)/,
+    );
+    assert.throws(
+      () =>
+        T.sgdUpdateMulti([
+          { param: a, grad: T.zeros([4]), momentumBuf: null },
+          { param: a, grad: T.zeros([4]), momentumBuf: null },
+        ], first),
+      /sgdUpdateMulti: item 1 writes the storage item 0 writes/,
+    );
+    assert.throws(
+      () =>
+        T.sgdUpdateMulti([
+          { param: a, grad: T.zeros([4]), momentumBuf: null },
+          { param: T.zeros([4]), grad: a, momentumBuf: null },
+        ], first),
+      /sgdUpdateMulti: item 1's grad is a storage item 0 writes/,
+    );
+    const m = T.zeros([4]);
+    assert.throws(
+      () => T.adamwUpdateMulti([{ param: a, grad: T.zeros([4]), m, v: m }], { lr: 1, step: 1 }),
+      /adamwUpdateMulti: item 0 writes one storage twice/,
+    );
+    assert.throws(
+      () => T.adamwUpdateMulti([], { lr: 1, step: 0 }),
+      /adamwUpdateMulti: step must be an integer >= 1, got 0/,
+    );
+  });
+});

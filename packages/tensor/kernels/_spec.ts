@@ -23,8 +23,14 @@ export interface KernelSpec {
   readonly outputs: readonly string[];
   /** Human-readable parameter layout, e.g. `"n, s"` or `"ndim, outShape[ndim], ..."`. */
   readonly params: string;
-  /** Indices of inputs updated in place (only pinned storages may be mutated). */
+  /**
+   * Indices of inputs updated in place (only pinned storages may be mutated).
+   * A kernel whose in-place inputs follow its params gives {@link mutatesOf}
+   * instead; read either through `kernelMutates`.
+   */
   readonly mutates?: readonly number[];
+  /** The inputs a call with params `p` updates in place, for kernels where that varies. */
+  mutatesOf?(p: readonly number[]): readonly number[];
   /** True when the kernel draws Philox random numbers from `(seed, offset)` params. */
   readonly random?: boolean;
   /** What the kernel computes. */
@@ -267,4 +273,24 @@ export function simple(
     },
     flops,
   };
+}
+
+/**
+ * The params of a `*_multi` optimizer update, `count, <six update params>,
+ * n[count]` (`layout`), checked: returns the element count of each tensor.
+ */
+export function multiCounts(kernel: string, p: readonly number[], layout: string): number[] {
+  if (p.length < 7) fail(kernel, `expected at least 7 params (${layout}), got ${p.length}`);
+  expectCounts(kernel, p, ["count"]);
+  const count = p[0]!;
+  expectParams(kernel, p, 7 + count, `${layout} with count ${count}`);
+  const ns: number[] = new Array(count);
+  for (let t = 0; t < count; t++) {
+    const n = p[7 + t]!;
+    if (!Number.isInteger(n) || n < 0) {
+      fail(kernel, `n[${t}] (param ${7 + t}) must be a non-negative integer, got ${n}`);
+    }
+    ns[t] = n;
+  }
+  return ns;
 }

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type KernelSpec, simple } from "./_spec.ts";
+import { F, type KernelSpec, multiCounts, simple } from "./_spec.ts";
 
 /** Name of a loss_optim kernel. */
 export type LossOptimKernelName =
@@ -13,7 +13,34 @@ export type LossOptimKernelName =
   | "mse"
   | "mse_backward"
   | "sgd_update"
-  | "adamw_update";
+  | "adamw_update"
+  | "sgd_update_multi"
+  | "adamw_update_multi";
+
+const SGD_MULTI = "count, lr, momentum, dampening, weightDecay, nesterov, firstStep, n[count]";
+const ADAMW_MULTI = "count, lr, beta1, beta2, eps, weightDecay, step, n[count]";
+
+/** Inputs of tensor t of a `*_multi` update: `stride` buffers from `stride * t`, each of n[t] floats. */
+function multiSizes(ns: readonly number[], stride: number): { inputs: number[]; outputs: [] } {
+  const inputs: number[] = new Array(ns.length * stride);
+  for (let t = 0; t < ns.length; t++) {
+    for (let k = 0; k < stride; k++) inputs[t * stride + k] = ns[t]! * F;
+  }
+  return { inputs, outputs: [] };
+}
+
+/** Input indices `stride * t + k` for every tensor t and each k of `at`. */
+function multiMutates(count: number, stride: number, at: readonly number[]): number[] {
+  const out: number[] = [];
+  for (let t = 0; t < count; t++) for (const k of at) out.push(stride * t + k);
+  return out;
+}
+
+function sum(xs: readonly number[]): number {
+  let s = 0;
+  for (const x of xs) s += x;
+  return s;
+}
 
 /** The loss_optim kernels, by name. */
 export const LOSS_OPTIM_KERNELS: Readonly<Record<LossOptimKernelName, KernelSpec>> = {
@@ -74,4 +101,30 @@ export const LOSS_OPTIM_KERNELS: Readonly<Record<LossOptimKernelName, KernelSpec
     (p) => 12 * p[0]!,
     { mutates: [0, 2, 3] },
   ),
+  // -- the same updates on many tensors in one call (an optimizer step's parameters)
+  sgd_update_multi: {
+    inputs: ["...(param, grad, momentumBuf)"],
+    outputs: [],
+    params: SGD_MULTI,
+    doc:
+      "sgd_update on count tensors at once (their shared params once, then each one's element count n[t]): tensor t's buffers are inputs 3t, 3t+1, 3t+2 (param, grad, momentumBuf) with momentum != 0, else inputs 2t, 2t+1 (param, grad). The same arithmetic as sgd_update, tensor by tensor.",
+    sizes(p) {
+      const ns = multiCounts("sgd_update_multi", p, SGD_MULTI);
+      return multiSizes(ns, p[2] === 0 ? 2 : 3);
+    },
+    flops: (p) => 6 * sum(p.slice(7)),
+    mutatesOf: (p) => p[2] === 0 ? multiMutates(p[0]!, 2, [0]) : multiMutates(p[0]!, 3, [0, 2]),
+  },
+  adamw_update_multi: {
+    inputs: ["...(param, grad, m, v)"],
+    outputs: [],
+    params: ADAMW_MULTI,
+    doc:
+      "adamw_update on count tensors at once (their shared params once, then each one's element count n[t]): tensor t's buffers are inputs 4t..4t+3 (param, grad, m, v). The same arithmetic as adamw_update, tensor by tensor.",
+    sizes(p) {
+      return multiSizes(multiCounts("adamw_update_multi", p, ADAMW_MULTI), 4);
+    },
+    flops: (p) => 12 * sum(p.slice(7)),
+    mutatesOf: (p) => multiMutates(p[0]!, 4, [0, 2, 3]),
+  },
 };

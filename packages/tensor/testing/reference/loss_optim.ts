@@ -100,6 +100,19 @@ const refAdamwUpdate: RefKernel = (k, ins, _outs, p) => {
   return;
 };
 
+/**
+ * A `*_multi` update: `single` on each tensor's `stride` buffers with params
+ * `n[t], <the six shared params>`.
+ */
+function multi(single: RefKernel, stride: (p: readonly number[]) => number): RefKernel {
+  return (k, ins, outs, p) => {
+    const count = p[0]!, w = stride(p), shared = p.slice(1, 7);
+    for (let t = 0; t < count; t++) {
+      single(k, ins.slice(w * t, w * t + w), outs, [p[7 + t]!, ...shared]);
+    }
+  };
+}
+
 /** The reference loss_optim kernels, by name. */
 export const REF_LOSS_OPTIM: Readonly<Record<LossOptimKernelName, RefKernel>> = {
   cross_entropy: refCrossEntropy,
@@ -108,4 +121,6 @@ export const REF_LOSS_OPTIM: Readonly<Record<LossOptimKernelName, RefKernel>> = 
   mse_backward: refMseBackward,
   sgd_update: refSgdUpdate,
   adamw_update: refAdamwUpdate,
+  sgd_update_multi: multi(refSgdUpdate, (p) => p[2] === 0 ? 2 : 3),
+  adamw_update_multi: multi(refAdamwUpdate, () => 4),
 };
