@@ -165,7 +165,9 @@ export function planPolicy(
     if (!list) m.set(s.call, list = []);
     list.push(s);
   }
-  const hooks: PlanHooks = {
+  // A plan of no steps installs no hooks: the runtime then skips what it keeps for them at
+  // every call (each call's outputs by index, the hook calls themselves).
+  const hooks: PlanHooks | undefined = plan.steps.length === 0 ? undefined : {
     beforeCall(index, ctl) {
       const list = before.get(index);
       if (list === undefined) return;
@@ -199,7 +201,7 @@ export function planPolicy(
       name: `${plan.planner}(plan)`,
       // What the base policy reads; host memory only when a step swaps.
       needs: { ...needsOf(base), swaps: planHostLimit(plan, 1) > 0 },
-      hooks,
+      ...(hooks ? { hooks } : {}),
       choose(ctx: EvictionContext): Victim[] {
         if (ctx.onlyDroppable === true) return base.choose(ctx);
         const dropping: EvictionContext = Object.create(ctx);
@@ -212,7 +214,7 @@ export function planPolicy(
     name: `${plan.planner}(plan)`,
     // What the fallback reads, kept from the first call on; host memory when it swaps.
     needs: needsOf(fallback) as PolicyNeeds,
-    hooks,
+    ...(hooks ? { hooks } : {}),
     choose(ctx: EvictionContext): Victim[] {
       return fallback.choose(ctx);
     },

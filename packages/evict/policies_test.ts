@@ -15,7 +15,7 @@ import { plannerNeeds, planPolicy } from "./planner.ts";
 import { createPlanner } from "./planners.ts";
 import { LibraPlanner } from "./libra_planner.ts";
 import { LookaheadPolicy } from "./lookahead.ts";
-import { needsOf, UNDECLARED_NEEDS } from "./policy.ts";
+import { needsOf, type PlanControl, UNDECLARED_NEEDS } from "./policy.ts";
 
 for (const n of POLICY_NAMES) {
   evictionPolicyConformance(n, () => createPolicy(n));
@@ -204,4 +204,30 @@ Deno.test("planPolicy runs a call's restores and `before` evictions in plan orde
     "before 2",
     "after 2",
   ]);
+});
+
+Deno.test("planPolicy installs hooks only for a plan with steps, and they run its steps at their calls", () => {
+  const empty = { planner: "test", budgetBytes: 1, steps: [] };
+  for (const fallbackAction of [undefined, "drop"] as const) {
+    const p = { ...empty, ...(fallbackAction ? { fallbackAction } : {}) };
+    assert.equal(planPolicy(p, createPolicy("dtr-eq")).hooks, undefined, "nothing to hook");
+  }
+  const done: string[] = [];
+  const ctl: PlanControl = {
+    evict: (t, a) => (done.push(`evict ${t} ${a}`), true),
+    restore: (t) => (done.push(`restore ${t}`), true),
+  };
+  const hooks = planPolicy({
+    ...empty,
+    steps: [
+      { kind: "evict", call: 2, tensor: "a", action: "swap" },
+      { kind: "restore", call: 3, tensor: "a" },
+      { kind: "evict", call: 3, tensor: "b", before: true },
+    ],
+  }, createPolicy("dtr-eq")).hooks!;
+  for (let i = 0; i < 5; i++) {
+    hooks.beforeCall!(i, ctl);
+    hooks.afterCall!(i, ctl);
+  }
+  assert.deepEqual(done, ["evict a swap", "restore a", "evict b drop"]);
 });
