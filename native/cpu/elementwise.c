@@ -453,22 +453,26 @@ int32_t k_lstm_cell_backward(const kcall* c) {
   return LIBRA_OK;
 }
 
-/* One step of an LSTM layer: row r's gates are xw[r, t, :] (+ hw[r, :]), written out, then
- * lstm_row on them; h is next's h half again, contiguous. */
+/* One step of an LSTM layer: with recurrent 1 the gates are first h W_hh^T (the same sgemm call
+ * as the matmul kernel's for it), then row r's gates are xw[r, t, :] plus them, written out,
+ * then lstm_row on them; h is next's h half again, contiguous. */
 int32_t k_lstm_step(const kcall* c) {
   lstm_step_params q = {0, 0, 0, 0, 0};
   TRY(lstm_step_parse(c, &q));
   const int64_t B = q.B, T = q.T, H = q.H, t = q.t, rec = q.rec;
-  const float *XW = IN_F(0), *S = IN_F(1), *HW = rec ? IN_F(2) : NULL;
+  const float *XW = IN_F(0), *S = IN_F(1);
   float *N = OUT_F(0), *HO = OUT_F(1), *G = OUT_F(2);
   const int64_t G4 = 4 * H;
+  if (rec) {
+    libra_sgemm(0, 1, B, G4, H, 1.0f, IN_F(2), H > 0 ? H : 1, IN_F(3), H > 0 ? H : 1, 0.0f, G,
+                G4 > 0 ? G4 : 1);
+  }
   PAR_FOR(B * H > PAR_MIN,
   for (int64_t r = 0; r < B; r++) {
     const float* x = XW + (r * T + t) * G4;
     float* g = G + r * G4;
-    if (HW) {
-      const float* hw = HW + r * G4;
-      for (int64_t j = 0; j < G4; j++) g[j] = x[j] + hw[j];
+    if (rec) {
+      for (int64_t j = 0; j < G4; j++) g[j] = x[j] + g[j];
     } else if (G4 > 0) {
       memcpy(g, x, (size_t)G4 * 4);
     }
@@ -476,5 +480,27 @@ int32_t k_lstm_step(const kcall* c) {
     lstm_row(H, g, g + H, g + 2 * H, g + 3 * H, S + r * 2 * H + H, n, n + H);
     if (H > 0) memcpy(HO + r * H, n, (size_t)H * 4);
   });
+  return LIBRA_OK;
+}
+
+/* The gradient of one step of an LSTM layer: lstm_row_backward with dh = gnext's h half +
+ * gy[r, t, :] (+ dhnext), then dhprev = ggates W_hh (the matmul kernel's sgemm call). */
+int32_t k_lstm_step_backward(const kcall* c) {
+  lstm_step_params q = {0, 0, 0, 0, 0};
+  TRY(lstm_step_backward_parse(c, &q));
+  const int64_t B = q.B, T = q.T, H = q.H, t = q.t;
+  const float *G = IN_F(0), *S = IN_F(1), *N = IN_F(2), *D = IN_F(3), *GY = IN_F(4);
+  const float* DN = t < T - 1 ? IN_F(6) : NULL;
+  float *GG = OUT_F(0), *GS = OUT_F(1);
+  PAR_FOR(B * H > PAR_MIN,
+  for (int64_t r = 0; r < B; r++) {
+    const int64_t o2 = r * 2 * H;
+    lstm_row_backward(H, G + r * 4 * H, S + o2 + H, N + o2 + H, D + o2, GY + (r * T + t) * H,
+                      DN ? DN + r * H : NULL, D + o2 + H, GG + r * 4 * H, GS + o2, GS + o2 + H);
+  });
+  if (q.rec) {
+    libra_sgemm(0, 0, B, H, 4 * H, 1.0f, GG, H > 0 ? 4 * H : 1, IN_F(5), H > 0 ? H : 1, 0.0f,
+                OUT_F(2), H > 0 ? H : 1);
+  }
   return LIBRA_OK;
 }

@@ -483,7 +483,8 @@ int32_t k_lstm_cell(const kcall* c) {
   return LIBRA_OK;
 }
 
-__global__ void lstm_cell_backward_k(int64_t B, int64_t H, const float* __restrict__ G,
+/* E1's rows are e1s apart (H for lstm_cell_backward's extra input, steps H for a step of gy). */
+__global__ void lstm_cell_backward_k(int64_t B, int64_t H, int64_t e1s, const float* __restrict__ G,
                                      const float* __restrict__ S, const float* __restrict__ N,
                                      const float* __restrict__ D, const float* __restrict__ E1,
                                      const float* __restrict__ E2, float* __restrict__ GG,
@@ -495,7 +496,7 @@ __global__ void lstm_cell_backward_k(int64_t B, int64_t H, const float* __restri
     const float t = tanhf(g[2 * H + j]), o = sigmoid_f(g[3 * H + j]);
     const float tc = tanhf(N[r * 2 * H + H + j]);
     float dh = D[r * 2 * H + j];
-    if (E1) dh += E1[e];
+    if (E1) dh += E1[r * e1s * H + j];
     if (E2) dh += E2[e];
     const float d = D[r * 2 * H + H + j] + dh * o * (1.0f - tc * tc);
     float* gg = GG + r * 4 * H;
@@ -513,18 +514,18 @@ int32_t k_lstm_cell_backward(const kcall* c) {
   TRY(lstm_backward_parse(c, &B, &H, &extra));
   if (B * H == 0) return LIBRA_OK;
   lstm_cell_backward_k<<<grid_for(B * H), TPB, 0, c->st>>>(
-      B, H, IN_F(0), IN_F(1), IN_F(2), IN_F(3), extra > 0 ? IN_F(4) : nullptr,
+      B, H, 1, IN_F(0), IN_F(1), IN_F(2), IN_F(3), extra > 0 ? IN_F(4) : nullptr,
       extra > 1 ? IN_F(5) : nullptr, OUT_F(0), OUT_F(1));
   LAUNCHED(c);
   return LIBRA_OK;
 }
 
 /* One step of an LSTM layer (native/cpu/elementwise.c k_lstm_step), one thread an element of
- * [B, H]: its four gates from xw[r, t, :] (+ hw), written out, then the cell. */
-__global__ void lstm_step_k(int64_t B, int64_t T, int64_t H, int64_t t,
+ * [B, H]: its four gates from xw[r, t, :] (+ h W_hh^T, already in G when rec), written out,
+ * then the cell. */
+__global__ void lstm_step_k(int64_t B, int64_t T, int64_t H, int64_t t, int rec,
                             const float* __restrict__ XW, const float* __restrict__ S,
-                            const float* __restrict__ HW, float* __restrict__ N,
-                            float* __restrict__ HO, float* __restrict__ G) {
+                            float* __restrict__ N, float* __restrict__ HO, float* G) {
   GRID_LOOP(e, B * H) {
     const int64_t r = e / H, j = e % H;
     const float* x = XW + (r * T + t) * 4 * H;
@@ -532,7 +533,8 @@ __global__ void lstm_step_k(int64_t B, int64_t T, int64_t H, int64_t t,
     float v[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-      v[k] = HW ? x[k * H + j] + HW[r * 4 * H + k * H + j] : x[k * H + j];
+      // each thread reads and writes its own four gates
+      v[k] = rec ? x[k * H + j] + g[k * H + j] : x[k * H + j];
       g[k * H + j] = v[k];
     }
     const float i = sigmoid_f(v[0]), f = sigmoid_f(v[1]);
@@ -550,9 +552,25 @@ int32_t k_lstm_step(const kcall* c) {
   TRY(lstm_step_parse(c, &q));
   const int64_t B = q.B, T = q.T, H = q.H, t = q.t, rec = q.rec;
   if (B * H == 0) return LIBRA_OK;
-  lstm_step_k<<<grid_for(B * H), TPB, 0, c->st>>>(B, T, H, t, IN_F(0), IN_F(1),
-                                                  rec ? IN_F(2) : nullptr, OUT_F(0), OUT_F(1),
-                                                  OUT_F(2));
+  // h W_hh^T into the gates (as the matmul kernel computes it), then the cell
+  if (rec) TRY(libra_sgemm(c, 0, 1, B, 4 * H, H, 1.0f, IN_F(2), 0, IN_F(3), 0, 0.0f, OUT_F(2), 0, 1));
+  lstm_step_k<<<grid_for(B * H), TPB, 0, c->st>>>(B, T, H, t, (int)rec, IN_F(0), IN_F(1), OUT_F(0),
+                                                  OUT_F(1), OUT_F(2));
   LAUNCHED(c);
+  return LIBRA_OK;
+}
+
+/* The gradient of one step (native/cpu/elementwise.c k_lstm_step_backward): the cell's, with dh
+ * gnext's h half + gy[r, t, :] (+ dhnext), then dhprev = ggates W_hh. */
+int32_t k_lstm_step_backward(const kcall* c) {
+  lstm_step_params q = {0, 0, 0, 0, 0};
+  TRY(lstm_step_backward_parse(c, &q));
+  const int64_t B = q.B, T = q.T, H = q.H, t = q.t;
+  if (B * H == 0) return LIBRA_OK;
+  lstm_cell_backward_k<<<grid_for(B * H), TPB, 0, c->st>>>(
+      B, H, T, IN_F(0), IN_F(1), IN_F(2), IN_F(3), IN_F(4) + t * H, t < T - 1 ? IN_F(6) : nullptr,
+      OUT_F(0), OUT_F(1));
+  LAUNCHED(c);
+  if (q.rec) TRY(libra_sgemm(c, 0, 0, B, H, 4 * H, 1.0f, OUT_F(0), 0, IN_F(5), 0, 0.0f, OUT_F(2), 0, 1));
   return LIBRA_OK;
 }

@@ -236,28 +236,47 @@ static inline int32_t lstm_backward_parse(const kcall* c, int64_t* b, int64_t* h
 }
 
 /* lstm_step's "batch, steps, hidden, t, recurrent": step t of xw [B, T, 4H]; with recurrent 1
- * the input after state is h W_hh^T. */
+ * the inputs after state are h [B, H] (the step before's) and W_hh [4H, H]. */
 typedef struct lstm_step_params {
   int64_t B, T, H, t, rec;
 } lstm_step_params;
 
-static inline int32_t lstm_step_parse(const kcall* c, lstm_step_params* q) {
-  static const char* const names[] = {"batch", "steps", "hidden", "t", "recurrent"};
-  int64_t v[5];
-  if (pints(c, v, names, 5)) return LIBRA_ERR_INVALID_ARGUMENT;
+/* Reads "batch, steps, hidden, t" (t below steps) into q. */
+static inline int32_t lstm_bsht_parse(const kcall* c, lstm_step_params* q) {
+  static const char* const names[] = {"batch", "steps", "hidden", "t"};
+  int64_t v[4];
+  if (pints(c, v, names, 4)) return LIBRA_ERR_INVALID_ARGUMENT;
   if (v[3] >= v[1]) {
     return kfail(c, "t = %lld must be below steps = %lld", (long long)v[3], (long long)v[1]);
-  }
-  if (v[4] > 1) return kfail(c, "recurrent must be 0 or 1, got %lld", (long long)v[4]);
-  if (c->n_in != 2 + v[4]) {
-    return kfail(c, "expected %lld input buffers (recurrent %lld), got %d", (long long)(2 + v[4]),
-                 (long long)v[4], c->n_in);
   }
   q->B = v[0];
   q->T = v[1];
   q->H = v[2];
   q->t = v[3];
-  q->rec = v[4];
+  return LIBRA_OK;
+}
+
+static inline int32_t lstm_step_parse(const kcall* c, lstm_step_params* q) {
+  TRY(lstm_bsht_parse(c, q));
+  if (pint(c, 4, 0, "recurrent", &q->rec)) return LIBRA_ERR_INVALID_ARGUMENT;
+  if (q->rec > 1) return kfail(c, "recurrent must be 0 or 1, got %lld", (long long)q->rec);
+  if (c->n_in != 2 + 2 * q->rec) {
+    return kfail(c, "expected %lld input buffers (recurrent %lld), got %d",
+                 (long long)(2 + 2 * q->rec), (long long)q->rec, c->n_in);
+  }
+  return LIBRA_OK;
+}
+
+/* lstm_step_backward's "batch, steps, hidden, t": the gradient of h_t through step t + 1 is an
+ * input when t < steps - 1, that of h_(t-1) through step t an output when t > 0. */
+static inline int32_t lstm_step_backward_parse(const kcall* c, lstm_step_params* q) {
+  TRY(lstm_bsht_parse(c, q));
+  const int32_t ins = 6 + (q->t < q->T - 1), outs = 2 + (q->t > 0);
+  if (c->n_in != ins || c->n_out != outs) {
+    return kfail(c, "expected %d input and %d output buffers (t = %lld of %lld steps), got %d and %d",
+                 ins, outs, (long long)q->t, (long long)q->T, c->n_in, c->n_out);
+  }
+  q->rec = q->t > 0;
   return LIBRA_OK;
 }
 

@@ -405,6 +405,36 @@ Deno.test("libra_run checks the multi-tensor updates' counts itself (direct FFI 
   assert.deepEqual([...bufs[5]!], [5, 6, 8]);
 });
 
+Deno.test("libra_run checks lstm_step_backward's buffer counts against its step itself (direct FFI calls)", () => {
+  const { lib } = loadLibrary("cpu");
+  const s = lib.symbols;
+  const id = new Int32Array(1);
+  assert.equal(
+    s.libra_kernel_id(new TextEncoder().encode("lstm_step_backward\0"), id),
+    Status.OK,
+  );
+  const buf = new Float32Array(64);
+  const p = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(buf)!));
+  const run = (nIn: number, nOut: number, t: number) =>
+    s.libra_run(
+      id[0]!,
+      new BigUint64Array(nIn).fill(p),
+      nIn,
+      new BigUint64Array(nOut).fill(p),
+      nOut,
+      new Float64Array([1, 3, 1, t]),
+      4,
+    );
+  const err = () => Deno.UnsafePointerView.getCString(s.libra_last_error()!);
+  // A middle step takes h's gradient in and gives the step before's out: 7 and 3.
+  assert.equal(run(6, 2, 1), Status.INVALID_ARGUMENT);
+  assert.match(err(), /expected 7 input and 3 output buffers \(t = 1 of 3 steps\), got 6 and 2/);
+  assert.equal(run(7, 3, 2), Status.INVALID_ARGUMENT);
+  assert.match(err(), /expected 6 input and 3 output buffers \(t = 2 of 3 steps\), got 7 and 3/);
+  assert.equal(run(6, 2, 3), Status.INVALID_ARGUMENT);
+  assert.match(err(), /t = 3 must be below steps = 3/);
+});
+
 // ---------------------------------------------------------------- Philox, determinism
 
 Deno.test("cpu libra_philox4x32 reproduces the Random123 known-answer vectors", () => {

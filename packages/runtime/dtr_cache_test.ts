@@ -56,7 +56,7 @@ for (const costs of ["integer", "fractional"] as const) {
       swapCost: (b) => b / 10,
     };
     let compared = 0;
-    for (const ratio of [0.6, 0.4]) {
+    for (const ratio of [0.75, 0.65]) {
       const budgetBytes = Math.floor(ratio * peak);
       const run = (policy: ScorePolicy | ReturnType<typeof createPolicy>) =>
         replayTrace(trace, {

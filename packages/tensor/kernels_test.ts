@@ -82,7 +82,7 @@ Deno.test("lstm_step: recurrent sets its input count; a step past the sequence i
   const [B, S, H] = [2, 4, 3], n = B * H * 4;
   const outs = [2 * n, n, 4 * n];
   for (const rec of [0, 1]) {
-    const ins = rec ? [4 * S * n, 2 * n, 4 * n] : [4 * S * n, 2 * n];
+    const ins = rec ? [4 * S * n, 2 * n, n, 4 * H * H * 4] : [4 * S * n, 2 * n];
     assert.deepEqual(checkKernelCall("lstm_step", ins, outs, [B, S, H, S - 1, rec]).inputs, ins);
   }
   const ins = [4 * S * n, 2 * n];
@@ -96,7 +96,25 @@ Deno.test("lstm_step: recurrent sets its input count; a step past the sequence i
   );
   assert.throws(
     () => checkKernelCall("lstm_step", ins, outs, [B, S, H, 0, 1]),
-    /expected 3 input buffers \(xw, state, ...hw\), got 2/,
+    /expected 4 input buffers \(xw, state, ...\(h, whh\)\), got 2/,
+  );
+});
+
+Deno.test("lstm_step_backward: h's gradient comes in after the last step and goes out before the first", () => {
+  const [B, S, H] = [2, 4, 3], n = B * H * 4, w = 4 * H * H * 4;
+  const base = [4 * n, 2 * n, 2 * n, 2 * n, S * n, w];
+  for (let t = 0; t < S; t++) {
+    const sizes = kernelSizes("lstm_step_backward", [B, S, H, t]);
+    assert.deepEqual(sizes.inputs, t < S - 1 ? [...base, n] : base, `inputs at t = ${t}`);
+    assert.deepEqual(sizes.outputs, t > 0 ? [4 * n, 2 * n, n] : [4 * n, 2 * n], `outputs at ${t}`);
+  }
+  assert.throws(
+    () => checkKernelCall("lstm_step_backward", base, [4 * n, 2 * n], [B, S, H, 1]),
+    /expected 7 input buffers/,
+  );
+  assert.throws(
+    () => kernelSizes("lstm_step_backward", [B, S, H, S]),
+    /lstm_step_backward: t = 4 must be below steps = 4/,
   );
 });
 

@@ -144,7 +144,9 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       const plan = make().plan(trace, budget, ctx);
       if (name === "lookahead") assert.ok(plan.lookahead !== undefined, "a lookahead plan");
       else assert.ok(plan.steps.length > 0, "the plan evicts something");
-      if (name.includes("in-stage frees")) {
+      // The lstm's optimal plan frees nothing between restores: each time step is one call
+      // (its product with W_hh inside), so no value is restored and done with before a call.
+      if (name.includes("in-stage frees") && model !== "lstm") {
         assert.ok(plan.steps.some((s) => s.before === true), "the plan evicts before a call");
       }
 

@@ -71,7 +71,21 @@ export type ElementwiseKernelName =
   | "add_inplace"
   | "lstm_cell"
   | "lstm_cell_backward"
-  | "lstm_step";
+  | "lstm_step"
+  | "lstm_step_backward";
+
+/** `batch, steps, hidden, t` (then more) of the LSTM step kernels, checked: t below steps. */
+function lstmStepParams(
+  kernel: string,
+  p: readonly number[],
+  n: number,
+  layout: string,
+): [number, number, number, number, number] {
+  expectParams(kernel, p, n, layout);
+  expectCounts(kernel, p, ["batch", "steps", "hidden", "t", "recurrent"].slice(0, n));
+  if (p[3]! >= p[1]!) fail(kernel, `t = ${p[3]} must be below steps = ${p[1]}`);
+  return [p[0]!, p[1]!, p[2]!, p[3]!, p[4] ?? 0];
+}
 
 /** The elementwise kernels, by name. */
 export const ELEMENTWISE_KERNELS: Readonly<Record<ElementwiseKernelName, KernelSpec>> = {
@@ -221,23 +235,36 @@ export const ELEMENTWISE_KERNELS: Readonly<Record<ElementwiseKernelName, KernelS
     flops: (p) => (40 + p[2]!) * p[0]! * p[1]!,
   },
   lstm_step: {
-    inputs: ["xw", "state", "...hw"],
+    inputs: ["xw", "state", "...(h, whh)"],
     outputs: ["next", "h", "gates"],
     params: "batch, steps, hidden, t, recurrent",
     doc:
-      "One step of an LSTM layer: gates = xw[:, t, :] (xw [batch, steps, 4 hidden], the input projections) plus, when recurrent is 1, the input after state, hw [batch, 4 hidden] (h W_hh^T); then lstm_cell of gates and state. Writes next [batch, 2 hidden] (rows h then c), h [batch, hidden] (next's h half) and gates [batch, 4 hidden] (the pre-activations, for lstm_cell_backward).",
+      "One step of an LSTM layer: gates = xw[:, t, :] (xw [batch, steps, 4 hidden], the input projections) plus, when recurrent is 1, h whh^T from the two inputs after state, h [batch, hidden] (the step before's) and whh [4 hidden, hidden] (the product as matmul computes it); then lstm_cell of gates and state. Writes next [batch, 2 hidden] (rows h then c), h [batch, hidden] (next's h half) and gates [batch, 4 hidden] (the pre-activations, for the backward).",
     sizes(p) {
-      expectParams("lstm_step", p, 5, this.params);
-      expectCounts("lstm_step", p, ["batch", "steps", "hidden", "t", "recurrent"]);
-      const [B, T, H, t, rec] = p as [number, number, number, number, number];
-      if (t >= T) fail("lstm_step", `t = ${t} must be below steps = ${T}`);
+      const [B, T, H, , rec] = lstmStepParams("lstm_step", p, 5, this.params);
       if (rec > 1) fail("lstm_step", `recurrent must be 0 or 1, got ${rec}`);
       const n = B * H * F;
       return {
-        inputs: rec ? [4 * T * n, 2 * n, 4 * n] : [4 * T * n, 2 * n],
+        inputs: rec ? [4 * T * n, 2 * n, n, 4 * H * H * F] : [4 * T * n, 2 * n],
         outputs: [2 * n, n, 4 * n],
       };
     },
-    flops: (p) => (24 + 4 * p[4]!) * p[0]! * p[2]!,
+    flops: (p) => (24 + 8 * p[4]! * p[2]!) * p[0]! * p[2]!,
+  },
+  lstm_step_backward: {
+    inputs: ["gates", "state", "next", "gnext", "gy", "whh", "...dhnext"],
+    outputs: ["ggates", "gstate", "...dhprev"],
+    params: "batch, steps, hidden, t",
+    doc:
+      "Gradient of lstm_step at step t: lstm_cell_backward of gates, state and next (step t's) with gnext (the next state's gradient) and dh = gnext's h half + gy[:, t, :] (gy [batch, steps, hidden], the layer output's gradient) + dhnext [batch, hidden] (h's gradient through step t + 1, an input when t < steps - 1). Writes ggates, gstate and, when t > 0, dhprev = ggates whh [batch, hidden] (the step before's h gradient through this step, as matmul computes it).",
+    sizes(p) {
+      const [B, T, H, t] = lstmStepParams("lstm_step_backward", p, 4, this.params);
+      const n = B * H * F;
+      return {
+        inputs: [4 * n, 2 * n, 2 * n, 2 * n, T * n, 4 * H * H * F, ...(t < T - 1 ? [n] : [])],
+        outputs: [4 * n, 2 * n, ...(t > 0 ? [n] : [])],
+      };
+    },
+    flops: (p) => (41 + (p[3]! > 0 ? 8 * p[2]! : 0)) * p[0]! * p[2]!,
   },
 };

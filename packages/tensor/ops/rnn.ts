@@ -1,7 +1,8 @@
 /**
  * Recurrent ops: a whole LSTM layer over a sequence as one recorded op, whose
- * forward and backward run each time step's kernels (matmul, `lstm_step`,
- * `lstm_cell_backward`) in a loop. One op for the layer, rather than the
+ * forward and backward run one kernel a time step (`lstm_step`,
+ * `lstm_step_backward`, each with its step's product with the recurrent weight)
+ * in a loop. One op for the layer, rather than the
  * steps as ops, lets the backward collect the input projection's gradient in
  * one concatenation and the recurrent weight's in one matmul over all steps,
  * where per-step ops add a gradient of the whole sequence's shape for every
@@ -58,21 +59,16 @@ export const RNN_OPS = {
       const hs: Tensor[] = [];
       try {
         for (let t = 0; t < T; t++) {
-          // one kernel a step after h W_hh^T (h = 0 before the first): the gates from xw's
-          // step t plus that product, the cell, and h apart for the next product
-          const hw = t > 0 ? mm("lstmLayer", hs[t - 1]!, whh, false, true) : null;
+          // one kernel a step: the gates from xw's step t plus h W_hh^T (h = 0 before the
+          // first), the cell, and h apart for the next step's product
           const g = empty(be, [B, G], "f32");
           const s = empty(be, [B, 2 * H], "f32");
           const h = empty(be, [B, H], "f32");
           gates.push(g);
           states.push(s);
           hs.push(h);
-          try {
-            const ins = hw === null ? [xw, states[t]!] : [xw, states[t]!, hw];
-            run("lstm_step", ins, [s, h, g], [B, T, H, t, hw === null ? 0 : 1]);
-          } finally {
-            hw?.dispose();
-          }
+          const ins = t === 0 ? [xw, states[t]!] : [xw, states[t]!, hs[t - 1]!, whh];
+          run("lstm_step", ins, [s, h, g], [B, T, H, t, t === 0 ? 0 : 1]);
         }
         const y = stackSteps(hs, B, H);
         return record(this, y, [xw, whh], [whh, ...gates, ...states, y], attrs);
@@ -91,28 +87,29 @@ export const RNN_OPS = {
       const states = node.saved.slice(1 + T, 2 + 2 * T);
       const y = node.saved[2 + 2 * T]!;
       const dgs: Tensor[] = new Array(T);
-      // the next state's gradient (its c half; the h half is the cell's, 0) and h W_hh^T's
+      // the next state's gradient (its c half; the h half is the cell's, 0) and h's through
+      // the next step's gates
       let gnext = full([B, 2 * H], 0, { backend: gy.backend });
-      let dhw: Tensor | null = null;
+      let dh: Tensor | null = null;
       try {
         for (let t = T - 1; t >= 0; t--) {
-          const gyt = sliceRaw(gy, [0, t, 0], [B, 1, H]);
+          // one kernel a step: the cell's gradient (reading gy's step t) and, before the first
+          // step, h's through this step's gates (ggates W_hh)
           const dg = empty(gy.backend, [B, G], "f32");
           const gprev = empty(gy.backend, [B, 2 * H], "f32");
-          const ins = [gates[t]!, states[t]!, states[t + 1]!, gnext, gyt];
-          if (dhw !== null) ins.push(dhw);
-          run("lstm_cell_backward", ins, [dg, gprev], [B, H, ins.length - 4]);
-          gyt.dispose();
+          const dhPrev = t > 0 ? empty(gy.backend, [B, H], "f32") : null;
+          const ins = [gates[t]!, states[t]!, states[t + 1]!, gnext, gy, whh];
+          if (dh !== null) ins.push(dh);
+          run("lstm_step_backward", ins, dhPrev ? [dg, gprev, dhPrev] : [dg, gprev], [B, T, H, t]);
           gnext.dispose();
-          dhw?.dispose();
-          dhw = null;
+          dh?.dispose();
+          dh = dhPrev;
           gnext = gprev;
           // done with this step's saved values (states[t] is the step before's next state):
           // released now, not with the node after the whole layer, as steps as ops would be
           gates[t]!.dispose();
           states[t + 1]!.dispose();
           dgs[t] = dg;
-          if (t > 0) dhw = mm("lstmLayer", dg, whh, false, false);
         }
         const dxw = stackSteps(dgs, B, G);
         for (let t = 0; t < T; t++) dgs[t]!.dispose();
@@ -132,6 +129,7 @@ export const RNN_OPS = {
         return [node.inputs[0] ? dxw : null, dwhh];
       } finally {
         gnext.dispose();
+        dh?.dispose();
         for (const d of dgs) d?.dispose();
       }
     },

@@ -188,47 +188,91 @@ const refLstmCell: RefKernel = (_k, ins, outs, p) => {
   lstmCellRows(p[0]!, p[1]!, ins[0]!.f, ins[1]!.f, outs[0]!.f);
 };
 
-/** `lstm_cell_backward`: the chain rule through refLstmCell, term by term. */
-const refLstmCellBackward: RefKernel = (_k, ins, outs, p) => {
-  const B = p[0]!, H = p[1]!;
-  const g = ins[0]!.f, s = ins[1]!.f, n = ins[2]!.f, d = ins[3]!.f;
-  const extra = ins.slice(4).map((b) => b.f);
-  const gg = outs[0]!.f, gs = outs[1]!.f;
+/**
+ * The chain rule through lstmCellRows, term by term: gates `g`, state `s`, next `n`, the next
+ * state's gradient `d`, and more h gradients `extra` (row r of each at `r * H`, of `steps`
+ * apart at `(r * steps + at) * H`) into `gg` and `gs`.
+ */
+function lstmCellBackwardRows(
+  B: number,
+  H: number,
+  [g, s, n, d]: FArr[],
+  extra: { f: FArr; steps: number; at: number }[],
+  gg: FArr,
+  gs: FArr,
+): void {
   for (let r = 0; r < B; r++) {
     for (let j = 0; j < H; j++) {
       const gr = r * 4 * H + j, sr = r * 2 * H + j;
-      const i = sigmoid(g[gr]!), f = sigmoid(g[gr + H]!);
-      const t = Math.tanh(g[gr + 2 * H]!), o = sigmoid(g[gr + 3 * H]!);
-      const tc = Math.tanh(n[sr + H]!);
-      let dh = d[sr]!;
-      for (const e of extra) dh += e[r * H + j]!;
+      const i = sigmoid(g![gr]!), f = sigmoid(g![gr + H]!);
+      const t = Math.tanh(g![gr + 2 * H]!), o = sigmoid(g![gr + 3 * H]!);
+      const tc = Math.tanh(n![sr + H]!);
+      // summed in f32, as the native kernels do (dh is a float there)
+      let dh = d![sr]!;
+      for (const e of extra) dh = Math.fround(dh + e.f[(r * e.steps + e.at) * H + j]!);
       // dc through h' = o tanh(c'), plus the c' gradient from later steps
-      const dc = d[sr + H]! + dh * o * (1 - tc * tc);
+      const dc = d![sr + H]! + dh * o * (1 - tc * tc);
       gg[gr] = dc * t * i * (1 - i);
-      gg[gr + H] = dc * s[sr + H]! * f * (1 - f);
+      gg[gr + H] = dc * s![sr + H]! * f * (1 - f);
       gg[gr + 2 * H] = dc * i * (1 - t * t);
       gg[gr + 3 * H] = dh * tc * o * (1 - o);
       gs[sr] = 0;
       gs[sr + H] = dc * f;
     }
   }
+}
+
+/** `lstm_cell_backward`: lstmCellBackwardRows with its extra h gradients. */
+const refLstmCellBackward: RefKernel = (_k, ins, outs, p) => {
+  const extra = ins.slice(4).map((b) => ({ f: b.f, steps: 1, at: 0 }));
+  lstmCellBackwardRows(p[0]!, p[1]!, ins.map((b) => b.f), extra, outs[0]!.f, outs[1]!.f);
 };
 
-/** `lstm_step`: gates from xw's step t (+ hw), the cell, and h apart. */
+/** `y[m, n] = a[m, k] b^T` (b `[n, k]`, `bt`) or `a b` (b `[k, n]`), each sum rounded once to f32, as `refMatmul`. */
+function matmulInto(
+  y: FArr,
+  a: FArr,
+  b: FArr,
+  m: number,
+  n: number,
+  k: number,
+  bt: boolean,
+): void {
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      let acc = 0;
+      for (let l = 0; l < k; l++) acc += a[i * k + l]! * (bt ? b[j * k + l]! : b[l * n + j]!);
+      y[i * n + j] = acc;
+    }
+  }
+}
+
+/** `lstm_step`: gates from xw's step t (+ h whh^T), the cell, and h apart. */
 const refLstmStep: RefKernel = (_k, ins, outs, p) => {
   const [B, T, H, t, rec] = p as [number, number, number, number, number];
-  const xw = ins[0]!.f, hw = rec ? ins[2]!.f : null;
+  const xw = ins[0]!.f;
   const n = outs[0]!.f, ho = outs[1]!.f, g = outs[2]!.f;
+  // the product lands in the gates (f32) first, as in the native kernels
+  if (rec) matmulInto(g, ins[2]!.f, ins[3]!.f, B, 4 * H, H, true);
   for (let r = 0; r < B; r++) {
     for (let k = 0; k < 4 * H; k++) {
       const x = xw[(r * T + t) * 4 * H + k]!;
-      g[r * 4 * H + k] = hw === null ? x : x + hw[r * 4 * H + k]!;
+      g[r * 4 * H + k] = rec ? x + g[r * 4 * H + k]! : x;
     }
   }
   lstmCellRows(B, H, g, ins[1]!.f, n);
   for (let r = 0; r < B; r++) {
     for (let j = 0; j < H; j++) ho[r * H + j] = n[r * 2 * H + j]!;
   }
+};
+
+/** `lstm_step_backward`: the cell's gradient with gy's step t (+ dhnext), then ggates whh. */
+const refLstmStepBackward: RefKernel = (_k, ins, outs, p) => {
+  const [B, T, H, t] = p as [number, number, number, number];
+  const extra = [{ f: ins[4]!.f, steps: T, at: t }];
+  if (t < T - 1) extra.push({ f: ins[6]!.f, steps: 1, at: 0 });
+  lstmCellBackwardRows(B, H, ins.map((b) => b.f), extra, outs[0]!.f, outs[1]!.f);
+  if (t > 0) matmulInto(outs[2]!.f, outs[0]!.f, ins[5]!.f, B, H, 4 * H, false);
 };
 
 const BINARY: Record<string, (a: number, b: number) => number> = {
@@ -338,4 +382,5 @@ export const REF_ELEMENTWISE: Readonly<Record<ElementwiseKernelName, RefKernel>>
   lstm_cell: refLstmCell,
   lstm_cell_backward: refLstmCellBackward,
   lstm_step: refLstmStep,
+  lstm_step_backward: refLstmStepBackward,
 };
