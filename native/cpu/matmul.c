@@ -206,3 +206,20 @@ int32_t k_matmul(const kcall* c) {
   }
   return LIBRA_OK;
 }
+
+/* x w^T as the matmul kernel computes it (transB), then b added to every row as the add kernel
+ * adds: the bits of those two calls, in one, with no buffer for the product alone. */
+int32_t k_linear(const kcall* c) {
+  int64_t m, n, k;
+  TRY(linear_parse(c, &m, &n, &k));
+  const float* b = IN_F(2);
+  float* Y = OUT_F(0);
+  libra_sgemm(0, 1, m, n, k, 1.0f, IN_F(0), k > 0 ? k : 1, IN_F(1), k > 0 ? k : 1, 0.0f, Y,
+              n > 0 ? n : 1);
+  PAR_FOR(m * n > PAR_MIN,
+  for (int64_t i = 0; i < m; i++) {
+    float* restrict row = Y + i * n;
+    for (int64_t j = 0; j < n; j++) row[j] = row[j] + b[j];
+  });
+  return LIBRA_OK;
+}

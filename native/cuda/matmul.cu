@@ -220,3 +220,19 @@ int32_t k_matmul(const kcall* c) {
   return libra_sgemm(c, (int)ta, (int)tb, m, n, k, 1.0f, IN_F(0), sa, IN_F(1), sb, 0.0f, OUT_F(0),
                      m * n, batch);
 }
+
+__global__ void add_rows_k(int64_t m, int64_t n, float* __restrict__ Y,
+                           const float* __restrict__ b) {
+  GRID_LOOP(e, m * n) Y[e] = Y[e] + b[e % n];
+}
+
+/* native/cpu/matmul.c k_linear: the matmul kernel's product, then b added to every row. */
+int32_t k_linear(const kcall* c) {
+  int64_t m, n, k;
+  TRY(linear_parse(c, &m, &n, &k));
+  if (m * n == 0) return LIBRA_OK;
+  TRY(libra_sgemm(c, 0, 1, m, n, k, 1.0f, IN_F(0), 0, IN_F(1), 0, 0.0f, OUT_F(0), m * n, 1));
+  add_rows_k<<<grid_for(m * n), TPB, 0, c->st>>>(m, n, OUT_F(0), IN_F(2));
+  LAUNCHED(c);
+  return LIBRA_OK;
+}

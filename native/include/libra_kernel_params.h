@@ -81,6 +81,17 @@ static inline int32_t matmul_parse(const kcall* c, matmul_params* q) {
   return LIBRA_OK;
 }
 
+/* linear's "m, n, k": y [m, n] = x [m, k] w [n, k]^T + b [n]. */
+static inline int32_t linear_parse(const kcall* c, int64_t* m, int64_t* n, int64_t* k) {
+  static const char* const names[] = {"m", "n", "k"};
+  int64_t v[3];
+  if (pints(c, v, names, 3)) return LIBRA_ERR_INVALID_ARGUMENT;
+  *m = v[0];
+  *n = v[1];
+  *k = v[2];
+  return LIBRA_OK;
+}
+
 /* dropout's and dropout_backward's "n, p, seed, offset" (p in [0, 1]). */
 typedef struct dropout_params {
   int64_t n, seed, offset;

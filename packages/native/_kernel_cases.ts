@@ -365,6 +365,17 @@ function matmulCases(): KernelCase[] {
   mm("1x1x1", 1, 1, 1, 1);
   mm("large", 1, 130, 150, 170);
   mm("large transposed", 1, 100, 129, 257, 1, 1);
+  const linear: [string, number, number, number][] = [
+    ["3x4x5", 3, 4, 5],
+    ["k = 0 gives b", 3, 4, 0],
+    ["m = 0", 0, 4, 3],
+    ["n = 0", 3, 0, 4],
+    ["1x1x1", 1, 1, 1],
+    ["large (parallel rows)", 300, 150, 170],
+  ];
+  for (const [label, m, n, k] of linear) {
+    out.push({ kernel: "linear", label, params: [m, n, k], tol: GEMM });
+  }
   return out;
 }
 

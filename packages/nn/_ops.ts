@@ -8,6 +8,7 @@
 import {
   batchNorm,
   fromTypedArray,
+  linear as tensorLinear,
   maxPool2d as tensorMaxPool2d,
   type Tensor,
 } from "@libra/tensor";
@@ -42,12 +43,13 @@ export {
  * the product is a single (non-batched) matmul.
  */
 export function linear(x: Tensor, w: Tensor, b: Tensor | null): Tensor {
+  // With a bias, one kernel call (the product and the bias' sum, no tensor for the product).
+  if (b) return tensorLinear(x, w, b);
   const inF = x.shape[x.ndim - 1]!;
   const outF = w.shape[0]!;
   const lead = x.shape.slice(0, -1);
   const x2 = x.ndim === 2 ? x : x.reshape([-1, inF]);
-  let y = x2.matmul(w, { transB: true });
-  if (b) y = y.add(b);
+  const y = x2.matmul(w, { transB: true });
   return x.ndim === 2 ? y : y.reshape([...lead, outF]);
 }
 

@@ -49,7 +49,7 @@ function run(budget: (peak: number) => number | undefined) {
 Deno.test("copy-on-write: none at an ample budget, copies without one and under a tight one, same bits", () => {
   const free = run(() => undefined);
   const ample = run((peak) => peak);
-  const tight = run((peak) => Math.floor(peak * 0.7));
+  const tight = run((peak) => Math.floor(peak * 0.8));
   // without a budget every step copies the parameters it updates (2 layers: weights and biases)
   for (const s of free.perStep) assert.ok(s.copies > 0, JSON.stringify(free.perStep));
   // at the budget-free peak: the first two (budget-free) steps copy, the budgeted ones do not
@@ -61,9 +61,8 @@ Deno.test("copy-on-write: none at an ample budget, copies without one and under 
   }
   // below it the copies come back (the runtime may have to evict what was computed from them)
   for (const s of tight.perStep.slice(2)) assert.ok(s.copies > 0, JSON.stringify(tight.perStep));
-  assert.ok(
-    tight.stats.peakBytes <= Math.floor(free.stats.peakBytes * 0.7) || tight.stats.evictions >= 0,
-  );
+  // the tight budget evicted (what was computed from the old parameters, among others)
+  assert.ok(tight.stats.evictions > 0, JSON.stringify(tight.perStep));
   for (const r of [ample, tight]) {
     assert.deepEqual(r.losses, free.losses);
     assert.deepEqual(r.weights, free.weights);

@@ -136,7 +136,7 @@ Deno.test("a step's trace after endStep() names carried-over values apart from t
 
 for (const policy of ["dtr-eq", "dtr", "msps"]) {
   Deno.test(`a replay of a later step's trace makes that live step's decisions (${policy})`, () => {
-    const budget = Math.floor(0.6 * free.steps[1]!.peakBytes);
+    const budget = Math.floor(0.75 * free.steps[1]!.peakBytes);
     const rt = new Runtime({
       backend: new ReferenceBackend(),
       budget,
@@ -154,7 +154,7 @@ for (const policy of ["dtr-eq", "dtr", "msps"]) {
 for (const planner of ["chen-sqrt", "libra"]) {
   Deno.test(`Runtime.applyPlan() runs a ${planner} plan made on one step's trace on the next steps exactly`, () => {
     const trace = parseTrace(formatTrace(free.steps[1]!.trace!));
-    const budget = Math.floor(0.6 * free.steps[1]!.peakBytes);
+    const budget = Math.floor(0.75 * free.steps[1]!.peakBytes);
     const ctx = plannerContext(trace, { leafRelease: "keep-if-needed" });
     const plan = createPlanner(planner).plan(trace, budget, ctx);
     assert.ok(plan.steps.length > 0, "the planner evicts something");

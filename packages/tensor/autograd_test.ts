@@ -138,6 +138,16 @@ const CASES: GradCase[] = [
     build: ([a, b]) => T.matmul(a!, b!),
   },
   {
+    name: "linear",
+    inputs: [{ shape: [2, 3] }, { shape: [4, 3] }, { shape: [4] }],
+    build: ([x, w, b]) => T.linear(x!, w!, b!),
+  },
+  {
+    name: "linear over a 3-d input",
+    inputs: [{ shape: [2, 3, 2] }, { shape: [3, 2] }, { shape: [3] }],
+    build: ([x, w, b]) => T.linear(x!, w!, b!),
+  },
+  {
     name: "matmul transA",
     inputs: [{ shape: [3, 2] }, { shape: [3, 4] }],
     build: ([a, b]) => T.matmul(a!, b!, { transA: true }),
@@ -394,6 +404,60 @@ Deno.test("lstmLayer computes what its steps as lstmCell ops compute, values and
   assertClose(new Float64Array(gx), new Float64Array(xw.grad!.toArray()), 1e-5, 1e-5, "xw grad");
   assertClose(new Float64Array(gw), new Float64Array(whh.grad!.toArray()), 1e-5, 1e-5, "whh grad");
   for (const t of [xw, whh, w, layer, steps]) t.dispose();
+});
+
+Deno.test("linear gives bitwise matmul(x, w^T) + b and its gradients, on each backend", async () => {
+  const backends: Backend[] = [new ReferenceBackend()];
+  try {
+    backends.push((await import("@libra/native")).cpuBackend());
+  } catch (e) {
+    console.log(`linear test: native cpu skipped (${(e as Error).message.split("\n")[0]})`);
+  }
+  for (const backend of backends) {
+    const t = (n: number, seed: number, shape: number[]) =>
+      T.fromTypedArray(Float32Array.from(randomValues(n, seed, -2, 2)), shape, {
+        backend,
+        requiresGrad: true,
+      });
+    const [B, S, K, N] = [3, 4, 37, 29];
+    const x = t(B * S * K, 1, [B, S, K]), w = t(N * K, 2, [N, K]), b = t(N, 3, [N]);
+    const lw = T.fromTypedArray(Float32Array.from(randomValues(B * S * N, 4)), [B, S, N], {
+      backend,
+    });
+    const run = (f: () => T.Tensor) => {
+      const y = T.tidy(f);
+      T.tidy(() => T.mul(y, lw).sum()).backward();
+      const out = [y, x.grad!, w.grad!, b.grad!].map((g) => Array.from(g.toTypedArray()));
+      for (const p of [x, w, b]) {
+        p.grad!.dispose();
+        p.grad = null;
+      }
+      y.dispose();
+      return out;
+    };
+    const fused = run(() => T.linear(x, w, b));
+    const composed = run(() =>
+      T.add(T.matmul(x.reshape([B * S, K]), w, { transB: true }), b).reshape([B, S, N])
+    );
+    ["y", "x grad", "w grad", "b grad"].forEach((what, i) =>
+      assert.deepEqual(fused[i], composed[i], `${backend.name}: ${what}`)
+    );
+    for (const p of [x, w, b, lw]) p.dispose();
+  }
+});
+
+Deno.test("linear names a bad shape", () => {
+  assert.throws(
+    () => T.linear(T.zeros([2, 3]), T.zeros([4, 2]), T.zeros([4])),
+    /linear: x \[2,3\], w \[4,2\] and b \[4\] must be \[\.\.\., k\], \[n, k\] and \[n\]/,
+  );
+  assert.throws(() => T.linear(T.zeros([2, 3]), T.zeros([4, 3]), T.zeros([3])), /must be/);
+  const y = T.linear(T.zeros([0, 3]), T.zeros([4, 3]), T.tensor([1, 2, 3, 4]));
+  assert.deepEqual(y.shape, [0, 4]);
+  const z = T.linear(T.zeros([2, 0]), T.zeros([2, 0]), T.tensor([1, 2]));
+  assert.deepEqual(z.toArray(), [1, 2, 1, 2], "k = 0: b on every row");
+  y.dispose();
+  z.dispose();
 });
 
 Deno.test("lstmLayer names a bad shape", () => {

@@ -45,7 +45,7 @@ export {
   where,
 } from "./ops/elementwise.ts";
 export { argmax, logSoftmax, max, mean, softmax, sum } from "./ops/reduce.ts";
-export { matmul, type MatmulOptions } from "./ops/matmul.ts";
+export { linear, matmul, type MatmulOptions } from "./ops/matmul.ts";
 export {
   concat,
   embedding,
@@ -118,6 +118,7 @@ export type OpName =
   | "softmax"
   | "log_softmax"
   | "matmul"
+  | "linear"
   | "permute"
   | "reshape"
   | "slice"

@@ -140,13 +140,18 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       });
       if (trace === undefined) throw new Error("no step recorded");
       const ctx = plannerContext(trace, { hostLimitBytes: Infinity });
-      const budget = Math.floor(0.8 * ctx.baselinePeakBytes);
+      // The floor (the largest call's inputs and outputs, with the parameters and optimizer
+      // state) is ~0.85 of the mlp's peak and ~0.89 of the lstm's: their fused calls leave
+      // no tensor for a product alone, so the peak is close to it.
+      const ratio = model === "mlp" ? 0.88 : model === "lstm" ? 0.92 : 0.8;
+      const budget = Math.floor(ratio * ctx.baselinePeakBytes);
       const plan = make().plan(trace, budget, ctx);
       if (name === "lookahead") assert.ok(plan.lookahead !== undefined, "a lookahead plan");
       else assert.ok(plan.steps.length > 0, "the plan evicts something");
-      // The lstm's optimal plan frees nothing between restores: each time step is one call
-      // (its product with W_hh inside), so no value is restored and done with before a call.
-      if (name.includes("in-stage frees") && model !== "lstm") {
+      // The mlp's and the lstm's optimal plans free nothing between restores: their fused calls
+      // (a linear layer's product and bias, an lstm step with its product with W_hh) leave no
+      // value restored and done with before a call.
+      if (name.includes("in-stage frees") && model !== "lstm" && model !== "mlp") {
         assert.ok(plan.steps.some((s) => s.before === true), "the plan evicts before a call");
       }
 

@@ -34,7 +34,8 @@ Deno.test({
     const r = runTraining({
       model: "mlp",
       policy: "dtr-eq+swap",
-      budgetRatio: 0.8,
+      // the tiny mlp's floor is ~0.85 of its peak (its linear layers keep no product alone)
+      budgetRatio: 0.9,
       steps: 3,
       seed: 1,
       warmupCalls: 0,
@@ -107,7 +108,7 @@ Deno.test({
     `runTraining: budgetBytes gives the ratio's run; config overrides change the model${native}`,
   ignore,
   fn() {
-    const byRatio = runTraining({ model: "mlp", policy: "dtr-eq", budgetRatio: 0.7, steps: 2 });
+    const byRatio = runTraining({ model: "mlp", policy: "dtr-eq", budgetRatio: 0.9, steps: 2 });
     const byBytes = runTraining({
       model: "mlp",
       policy: "dtr-eq",
@@ -348,7 +349,7 @@ Deno.test({
   ignore,
   fn() {
     for (const policy of ["libra", "chen-sqrt"]) {
-      const r = runTraining({ model: "mlp", policy, budgetRatio: 0.8, steps: 3, warmupCalls: 0 });
+      const r = runTraining({ model: "mlp", policy, budgetRatio: 0.9, steps: 3, warmupCalls: 0 });
       assert.equal(r.measurement!.budgetedWarmupSteps, 2);
       const p = r.plan!;
       assert.equal(p.mismatchedSteps, 0, policy);

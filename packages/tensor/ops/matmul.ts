@@ -6,7 +6,7 @@
  */
 
 import type { GradNode } from "../autograd.ts";
-import { empty, type Tensor } from "../tensor.ts";
+import { empty, type Tensor, view } from "../tensor.ts";
 import { broadcastShapes, fmt, numel, sameShape } from "../_shape.ts";
 import { attrsOf, check, checkRank, expandRaw, record, run, sumTo } from "./_core.ts";
 import { reshape } from "./layout.ts";
@@ -78,6 +78,44 @@ export const MATMUL_OPS = {
       return [ga, gb];
     },
   },
+  linear: {
+    name: "linear",
+    forward(x: Tensor, w: Tensor, b: Tensor): Tensor {
+      const be = check("linear", [x, w, b]);
+      const k = w.shape[1]!, n = w.shape[0]!;
+      if (w.ndim !== 2 || x.ndim < 1 || x.shape[x.ndim - 1] !== k || b.ndim !== 1 || b.size !== n) {
+        throw new RangeError(
+          `linear: x ${fmt(x.shape)}, w ${fmt(w.shape)} and b ${
+            fmt(b.shape)
+          } must be [..., k], [n, k] and [n]`,
+        );
+      }
+      const lead = x.shape.slice(0, -1);
+      const y = empty(be, [...lead, n], "f32");
+      run("linear", [x, w, b], [y], [numel(lead), n, k]);
+      return record(this, y, [x, w, b], [x, w], {});
+    },
+    backward(gy: Tensor, node: GradNode): (Tensor | null)[] {
+      const [x, w] = node.saved as [Tensor, Tensor];
+      const n = w.shape[0]!, k = w.shape[1]!, m = numel(x.shape.slice(0, -1));
+      // As matmul's and add's rules on the [m, k] product give them (the same kernel calls).
+      const x2 = x.ndim === 2 ? x : view(x, [m, k]), gy2 = gy.ndim === 2 ? gy : view(gy, [m, n]);
+      try {
+        let gx: Tensor | null = null;
+        if (node.inputs[0]) {
+          const g = mm("linear", gy2, w, false, false);
+          gx = x.ndim === 2 ? g : view(g, x.shape);
+          if (gx !== g) g.dispose();
+        }
+        const gw = node.inputs[1] ? mm("linear", gy2, x2, true, false) : null;
+        const gb = node.inputs[2] ? sumTo(gy2, [n]) : null;
+        return [gx, gw, gb];
+      } finally {
+        if (x2 !== x) x2.dispose();
+        if (gy2 !== gy) gy2.dispose();
+      }
+    },
+  },
 } as const;
 
 /** Options of {@link matmul}. */
@@ -128,4 +166,23 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
     return r;
   }
   return MATMUL_OPS.matmul.forward(a, b, ta, tb);
+}
+
+/**
+ * `x @ w^T + b` over `x`'s last dimension (a linear layer's forward) in one
+ * kernel call: `x` `[..., k]`, `w` `[n, k]`, `b` `[n]` give `[..., n]`, with
+ * bitwise the values and gradients of `matmul(x, w, { transB: true })` plus
+ * `b`, and no tensor for the product alone.
+ *
+ * @example
+ * ```ts
+ * import { linear, tensor, setDefaultBackend } from "@libra/tensor";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * setDefaultBackend(new ReferenceBackend());
+ * const y = linear(tensor([[1, 2]]), tensor([[1, 0], [1, 1]]), tensor([10, 20]));
+ * if (y.toArray().join() !== "11,23") throw new Error("example: unexpected result");
+ * ```
+ */
+export function linear(x: Tensor, w: Tensor, b: Tensor): Tensor {
+  return MATMUL_OPS.linear.forward(x, w, b);
 }

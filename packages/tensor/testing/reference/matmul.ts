@@ -35,7 +35,16 @@ const refMatmul: RefKernel = (_k, ins, outs, p) => {
   }
 };
 
+/** `linear`: refMatmul's product (transB), rounded to f32, plus b, as the add kernel sums. */
+const refLinear: RefKernel = (k, ins, outs, p) => {
+  const [m, n, kk] = p as [number, number, number];
+  refMatmul(k, ins, outs, [1, m, n, kk, 0, 1, 0, 0]);
+  const y = outs[0]!.f, b = ins[2]!.f;
+  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) y[i * n + j] = y[i * n + j]! + b[j]!;
+};
+
 /** The reference matmul kernels, by name. */
 export const REF_MATMUL: Readonly<Record<MatmulKernelName, RefKernel>> = {
   matmul: refMatmul,
+  linear: refLinear,
 };
