@@ -85,16 +85,23 @@ export function sgdUpdate(
   try {
     backend.run("sgd_update", [param.storage.buffer, grad.storage.buffer, buf], [], [
       param.size,
-      o.lr,
-      momentum,
-      o.dampening ?? 0,
-      o.weightDecay ?? 0,
-      o.nesterov ? 1 : 0,
-      o.firstStep ? 1 : 0,
+      ...sgdParams(o),
     ]);
   } finally {
     if (momentumBuf === null) backend.free(buf);
   }
+}
+
+/** The six params the SGD kernels share after the first (n, or count). */
+function sgdParams(o: SGDUpdateOptions): number[] {
+  return [
+    o.lr,
+    o.momentum ?? 0,
+    o.dampening ?? 0,
+    o.weightDecay ?? 0,
+    o.nesterov ? 1 : 0,
+    o.firstStep ? 1 : 0,
+  ];
 }
 
 /** One parameter of {@link sgdUpdateMulti}: the tensors {@link sgdUpdate} takes. */
@@ -146,16 +153,7 @@ export function sgdUpdateMulti(items: readonly SGDUpdateItem[], o: SGDUpdateOpti
     return it.momentumBuf === null ? [it.param] : [it.param, it.momentumBuf];
   });
   if (backend === null) return;
-  backend.run("sgd_update_multi", bufs, [], [
-    items.length,
-    o.lr,
-    momentum,
-    o.dampening ?? 0,
-    o.weightDecay ?? 0,
-    o.nesterov ? 1 : 0,
-    o.firstStep ? 1 : 0,
-    ...sizes,
-  ]);
+  backend.run("sgd_update_multi", bufs, [], [items.length, ...sgdParams(o), ...sizes]);
 }
 
 /**
@@ -247,16 +245,13 @@ export function adamwUpdate(
       v.storage.buffer,
     ],
     [],
-    [
-      param.size,
-      o.lr,
-      o.beta1 ?? 0.9,
-      o.beta2 ?? 0.999,
-      o.eps ?? 1e-8,
-      o.weightDecay ?? 0.01,
-      o.step,
-    ],
+    [param.size, ...adamwParams(o)],
   );
+}
+
+/** The six params the AdamW kernels share after the first (n, or count). */
+function adamwParams(o: AdamWUpdateOptions): number[] {
+  return [o.lr, o.beta1 ?? 0.9, o.beta2 ?? 0.999, o.eps ?? 1e-8, o.weightDecay ?? 0.01, o.step];
 }
 
 /** One parameter of {@link adamwUpdateMulti}: the tensors {@link adamwUpdate} takes. */
@@ -305,14 +300,5 @@ export function adamwUpdateMulti(items: readonly AdamWUpdateItem[], o: AdamWUpda
     return [it.param, it.m, it.v];
   });
   if (backend === null) return;
-  backend.run("adamw_update_multi", bufs, [], [
-    items.length,
-    o.lr,
-    o.beta1 ?? 0.9,
-    o.beta2 ?? 0.999,
-    o.eps ?? 1e-8,
-    o.weightDecay ?? 0.01,
-    o.step,
-    ...sizes,
-  ]);
+  backend.run("adamw_update_multi", bufs, [], [items.length, ...adamwParams(o), ...sizes]);
 }
