@@ -7,6 +7,7 @@
 import { KernelError } from "../../backend.ts";
 import type { ElementwiseKernelName } from "../../kernels.ts";
 import { type FArr, prod, type RefKernel, stridedOffset } from "./_common.ts";
+import { matmulF32 } from "./matmul.ts";
 
 /** The error function, to about 1e-12 relative error (used by the reference `gelu_erf` kernel). */
 export function erf(x: number): number {
@@ -228,32 +229,13 @@ const refLstmCellBackward: RefKernel = (_k, ins, outs, p) => {
   lstmCellBackwardRows(p[0]!, p[1]!, ins.map((b) => b.f), extra, outs[0]!.f, outs[1]!.f);
 };
 
-/** `y[m, n] = a[m, k] b^T` (b `[n, k]`, `bt`) or `a b` (b `[k, n]`), each sum rounded once to f32, as `refMatmul`. */
-function matmulInto(
-  y: FArr,
-  a: FArr,
-  b: FArr,
-  m: number,
-  n: number,
-  k: number,
-  bt: boolean,
-): void {
-  for (let i = 0; i < m; i++) {
-    for (let j = 0; j < n; j++) {
-      let acc = 0;
-      for (let l = 0; l < k; l++) acc += a[i * k + l]! * (bt ? b[j * k + l]! : b[l * n + j]!);
-      y[i * n + j] = acc;
-    }
-  }
-}
-
 /** `lstm_step`: gates from xw's step t (+ h whh^T), the cell, and h apart. */
 const refLstmStep: RefKernel = (_k, ins, outs, p) => {
   const [B, T, H, t, rec] = p as [number, number, number, number, number];
   const xw = ins[0]!.f;
   const n = outs[0]!.f, ho = outs[1]!.f, g = outs[2]!.f;
   // the product lands in the gates (f32) first, as in the native kernels
-  if (rec) matmulInto(g, ins[2]!.f, ins[3]!.f, B, 4 * H, H, true);
+  if (rec) matmulF32(g, ins[2]!.f, ins[3]!.f, [1, B, 4 * H, H, 0, 1, 0, 0]);
   for (let r = 0; r < B; r++) {
     for (let k = 0; k < 4 * H; k++) {
       const x = xw[(r * T + t) * 4 * H + k]!;
@@ -272,7 +254,7 @@ const refLstmStepBackward: RefKernel = (_k, ins, outs, p) => {
   const extra = [{ f: ins[4]!.f, steps: T, at: t }];
   if (t < T - 1) extra.push({ f: ins[6]!.f, steps: 1, at: 0 });
   lstmCellBackwardRows(B, H, ins.map((b) => b.f), extra, outs[0]!.f, outs[1]!.f);
-  if (t > 0) matmulInto(outs[2]!.f, outs[0]!.f, ins[5]!.f, B, H, 4 * H, false);
+  if (t > 0) matmulF32(outs[2]!.f, outs[0]!.f, ins[5]!.f, [1, B, H, 4 * H, 0, 0, 0, 0]);
 };
 
 const BINARY: Record<string, (a: number, b: number) => number> = {
