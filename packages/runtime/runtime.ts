@@ -252,7 +252,6 @@ export class Runtime implements Backend {
   #sigs: Float64Array = new Float64Array(0);
   /** Scratch of {@link #runInPlace}: the storages it writes, their values' names, their references. */
   readonly #mutated: StorageNode[] = [];
-  readonly #seen = new Set<StorageNode>();
   readonly #oldNames: string[] = [];
   readonly #ext: number[] = [];
   /** Scratch of {@link #runInPlace}: the kernel's storages and buffer list, by length. */
@@ -845,17 +844,16 @@ export class Runtime implements Backend {
     clearList(oldNames);
     clearList(ext);
     let bytes = 0;
-    const many = checked.mutates.length > 8, seen = this.#seen;
+    // Repeats found by a fresh stamp (an optimizer's update of every parameter writes ~100).
+    const stamp = engine.lineage.nextStamp();
     for (const m of checked.mutates) {
       const s = tensors[m]!.storage;
-      // An optimizer's update of every parameter writes ~100 storages: a set finds repeats.
-      if (many ? seen.has(s) : mutated.includes(s)) continue;
-      if (many) seen.add(s);
+      if (s.stamp === stamp) continue;
+      s.stamp = stamp;
       mutated.push(s);
       oldNames.push(s.tensors[0]!.name);
       bytes += s.bytes;
     }
-    if (many) seen.clear();
     const names = this.#record === null ? null : tensors.map((t) => t.name);
     // The buffers, as they are now: overwriting moves the inputs' values to other
     // storages (a copy, or a tombstone) and the kernel writes these.
