@@ -44,7 +44,9 @@ export interface ValueInfo {
    * False when the producing name is rebound later (a later MUTATE of it,
    * COPY_FROM onto it, a new result of the same name): a plan names a value by
    * the name it was produced under, and that name must still mean it. Values
-   * a MUTATE touched (old and new versions) are not addressable either.
+   * a MUTATE touched (old and new versions) are not addressable either, nor
+   * values the program reads on the host (READ): a read comes between calls,
+   * where no plan step runs, so a plan leaves them on the device.
    */
   addressable: boolean;
 }
@@ -179,6 +181,11 @@ export function analyzeTrace(trace: Trace): TraceAnalysis {
         if (v === undefined) break;
         handle.delete(e.name);
         unref(v);
+        break;
+      }
+      case "read": {
+        const v = handle.get(e.name);
+        if (v !== undefined) values[v]!.addressable = false;
         break;
       }
       case "annotate":

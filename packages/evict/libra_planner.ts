@@ -5,7 +5,8 @@
  * 2. Candidates: activations (values produced by forward calls) alive at the
  *    peak, produced before it and not read by the peak call, in topological
  *    (production) order. Values no call reads again (a handle the program
- *    keeps to the end of the step) are candidates too: dropped, never restored.
+ *    keeps to the end of the step) are candidates too: dropped, never restored;
+ *    not those the program reads on the host (a READ, as a loss's `item()`).
  * 3. Memory-reduction estimate: take the first candidates until the
  *    estimated peak fits the budget, all swapped; repeat wherever a new peak
  *    appears in the estimate.

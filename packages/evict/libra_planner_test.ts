@@ -120,6 +120,36 @@ Deno.test("LibraPlanner.plan() drops a held value no call reads again, without a
   assert.equal(plan.stats.replayOverhead, 1, "nothing is recomputed");
 });
 
+Deno.test("LibraPlanner.plan() leaves a value the program reads on the host on the device", () => {
+  // As above, and the program reads h0 on the host after the last call (a loss's item()),
+  // before it releases the values.
+  const fwd = chainTrace(4).events.filter((e) => e.kind !== "call" || !e.backward);
+  const last = fwd.findLastIndex((e) => e.kind === "call") + 1;
+  const read = {
+    events: [
+      ...fwd.slice(0, last),
+      { kind: "read" as const, name: "h0", line: 0 },
+      ...fwd.slice(last),
+    ],
+  };
+  const ctxOf = (t: typeof read) => plannerContext(t, { hostLimitBytes: Infinity });
+  const plan = libraOnly().plan(read, 4 * KiB, ctxOf(read));
+  assert.deepEqual(plan.steps, [{ kind: "evict", call: 2, tensor: "h1", action: "drop" }]);
+  assert.equal(plan.stats.replayOverhead, 1, "nothing is recomputed");
+  // Made blind to the read, the plan drops h0, and the read recomputes it.
+  const blind = libraOnly().plan({ events: fwd }, 4 * KiB, ctxOf({ events: fwd }));
+  assert.equal(blind.steps[0]!.tensor, "h0");
+  const run = (p: Plan) =>
+    replayTrace(read, {
+      budgetBytes: 4 * KiB,
+      hostLimitBytes: Infinity,
+      policy: planPolicy(p, createPolicy("dtr-eq+swap")),
+    });
+  assert.ok(run(blind).stats.recomputeNs > 0);
+  assert.equal(run(plan).stats.recomputeNs, 0);
+  assert.equal(run(plan).stats.peakBytes, 4 * KiB);
+});
+
 Deno.test("LibraPlanner.plan() prefetches swap-ins so the copy overlaps compute", () => {
   // chainTrace(12) with 1 us calls; a copy takes 2.5 us. At 60% of the peak
   // h5 (backward use at call 18) stays swapped: its swap-in is issued

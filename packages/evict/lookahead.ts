@@ -151,6 +151,12 @@ export function buildSchedule(trace: Trace): LookaheadSchedule {
       case "release":
         handle.delete(e.name);
         break;
+      case "read": {
+        // Read on the host before call k: needed there as by that call.
+        const v = handle.get(e.name);
+        if (v !== undefined && v.uses[v.uses.length - 1] !== k) v.uses.push(k);
+        break;
+      }
       case "annotate":
         break;
     }

@@ -43,6 +43,22 @@ Deno.test("buildSchedule() lists every storage's reads, the step's end for outpu
   assert.deepEqual(s.startNs, [0, 100, 200, 300, 310, 320, 330, 340, 350, 360]);
 });
 
+Deno.test("buildSchedule() counts a host read (READ) before call k as a use at k", () => {
+  const t = cyclicTrace();
+  // Read b on the host after call 3 (g of a): b is needed at call 4 anyway, a read after
+  // call 6 adds a use at 7.
+  const at = (calls: number) => {
+    let seen = 0;
+    return t.events.findIndex((e) => (e.kind === "call" ? ++seen : seen) > calls);
+  };
+  const events = [...t.events];
+  events.splice(at(7), 0, { kind: "read", name: "a", line: 0 });
+  events.splice(at(4), 0, { kind: "read", name: "b", line: 0 });
+  const s = buildSchedule({ events });
+  assert.deepEqual(s.values["a"], [{ def: 0, uses: [3, 6, 7] }]);
+  assert.deepEqual(s.values["b"], [{ def: 1, uses: [4, 7] }]);
+});
+
 Deno.test("lookahead evicts the value needed furthest ahead (Belady): 3 recomputations (the optimum) where staleness needs more", () => {
   const t = cyclicTrace();
   const budget = 3 * KiB + 1;

@@ -48,6 +48,11 @@ export type TraceEvent =
   | { readonly kind: "copy"; readonly dst: string; readonly src: string; readonly line: number }
   | { readonly kind: "copyFrom"; readonly dst: string; readonly src: string; readonly line: number }
   | { readonly kind: "release"; readonly name: string; readonly line: number }
+  /**
+   * The program reads the value on the host (a loss's `item()`): it must be on
+   * the device then. Recorded by this runtime (extension instruction `READ`).
+   */
+  | { readonly kind: "read"; readonly name: string; readonly line: number }
   | { readonly kind: "annotate"; readonly annotation: string; readonly line: number };
 
 /** A parsed trace (events after the `START` annotation). */

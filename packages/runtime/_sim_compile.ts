@@ -10,7 +10,7 @@
 import type { Trace } from "@libra/lineage/trace";
 
 /** Schedule entry kinds. */
-export const COMPUTE = 0, GET = 1, RELEASE = 2, PIN = 3;
+export const COMPUTE = 0, GET = 1, RELEASE = 2, PIN = 3, READ = 4;
 
 /** A trace compiled for replays: ops and a schedule over tensor ids. */
 export interface CompiledTrace {
@@ -124,6 +124,11 @@ export function compileTrace(trace: Trace, costs?: ArrayLike<number>): CompiledT
           refs[t]!--;
           sched.push(RELEASE, t);
         }
+        break;
+      }
+      case "read": {
+        const t = names.get(e.name);
+        if (t !== undefined) sched.push(READ, t);
         break;
       }
       case "annotate":

@@ -24,7 +24,8 @@
  * pinned; a CALL's view outputs (ALIAS k) share argument k's storage and take
  * no memory; MUTATE is a call producing a new version of each mutated argument
  * (the old handle released); COPY takes a reference, COPY_FROM releases the
- * destination's tensor and takes one on the source's; RELEASE drops one; the
+ * destination's tensor and takes one on the source's; RELEASE drops one; READ
+ * (this runtime's recordings) re-materializes an evicted tensor; the
  * tensors still referenced at the end are re-materialized and pinned in order
  * of first definition of their names. The pool of evictable storages is kept
  * in insertion order; a heuristic scans it, the last storage of minimal score
@@ -35,7 +36,7 @@
  */
 
 import { seededRandom } from "@libra/evict";
-import { type CompiledTrace, COMPUTE, GET, PIN, RELEASE } from "./_sim_compile.ts";
+import { type CompiledTrace, COMPUTE, GET, PIN, READ, RELEASE } from "./_sim_compile.ts";
 import {
   find,
   Op,
@@ -225,6 +226,12 @@ class Sim {
             const t = this.#tensors[x]!;
             if (!t.defined) this.#materialize(t, true);
             this.#pin(t);
+            break;
+          }
+          case READ: {
+            const t = this.#tensors[x]!;
+            if (!t.defined) this.#materialize(t, true);
+            this.#touch(t.storage);
             break;
           }
         }

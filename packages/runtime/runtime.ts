@@ -571,6 +571,8 @@ export class Runtime implements Backend {
     if (t === undefined) {
       throw new Error(`${this.name}.read: buffer ${buf.id} was never written or computed`);
     }
+    // A plan made on the recording keeps the value on the device for the read.
+    this.#record?.push({ kind: "read", name: t.name, line: 0 });
     return this.engine.withInputs([t], () => {
       this.#exec.wait(s);
       return this.#backend.read(s.data as DeviceBuffer, bytes);

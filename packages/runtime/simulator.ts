@@ -263,6 +263,12 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
           engine.release(t);
           break;
         }
+        case "read": {
+          // Brought back (and locked while read) if evicted.
+          const t = names.get(e.name)!;
+          engine.unlockInputs(engine.lockInputs([t]));
+          break;
+        }
         case "annotate":
           break;
       }

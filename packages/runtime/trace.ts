@@ -32,6 +32,7 @@ const INSTRUCTIONS = new Set([
   "COPY",
   "COPY_FROM",
   "RELEASE",
+  "READ",
 ]);
 
 type Json = Record<string, unknown>;
@@ -361,6 +362,19 @@ export function parseTrace(text: string, source = "trace"): Trace {
         }
         break;
       }
+      case "READ": {
+        const name = str(r, "NAME");
+        use(r, name);
+        if (tensorOf.get(name)!.refs <= 0) {
+          throw new TraceError(
+            source,
+            line,
+            `READ of ${JSON.stringify(name)}: its tensor has no reference left`,
+          );
+        }
+        events.push({ kind: "read", name, line });
+        break;
+      }
       case "MEMORY":
       case "ALIAS":
         throw new TraceError(
@@ -434,6 +448,9 @@ export function formatTrace(trace: Trace): string {
         break;
       case "release":
         out.push(JSON.stringify({ INSTRUCTION: "RELEASE", NAME: e.name }));
+        break;
+      case "read":
+        out.push(JSON.stringify({ INSTRUCTION: "READ", NAME: e.name }));
         break;
     }
   }

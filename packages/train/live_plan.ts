@@ -84,6 +84,7 @@ export function stepTrace(trace: Trace, from: number, to: number = trace.events.
         drop(e.name);
         break;
       case "annotate":
+      case "read":
         break;
     }
   }

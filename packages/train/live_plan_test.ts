@@ -7,6 +7,8 @@ import {
   LookaheadPlanner,
   type Planner,
   PLANNER_NAMES,
+  plannerNeeds,
+  planPolicy,
 } from "@libra/evict";
 import type { Trace } from "@libra/lineage/trace";
 import { cpuBackend } from "@libra/native";
@@ -139,13 +141,17 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
         }
       });
       if (trace === undefined) throw new Error("no step recorded");
-      const ctx = plannerContext(trace, { hostLimitBytes: Infinity });
+      // As `libra run` gives it: host memory only to a planner whose plans swap.
+      const planner = make();
+      const needs = plannerNeeds(planner);
+      const hostLimitBytes = needs.swaps ? Infinity : 0;
+      const ctx = plannerContext(trace, { hostLimitBytes, fallback: needs.fallback });
       // The floor (the largest call's inputs and outputs, with the parameters and optimizer
       // state) is ~0.85 of the mlp's peak and ~0.89 of the lstm's: their fused calls leave
       // no tensor for a product alone, so the peak is close to it.
       const ratio = model === "mlp" ? 0.88 : model === "lstm" ? 0.92 : 0.8;
       const budget = Math.floor(ratio * ctx.baselinePeakBytes);
-      const plan = make().plan(trace, budget, ctx);
+      const plan = planner.plan(trace, budget, ctx);
       if (name === "lookahead") assert.ok(plan.lookahead !== undefined, "a lookahead plan");
       else assert.ok(plan.steps.length > 0, "the plan evicts something");
       // The mlp's and the lstm's optimal plans free nothing between restores: their fused calls
@@ -156,19 +162,20 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       }
 
       const free = train(model, new Runtime({ backend: b, timeline: false }), 3);
-      const live = new LivePlan(plan, trace, createPolicy("dtr-eq"));
+      const live = new LivePlan(plan, trace, createPolicy(needs.fallback));
       const rt = new Runtime({
         backend: b,
         budget,
         policy: live.policy,
-        hostLimitBytes: Infinity,
+        hostLimitBytes,
         timeline: false,
       });
       live.attach(rt.engine);
       // per live step: non-eager evictions, and plan steps carried out / not
-      const perStep: { evictions: number; applied: number; skipped: number }[] = [];
+      const perStep: { evictions: number; remats: number; applied: number; skipped: number }[] = [];
       rt.subscribe((e) => {
         if (e.type === "evict" && !e.eager) perStep.at(-1)!.evictions++;
+        if (e.type === "remat") perStep.at(-1)!.remats++;
       });
       let mark = { applied: 0, skipped: 0 };
       const close = () => {
@@ -180,7 +187,7 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       };
       const run = train(model, rt, 3, () => {
         close();
-        perStep.push({ evictions: 0, applied: 0, skipped: 0 });
+        perStep.push({ evictions: 0, remats: 0, applied: 0, skipped: 0 });
         live.beginStep();
       });
       close();
@@ -205,6 +212,23 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
         assert.ok(
           st.evictions >= planned,
           `step ${i + 1}: ${st.evictions} evictions, ${planned} planned`,
+        );
+      }
+      // The steady steps do what the plan's replay on the recorded step does: the same
+      // evictions (the plan's and the fallback's) and re-materializations, none more (a value
+      // the replay never brings back, read live, would be recomputed: a loss read on the host).
+      const replay = replayTrace(trace, {
+        budgetBytes: budget,
+        hostLimitBytes,
+        policy: planPolicy(plan, createPolicy(needs.fallback)),
+      });
+      for (const [i, st] of perStep.entries()) {
+        if (i === 0) continue;
+        assert.equal(st.evictions, replay.stats.evictions, `step ${i + 1}: evictions as replayed`);
+        assert.equal(
+          st.remats,
+          replay.stats.remats,
+          `step ${i + 1}: re-materializations as replayed`,
         );
       }
       const events = perStep.map((s) => s.evictions);
