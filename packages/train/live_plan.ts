@@ -149,6 +149,12 @@ export class LivePlan {
     // A plan that decides at shortfalls by the recorded step's uses (lookahead)
     // names live storages by the recorded names of the tensors they hold.
     const inner = planPolicy(plan, fallback, { nameOf: (s) => this.#names.get(s) });
+    // A plan without hooks (no steps, no lookahead) has nothing to follow: the runtime runs
+    // its fallback without hooks, as without a plan (no outputs kept by index, no hook calls).
+    if (inner.hooks === undefined) {
+      this.policy = inner;
+      return;
+    }
     const n = this.#calls.length;
     // Only a plan that names live storages at shortfalls (lookahead) reads the names.
     const named = plan.lookahead !== undefined;

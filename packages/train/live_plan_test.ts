@@ -106,6 +106,35 @@ const PLANNERS: [string, () => Planner][] = [
   ],
 ];
 
+Deno.test("LivePlan installs no hooks for a plan without steps: the runtime runs its fallback as without a plan", () => {
+  const trace: Trace = {
+    events: [
+      { kind: "constant", name: "w", bytes: 8, line: 1 },
+      {
+        kind: "call",
+        op: "relu",
+        args: ["w"],
+        results: [{ name: "y", bytes: 8, alias: -1 }],
+        timeNs: 1,
+        backward: false,
+        line: 2,
+      },
+    ],
+  };
+  const empty = new LivePlan(
+    { planner: "t", budgetBytes: 8, steps: [] },
+    trace,
+    createPolicy("lru"),
+  );
+  assert.equal(empty.policy.hooks, undefined);
+  const one = new LivePlan(
+    { planner: "t", budgetBytes: 8, steps: [{ kind: "evict", call: 0, tensor: "y" }] },
+    trace,
+    createPolicy("lru"),
+  );
+  assert.ok(one.policy.hooks?.afterCall !== undefined);
+});
+
 Deno.test("the live plan tests cover every registered planner", () => {
   const names = new Set(PLANNERS.map(([, make]) => make().name));
   assert.deepEqual([...names].sort(), [...PLANNER_NAMES].sort());
