@@ -200,8 +200,14 @@ export class LookaheadPlanner implements Planner {
       if (choice.chosen.length === 0 || tried.has(name)) return;
       tried.add(name);
       const steps: PlanStep[] = [];
+      // Two chosen intervals of one value from one use (restored at different calls) evict it once.
+      const evicts = new Set<string>();
       for (const iv of choice.chosen) {
-        steps.push({ kind: "evict", call: iv.prev, tensor: iv.v.name, action: iv.action });
+        const key = `${iv.prev}:${iv.v.name}`;
+        if (!evicts.has(key)) {
+          evicts.add(key);
+          steps.push({ kind: "evict", call: iv.prev, tensor: iv.v.name, action: iv.action });
+        }
         if (iv.restore < iv.next || (iv.action === "swap" && iv.next < a.calls.length)) {
           steps.push({ kind: "restore", call: iv.restore, tensor: iv.v.name });
         }

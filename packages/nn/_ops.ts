@@ -101,3 +101,19 @@ export function assignHost(t: Tensor, h: HostTensor): void {
   t.assertLive("assignHost");
   if (t.size > 0) t.backend.write(t.storage.buffer, h.data);
 }
+
+/**
+ * `steps` applied in order to `x`, each intermediate freed once the next is made (never
+ * `x`, nor a step's output that is its input): as PyTorch frees a value between layers once
+ * nothing refers to it. What autograd saved of it for the backward pass lives on through the
+ * graph's own handles.
+ */
+export function chain(x: Tensor, steps: Iterable<(h: Tensor) => Tensor>): Tensor {
+  let h = x;
+  for (const f of steps) {
+    const next = f(h);
+    if (h !== x && next !== h) h.dispose();
+    h = next;
+  }
+  return h;
+}

@@ -13,7 +13,7 @@
  * @module
  */
 
-import { arangeIds, causalMask, type Tensor } from "./_ops.ts";
+import { arangeIds, causalMask, chain, type Tensor, tidy } from "./_ops.ts";
 import type { HostTensor } from "./safetensors.ts";
 import {
   CausalSelfAttention,
@@ -61,7 +61,7 @@ export class GPTMLP extends Module implements Layer {
   }
   /** `c_proj(gelu(c_fc(x)))`. */
   forward(x: Tensor): Tensor {
-    return this.c_proj.forward(this.act.forward(this.c_fc.forward(x)));
+    return tidy(() => this.c_proj.forward(this.act.forward(this.c_fc.forward(x))));
   }
 }
 
@@ -88,8 +88,10 @@ export class GPTBlock extends Module implements Layer {
   }
   /** `mask`: the causal mask shared by all blocks (see {@link CausalSelfAttention.forward}). */
   forward(x: Tensor, mask?: Tensor): Tensor {
-    const h = x.add(this.attn.forward(this.ln_1.forward(x), mask));
-    return h.add(this.mlp.forward(this.ln_2.forward(h)));
+    return tidy(() => {
+      const h = x.add(this.attn.forward(this.ln_1.forward(x), mask));
+      return h.add(this.mlp.forward(this.ln_2.forward(h)));
+    });
   }
 }
 
@@ -140,13 +142,20 @@ export class GPT extends Module implements Layer {
         `GPT: sequence length ${T} exceeds contextLength ${this.config.contextLength}`,
       );
     }
-    let x = this.drop.forward(
-      this.wte.forward(ids).add(this.wpe.forward(arangeIds(T, ids.backend))),
-    );
-    const mask = causalMask(T, ids.backend);
-    for (const blk of this.h) x = blk.forward(x, mask);
-    x = this.ln_f.forward(x);
-    return this.lm_head ? this.lm_head.forward(x) : x.matmul(this.wte.weight, { transB: true });
+    // Each value between blocks is freed once the next block has run (what the backward
+    // pass needs of it, autograd keeps).
+    return tidy(() => {
+      const mask = causalMask(T, ids.backend);
+      return chain(ids, [
+        (i) =>
+          tidy(() =>
+            this.drop.forward(this.wte.forward(i).add(this.wpe.forward(arangeIds(T, i.backend))))
+          ),
+        ...[...this.h].map((blk) => (x: Tensor) => blk.forward(x, mask)),
+        (x) => this.ln_f.forward(x),
+        (x) => this.lm_head ? this.lm_head.forward(x) : x.matmul(this.wte.weight, { transB: true }),
+      ]);
+    });
   }
 }
 

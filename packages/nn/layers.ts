@@ -24,7 +24,7 @@ import {
   uniform,
   zeros,
 } from "./_ops.ts";
-import { normal } from "./_ops.ts";
+import { chain, normal, tidy } from "./_ops.ts";
 import { Module } from "./module.ts";
 
 /** A module with a one-input forward pass (what {@link Sequential} chains). */
@@ -342,11 +342,9 @@ export class Sequential extends Module implements Layer {
     layers.forEach((l, i) => this.child(String(i), l));
     this.layers = layers;
   }
-  /** Runs the layers in order. */
+  /** Runs the layers in order (each intermediate freed once the next layer has run). */
   forward(x: Tensor): Tensor {
-    let h = x;
-    for (const l of this.layers) h = l.forward(h);
-    return h;
+    return chain(x, this.layers.map((l) => (h: Tensor) => l.forward(h)));
   }
 }
 
@@ -425,15 +423,18 @@ export class CausalSelfAttention extends Module implements Layer {
       );
     }
     const nh = this.nHead, hd = C / nh;
-    // [B, T, 3, nh, hd] -> [3, B, nh, T, hd]: one copy yields q, k and v head-major
-    const qkv = this.c_attn.forward(x).reshape([B, T, 3, nh, hd]).permute([2, 0, 3, 1, 4]);
-    const q = qkv.narrow(0, 0, 1).reshape([B, nh, T, hd]);
-    const k = qkv.narrow(0, 1, 1).reshape([B, nh, T, hd]);
-    const v = qkv.narrow(0, 2, 1).reshape([B, nh, T, hd]);
-    const m = mask ?? causalMask(T, x.backend);
-    const scores = q.matmul(k, { transB: true }).mul(1 / Math.sqrt(hd)).add(m);
-    const att = this.attnDropout.forward(scores.softmax());
-    const y = att.matmul(v).permute([0, 2, 1, 3]).reshape([B, T, C]);
-    return this.residDropout.forward(this.c_proj.forward(y));
+    // Its intermediates (scores, weights, heads) are freed when it returns.
+    return tidy(() => {
+      // [B, T, 3, nh, hd] -> [3, B, nh, T, hd]: one copy yields q, k and v head-major
+      const qkv = this.c_attn.forward(x).reshape([B, T, 3, nh, hd]).permute([2, 0, 3, 1, 4]);
+      const q = qkv.narrow(0, 0, 1).reshape([B, nh, T, hd]);
+      const k = qkv.narrow(0, 1, 1).reshape([B, nh, T, hd]);
+      const v = qkv.narrow(0, 2, 1).reshape([B, nh, T, hd]);
+      const m = mask ?? causalMask(T, x.backend);
+      const scores = q.matmul(k, { transB: true }).mul(1 / Math.sqrt(hd)).add(m);
+      const att = this.attnDropout.forward(scores.softmax());
+      const y = att.matmul(v).permute([0, 2, 1, 3]).reshape([B, T, C]);
+      return this.residDropout.forward(this.c_proj.forward(y));
+    });
   }
 }

@@ -13,7 +13,7 @@
  * @module
  */
 
-import { linear, lstmLayer, type Tensor, uniform } from "./_ops.ts";
+import { chain, linear, lstmLayer, type Tensor, tidy, uniform } from "./_ops.ts";
 import { Embedding, type Layer, Linear } from "./layers.ts";
 import { Module } from "./module.ts";
 
@@ -50,16 +50,17 @@ export class LSTM extends Module implements Layer {
   }
   /** Hidden states `[batch, seq, hidden]` of the last layer for `x` `[batch, seq, input]`. */
   forward(x: Tensor): Tensor {
-    let seq = x;
-    for (const w of this.weights) {
-      // the input projection of all time steps in one matmul, with both biases (added once
-      // here rather than to each step's product), then the recurrence as one op: per step the
-      // product h W_hh^T and one kernel (gate sum and cell), and in its backward one gradient
-      // concatenation and one W_hh matmul over all steps
-      const xw = linear(seq, w.ih, w.bih.add(w.bhh));
-      seq = lstmLayer(xw, w.hh);
-    }
-    return seq;
+    // the input projection of all time steps in one matmul, with both biases (added once
+    // here rather than to each step's product), then the recurrence as one op: per step the
+    // product h W_hh^T and one kernel (gate sum and cell), and in its backward one gradient
+    // concatenation and one W_hh matmul over all steps; each layer's input freed once the
+    // next has run
+    return chain(
+      x,
+      this.weights.map((w) => (seq: Tensor) =>
+        tidy(() => lstmLayer(linear(seq, w.ih, w.bih.add(w.bhh)), w.hh))
+      ),
+    );
   }
 }
 
@@ -84,6 +85,10 @@ export class LSTMLM extends Module implements Layer {
     if (ids.ndim !== 2 || ids.dtype !== "i32") {
       throw new TypeError(`LSTMLM: input must be i32 [B, T], got ${ids.dtype} [${ids.shape}]`);
     }
-    return this.head.forward(this.lstm.forward(this.embed.forward(ids)));
+    return chain(ids, [
+      (i) => this.embed.forward(i),
+      (h) => this.lstm.forward(h),
+      (h) => this.head.forward(h),
+    ]);
   }
 }

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { globalAvgPool, maxPool2d, type Tensor } from "./_ops.ts";
+import { chain, globalAvgPool, maxPool2d, type Tensor, tidy } from "./_ops.ts";
 import { BatchNorm2d, Conv2d, type Layer, Linear, Sequential } from "./layers.ts";
 import { Module } from "./module.ts";
 
@@ -64,11 +64,13 @@ export class BasicBlock extends Module implements Layer {
   }
   /** `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`. */
   forward(x: Tensor): Tensor {
-    const out = this.bn2.forward(
-      this.conv2.forward(this.bn1.forward(this.conv1.forward(x)).relu()),
-    );
-    const sc = this.downsample ? this.downsample.forward(x) : x;
-    return out.add(sc).relu();
+    return tidy(() => {
+      const out = this.bn2.forward(
+        this.conv2.forward(this.bn1.forward(this.conv1.forward(x)).relu()),
+      );
+      const sc = this.downsample ? this.downsample.forward(x) : x;
+      return out.add(sc).relu();
+    });
   }
 }
 
@@ -112,11 +114,13 @@ export class Bottleneck extends Module implements Layer {
   }
   /** The bottleneck branch plus the shortcut, then ReLU. */
   forward(x: Tensor): Tensor {
-    let out = this.bn1.forward(this.conv1.forward(x)).relu();
-    out = this.bn2.forward(this.conv2.forward(out)).relu();
-    out = this.bn3.forward(this.conv3.forward(out));
-    const sc = this.downsample ? this.downsample.forward(x) : x;
-    return out.add(sc).relu();
+    return tidy(() => {
+      let out = this.bn1.forward(this.conv1.forward(x)).relu();
+      out = this.bn2.forward(this.conv2.forward(out)).relu();
+      out = this.bn3.forward(this.conv3.forward(out));
+      const sc = this.downsample ? this.downsample.forward(x) : x;
+      return out.add(sc).relu();
+    });
   }
 }
 
@@ -161,9 +165,15 @@ export class ResNet extends Module implements Layer {
   }
   /** `[N, inChannels, H, W]` -> logits `[N, numClasses]`. */
   forward(x: Tensor): Tensor {
-    let h = this.bn1.forward(this.conv1.forward(x)).relu();
-    if (this.config.stem === "imagenet") h = maxPool2d(h, 3, 2, 1);
-    for (const s of this.stages) h = s.forward(h);
-    return this.fc.forward(globalAvgPool(h));
+    // Each value between stages is freed once the next stage has run.
+    return chain(x, [
+      (h) =>
+        tidy(() => {
+          const y = this.bn1.forward(this.conv1.forward(h)).relu();
+          return this.config.stem === "imagenet" ? maxPool2d(y, 3, 2, 1) : y;
+        }),
+      ...this.stages.map((s) => (h: Tensor) => s.forward(h)),
+      (h) => tidy(() => this.fc.forward(globalAvgPool(h))),
+    ]);
   }
 }

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { concat, maxPool2d, type Tensor, upsampleNearest2x } from "./_ops.ts";
+import { concat, maxPool2d, type Tensor, tidy, upsampleNearest2x } from "./_ops.ts";
 import { BatchNorm2d, Conv2d, type Layer, ModuleList } from "./layers.ts";
 import { Module } from "./module.ts";
 
@@ -47,8 +47,10 @@ export class DoubleConv extends Module implements Layer {
   }
   /** `relu(bn2(conv2(relu(bn1(conv1(x))))))`. */
   forward(x: Tensor): Tensor {
-    const h = this.bn1.forward(this.conv1.forward(x)).relu();
-    return this.bn2.forward(this.conv2.forward(h)).relu();
+    return tidy(() => {
+      const h = this.bn1.forward(this.conv1.forward(x)).relu();
+      return this.bn2.forward(this.conv2.forward(h)).relu();
+    });
   }
 }
 
@@ -100,18 +102,27 @@ export class UNet extends Module implements Layer {
         }`,
       );
     }
+    // Each value is freed once the last layer that reads it has run (a skip connection's
+    // after its decoder; what the backward pass needs of it, autograd keeps).
     const skips: Tensor[] = [];
     let h = x;
+    const next = (y: Tensor) => {
+      if (h !== x) h.dispose();
+      h = y;
+    };
     for (const down of this.downs) {
-      h = down.forward(h);
-      skips.push(h);
-      h = maxPool2d(h, 2, 2, 0);
+      const s = down.forward(h);
+      skips.push(s);
+      next(maxPool2d(s, 2, 2, 0));
     }
-    h = this.bottleneck.forward(h);
+    next(this.bottleneck.forward(h));
     for (let i = d - 1; i >= 0; i--) {
-      h = this.ups.at(i).forward(upsampleNearest2x(h));
-      h = this.decs.at(i).forward(concat([skips[i]!, h], 1));
+      next(tidy(() => this.ups.at(i).forward(upsampleNearest2x(h))));
+      next(tidy(() => this.decs.at(i).forward(concat([skips[i]!, h], 1))));
+      skips[i]!.dispose();
     }
-    return this.head.forward(h);
+    const out = this.head.forward(h);
+    next(out);
+    return out;
   }
 }

@@ -21,8 +21,8 @@ function run(budget: (peak: number) => number | undefined) {
   let weights: number[][] = [];
   withBackend(rt, () => {
     manualSeed(3);
-    const model = createModel("mlp", "tiny", { backend: rt });
-    const data = createData("mlp", "tiny", { seed: 3 });
+    const model = createModel("gpt", "tiny", { backend: rt });
+    const data = createData("gpt", "tiny", { seed: 3 });
     const opt = new AdamW(model.parameters(), { lr: 0.01 });
     for (let i = 0; i < 4; i++) {
       if (i === 2) {
@@ -50,7 +50,7 @@ Deno.test("copy-on-write: none at an ample budget, copies without one and under 
   const free = run(() => undefined);
   const ample = run((peak) => peak);
   const tight = run((peak) => Math.floor(peak * 0.8));
-  // without a budget every step copies the parameters it updates (2 layers: weights and biases)
+  // without a budget every step copies the parameters it updates
   for (const s of free.perStep) assert.ok(s.copies > 0, JSON.stringify(free.perStep));
   // at the budget-free peak: the first two (budget-free) steps copy, the budgeted ones do not
   assert.ok(ample.perStep[0]!.copies > 0 && ample.perStep[1]!.copies > 0);

@@ -43,6 +43,7 @@ import {
   evict,
   evictable,
   evictableBytes,
+  keepClassesIfNeeded,
   keepPoolIfNeeded,
   lock,
   now,
@@ -265,6 +266,19 @@ export class Engine {
    */
   setPolicy(policy: EvictionPolicy): void {
     this.#k.policy = policy;
+  }
+
+  /**
+   * Keeps `dtr-eq`'s equivalence classes from now on, where the budget is
+   * finite and the policy needs them, rather than from the policy's first
+   * search. A live runtime has kept them since its first budgeted step's first
+   * search, so a replay of one of its later steps starts with them kept: the
+   * evictions before the replay's first search (a plan's drops, eager ones)
+   * join classes, and a class keeps what its members freed since had, as in the
+   * run (not built late from the evicted storages left, which would miss them).
+   */
+  keepClasses(): void {
+    keepClassesIfNeeded(this, this.#k);
   }
 
   /** Bytes of the evictable pool (an upper bound on what eviction can free now). */

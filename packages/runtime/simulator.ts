@@ -188,6 +188,8 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
       : {}),
   });
   engine.recordDecisions = options.recordDecisions ?? false;
+  // Classes kept from the start, as a live run's later steps have them.
+  engine.keepClasses();
   const names = new Map<string, TensorNode>();
   engine.resolveName = (n) => names.get(n)?.storage;
   let index = 0;

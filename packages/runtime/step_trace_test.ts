@@ -26,14 +26,14 @@ interface StepRecord {
 }
 
 /**
- * `n` SGD steps (momentum 0.9) of the tiny MLP on `rt` with `endStep()` after
+ * `n` SGD steps (momentum 0.9) of the tiny GPT on `rt` with `endStep()` after
  * each; `before(i)` runs before step i. Returns per-step records, losses and
  * the final weights.
  */
 function train(rt: Runtime, n: number, before?: (i: number) => void) {
   manualSeed(3);
-  const model = createModel("mlp", "tiny", { backend: rt });
-  const data = createData("mlp", "tiny", { seed: 1 });
+  const model = createModel("gpt", "tiny", { backend: rt });
+  const data = createData("gpt", "tiny", { seed: 1 });
   const opt = new SGD(model.parameters(), { lr: 0.05, momentum: 0.9 });
   const steps: StepRecord[] = [];
   const losses: number[] = [];

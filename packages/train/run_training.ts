@@ -544,7 +544,7 @@ function loadAverage(): number[] | null {
  * @example
  * ```ts ignore
  * import { runTraining } from "@libra/train";
- * const r = runTraining({ model: "mlp", policy: "dtr-eq", budgetRatio: 0.6 });
+ * const r = runTraining({ model: "gpt", policy: "dtr-eq", budgetRatio: 0.7 });
  * const m = r.measurement!;
  * console.log(`${m.wall.median} [${m.wall.low}, ${m.wall.high}] accounted ${m.accounted.overhead}`);
  * ```

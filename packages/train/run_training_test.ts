@@ -32,10 +32,9 @@ Deno.test({
     // Steps as they end, and "evict" where the policy evicted in between.
     const log: string[] = [];
     const r = runTraining({
-      model: "mlp",
+      model: "gpt",
       policy: "dtr-eq+swap",
-      // the tiny mlp's floor is ~0.85 of its peak (its linear layers keep no product alone)
-      budgetRatio: 0.9,
+      budgetRatio: 0.8,
       steps: 3,
       seed: 1,
       warmupCalls: 0,
@@ -108,7 +107,7 @@ Deno.test({
     `runTraining: budgetBytes gives the ratio's run; config overrides change the model${native}`,
   ignore,
   fn() {
-    const byRatio = runTraining({ model: "mlp", policy: "dtr-eq", budgetRatio: 0.9, steps: 2 });
+    const byRatio = runTraining({ model: "mlp", policy: "dtr-eq", budgetRatio: 0.985, steps: 2 });
     const byBytes = runTraining({
       model: "mlp",
       policy: "dtr-eq",
@@ -164,7 +163,7 @@ Deno.test({
         runTraining({
           model: "mlp",
           policy: "dtr-eq",
-          budgetRatio: 0.9,
+          budgetRatio: 0.985,
           steps: 3,
           signal: stop.signal,
           onStep: (s) => s.phase === "budget" && stop.abort(),
@@ -182,7 +181,7 @@ Deno.test({
     const r = runTraining({
       model: "mlp",
       policy: "dtr-eq",
-      budgetRatio: 0.8,
+      budgetRatio: 0.985,
       steps: 6,
       seed: 2,
       warmupCalls: 0,
@@ -245,7 +244,7 @@ Deno.test({
     const o = {
       model: "gpt",
       policy: "dtr-eq",
-      budgetRatio: 0.6,
+      budgetRatio: 0.7,
       steps: 2,
       recordDecisions: true,
     } as const;
@@ -297,7 +296,7 @@ Deno.test({
   fn() {
     // Only the budget-free warm-up counts calls: no budgeted steps after it here.
     const o = {
-      model: "mlp",
+      model: "gpt",
       policy: "dtr-eq",
       budgetRatio: 0.9,
       steps: 1,
@@ -349,7 +348,7 @@ Deno.test({
   ignore,
   fn() {
     for (const policy of ["libra", "chen-sqrt"]) {
-      const r = runTraining({ model: "mlp", policy, budgetRatio: 0.9, steps: 3, warmupCalls: 0 });
+      const r = runTraining({ model: "mlp", policy, budgetRatio: 0.985, steps: 3, warmupCalls: 0 });
       assert.equal(r.measurement!.budgetedWarmupSteps, 2);
       const p = r.plan!;
       assert.equal(p.mismatchedSteps, 0, policy);
@@ -378,7 +377,7 @@ Deno.test({
       r = runTraining({
         model: "mlp",
         policy: "dtr-eq",
-        budgetRatio: 0.9,
+        budgetRatio: 0.985,
         steps: 3,
         warmupCalls: 0,
       });
