@@ -193,3 +193,42 @@ Deno.test("Runtime buffer cache: room for a new size is made by giving back the 
   assert.equal(c.allocs() - allocs0, 1, "no backend allocation for them");
   for (const b of [keep, wide, ...again]) rt.free(b);
 });
+
+Deno.test("Runtime host buffer cache: swap-outs reuse the host buffers swap-ins gave back, and hold no more than the swapped values did", () => {
+  const inner = new ReferenceBackend();
+  let allocHost = 0, freeHost = 0;
+  const backend = new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "allocHost") return (n: number) => (allocHost++, target.allocHost(n));
+      if (prop === "freeHost") {
+        return (b: Parameters<Backend["freeHost"]>[0]) => (freeHost++, target.freeHost(b));
+      }
+      const v = Reflect.get(target, prop, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  }) as Backend;
+  // Four values of 8 floats under a budget of two: reading them round robin swaps one in and
+  // another out every read.
+  const rt = new Runtime({ backend, budget: 64, policy: "lru+swap", hostLimitBytes: Infinity });
+  const bufs = [0, 1, 2, 3].map((i) => {
+    const b = rt.alloc(32);
+    rt.write(b, new Float32Array(8).fill(i));
+    return b;
+  });
+  for (let round = 0; round < 10; round++) {
+    for (const [i, b] of bufs.entries()) {
+      assert.deepEqual([...new Float32Array(rt.read(b).buffer)], new Array(8).fill(i));
+    }
+  }
+  const swaps = rt.stats.swapOuts;
+  assert.ok(swaps >= 30, `${swaps} swap-outs`);
+  // Two values are swapped out between reads, three while a read makes room for its value
+  // (the swap-out comes before the swap-in): three host buffers serve every swap-out.
+  assert.ok(allocHost <= 3, `${allocHost} host allocations for ${swaps} swap-outs`);
+  for (const b of bufs) rt.free(b);
+  rt.endStep(); // collects the swapped values no handle refers to
+  assert.equal(rt.engine.hostUsed, 0);
+  assert.ok(freeHost < allocHost, "the cache keeps host buffers");
+  rt.releaseCached();
+  assert.equal(freeHost, allocHost, "every host buffer given back");
+});

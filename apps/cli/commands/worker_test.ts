@@ -45,7 +45,8 @@ Deno.test({
     const db = `${dir}/lab.db`;
     const store = await openStore({ path: db });
     try {
-      const id = await queue(store, probe.ok ? probe.tinyModel : "mlp", 2);
+      // gpt: the tiny mlp's floor (~0.97 of its peak) is above the queued budget ratio
+      const id = await queue(store, "gpt", 2);
       const out = await worker(db, "--once", "--id", "w-once").output();
       const log = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
       assert.equal(out.code, 0, log);
