@@ -409,6 +409,17 @@ function ample(k: EngineState): boolean {
 }
 
 /**
+ * `s` holds one leaf value, on the device, that no recorded call read: an in-place update
+ * changes it where it is (no lineage refers to its old value). Otherwise {@link overwrite}.
+ */
+export function unreadLeaf(s: StorageNode): boolean {
+  const ts = s.tensors;
+  if (ts.length !== 1 || s.residency !== "resident") return false;
+  const t = ts[0]!;
+  return t.producer === null && t.consumers.length === 0;
+}
+
+/**
  * Before an in-place update of resident `s`: copy-on-write ({@link preserve})
  * when `mayCopy` and {@link mustPreserve} says so, else {@link invalidate}
  * and {@link retire} keeping the memory. One walk serves both questions: the

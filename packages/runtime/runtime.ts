@@ -36,6 +36,7 @@ import { checkKernelCall, kernelMutates, type KernelName } from "@libra/tensor/k
 import { Engine } from "./engine.ts";
 import { clockCost } from "./_eviction.ts";
 import { LiveExecutor } from "./_live_executor.ts";
+import { unreadLeaf } from "./_upkeep.ts";
 import { clearList } from "@libra/util/list";
 import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
 
@@ -169,14 +170,6 @@ function inputTensor(kernel: KernelName, ins: readonly StorageNode[], i: number)
     throw new KernelError(kernel, `input ${i} (buffer ${x.id}) was never written or computed`);
   }
   return t;
-}
-
-/** `s` holds one leaf value, on the device, that no recorded call read. */
-function unreadLeaf(s: StorageNode): boolean {
-  const ts = s.tensors;
-  if (ts.length !== 1 || s.residency !== "resident") return false;
-  const t = ts[0]!;
-  return t.producer === null && t.consumers.length === 0;
 }
 
 function hasConsumers(s: StorageNode): boolean {

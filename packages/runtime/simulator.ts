@@ -24,6 +24,7 @@ import { MetaBackend } from "@libra/tensor/meta-backend";
 import type { Link } from "./copy_engine.ts";
 import { compileTrace, FAST_POLICIES, fastReplay } from "./_sim_core.ts";
 import { Engine, type Executor, type LeafRelease } from "./engine.ts";
+import { unreadLeaf } from "./_upkeep.ts";
 import { type InfeasibleReason, OutOfBudgetError } from "./errors.ts";
 import type { RuntimeEvent, RuntimeStats, Timeline } from "./stats.ts";
 
@@ -106,6 +107,15 @@ export interface ReplayOptions {
    * (`libra simulate` defaults to `pcie5`).
    */
   link?: Link;
+  /**
+   * How a MUTATE runs. `"copy"` (default, the published DTR simulator's): a
+   * call producing a new version of each mutated argument, the old one
+   * released. `"in-place"`, as this runtime runs an in-place kernel (for
+   * traces it recorded): a leaf no call read changes where it is; any other
+   * value is first copied where a value computed from it may still need it
+   * (copy-on-write), else it becomes a leaf holding the new value.
+   */
+  mutate?: "copy" | "in-place";
 }
 
 /** Outcome of one replay. */
@@ -217,6 +227,11 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
         }
         case "mutate": {
           const inputs = e.args.map((a) => names.get(a)!);
+          if (options.mutate === "in-place") {
+            mutateInPlace(engine, e, inputs, costs[index]!, names);
+            index++;
+            break;
+          }
           const outs = engine.compute(
             e.op,
             e.params ?? [],
@@ -301,6 +316,46 @@ export function replayTrace(trace: Trace, options: ReplayOptions = {}): ReplayRe
     result.reason = error.reason;
   }
   return result;
+}
+
+/**
+ * A MUTATE as the runtime runs an in-place kernel (`ReplayOptions.mutate`
+ * `"in-place"`): its inputs brought back and locked, each written storage
+ * updated in place when it holds a leaf no call read, else copied first where
+ * something computed from it may need the old value ({@link Engine.overwrite})
+ * and given a new leaf; the call priced at `cost`. Every name of a written
+ * value names its new leaf.
+ */
+function mutateInPlace(
+  engine: Engine,
+  e: Extract<Trace["events"][number], { kind: "mutate" }>,
+  inputs: TensorNode[],
+  cost: number,
+  names: Map<string, TensorNode>,
+): void {
+  const written: StorageNode[] = [];
+  let bytes = 0;
+  for (const m of e.mutate) {
+    const s = inputs[m]!.storage;
+    if (written.includes(s)) continue;
+    written.push(s);
+    bytes += s.bytes;
+  }
+  engine.beforeInPlace();
+  const old = written.map((s) => s.tensors[0]!);
+  const ext: number[] = [];
+  const mark = engine.lockInputs(inputs);
+  try {
+    for (const s of written) ext.push(unreadLeaf(s) ? -1 : engine.overwrite(s, s.bytes % 4 === 0));
+  } finally {
+    engine.unlockInputs(mark);
+  }
+  for (let i = 0; i < written.length; i++) {
+    if (ext[i]! < 0) continue;
+    const t = engine.adoptLeaf(written[i]!, ext[i]!, old[i]!.name);
+    for (const [n, v] of names) if (v === old[i]) names.set(n, t);
+  }
+  engine.noteInPlace(e.op, e.params ?? [], undefined, bytes, cost);
 }
 
 /**

@@ -124,3 +124,43 @@ Deno.test("simulateTrace() reports thrashing as its own reason", () => {
     [false, "out of memory"],
   ]);
 });
+
+Deno.test('replayTrace(mutate: "in-place") runs an update as the runtime does: unread leaves in place, a read value copied while a value computed from it is held', () => {
+  // p (a weight, 1 KiB) and m (momentum, 1 KiB, no call reads it), x (1 KiB); y = f(p, x) is
+  // held while the update writes p and m; `release` says whether y goes first.
+  const lines = (releaseY: boolean) =>
+    [
+      `{"INSTRUCTION":"CONSTANT","NAME":"p"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"1024","NAME":"p"}`,
+      `{"INSTRUCTION":"CONSTANT","NAME":"m"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"1024","NAME":"m"}`,
+      `{"INSTRUCTION":"CONSTANT","NAME":"x"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"1024","NAME":"x"}`,
+      `{"ARGS":["p","x"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["y"],"TIME":"10"}`,
+      `{"INSTRUCTION":"MEMORY","MEMORY":"1024","NAME":"y"}`,
+      `{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"y"}`,
+      ...(releaseY ? [`{"INSTRUCTION":"RELEASE","NAME":"y"}`] : []),
+      `{"ARGS":["p","m"],"INSTRUCTION":"MUTATE","MUTATE":[0,1],"NAME":"upd","TIME":"10"}`,
+    ].join("\n");
+  /** Bytes in use after the update. */
+  const after = (releaseY: boolean, mutate: "copy" | "in-place") => {
+    const r = replayTrace(parseTrace(lines(releaseY), "upd.log"), {
+      mutate,
+      leafRelease: "keep-if-needed",
+      timeline: true,
+    });
+    assert.ok(r.feasible);
+    assert.equal(r.stats.computeNs, 20, "both calls priced at their TIME");
+    assert.equal(r.timeline.bytes.length, 2);
+    return r.timeline.bytes[1]!;
+  };
+  const K = 1024;
+  // out of place: new versions of p and m beside the old ones
+  assert.equal(after(false, "copy"), 6 * K);
+  assert.equal(after(true, "copy"), 5 * K);
+  // in place: m where it is, p copied (y, computed from the old p, is held)
+  assert.equal(after(false, "in-place"), 5 * K);
+  // y released: evicted with its lineage kept (until a collection), which may recompute it
+  // from the old p, so p is still copied; m changes where it is
+  assert.equal(after(true, "in-place"), 4 * K);
+});

@@ -112,6 +112,13 @@ function moves(base: () => number) {
   };
 }
 
+/**
+ * Replays of a step this runtime recorded run it as the runtime does: in-place updates in
+ * place (copy-on-write where needed), a released leaf kept while a value computed from it may
+ * need it (as `libra run` plans).
+ */
+const SEMANTICS = { mutate: "in-place", leafRelease: "keep-if-needed" } as const;
+
 const PLANNERS: [string, () => Planner][] = [
   ["chen-sqrt", () => new ChenSqrtPlanner()],
   // the plan itself, not the fallback alone where that replays better
@@ -195,7 +202,7 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       const planner = make();
       const needs = plannerNeeds(planner);
       const hostLimitBytes = needs.swaps ? Infinity : 0;
-      const ctx = plannerContext(trace, { hostLimitBytes, fallback: needs.fallback });
+      const ctx = plannerContext(trace, { hostLimitBytes, fallback: needs.fallback, ...SEMANTICS });
       // The floor (the largest call's inputs and outputs, with the parameters and optimizer
       // state) is ~0.97 of the mlp's peak (its parameters, gradients and momentum are most of
       // it; its few activations are freed as the backward pass uses them) and ~0.89 of the
@@ -272,15 +279,13 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
           `step ${i + 1}: ${st.evictions} evictions, ${planned} planned`,
         );
       }
-      // Where the plan alone keeps the replay of the recorded step within the budget (its
-      // fallback never chooses), the steady steps do what that replay does up to the
-      // optimizer's update: the same evictions (the plan's, eager ones) and
-      // re-materializations, call by call (a value the replay never brings back, read live,
-      // would be recomputed: a loss read on the host). The replay runs the update out of place,
-      // the runtime in place, so they may differ from there on. Where the fallback chooses, its
-      // choices may differ: on tiny gpt under chen-sqrt (106 choices in the replay) the live
-      // steps made 184 evictions to the replay's 150, the first difference at the end of the
-      // backward pass (an open question).
+      // The steady live steps do what the plan's replay on the recorded step does: the same
+      // evictions (the plan's, the fallback's, eager ones) and re-materializations, call by
+      // call, the update included (a value the replay never brings back, read live, would be
+      // recomputed: a loss read on the host). All but one case: tiny gpt under chen-sqrt, where
+      // the fallback chooses 106 times and its 50th choice, at the update, differs (the
+      // replay has the parameters' gradients locked there, the runtime not; an open question).
+      const knownToDiffer = model === "gpt" && name === "chen-sqrt";
       const fallback = createPolicy(needs.fallback);
       let fallbackChose = 0;
       const counted: typeof fallback = Object.create(fallback);
@@ -288,20 +293,18 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       const replayLog: Moves = [];
       const replayMoves = moves(() => 0);
       replayTrace(trace, {
+        ...SEMANTICS,
         budgetBytes: budget,
         hostLimitBytes,
         policy: planPolicy(plan, counted),
         onEvent: (e) => replayMoves.on(e, replayLog),
       });
-      // (the step's last call; batch norm's running statistics are updated in place before)
-      const update = trace.events.filter((e) => e.kind === "call" || e.kind === "mutate")
-        .findLastIndex((e) => e.kind === "mutate");
-      const before = (log: Moves) => log.filter((m) => m.call < update);
-      if (fallbackChose === 0) {
-        assert.ok(before(replayLog).length > 0, "the replay evicts before the update");
+      if (knownToDiffer) assert.ok(fallbackChose > 0, "the fallback chooses");
+      else {
+        assert.ok(replayLog.length > 0, "the replay evicts");
         for (const [i, st] of perStep.entries()) {
           if (i === 0) continue;
-          assert.deepEqual(before(st.log), before(replayLog), `step ${i + 1}: as replayed`);
+          assert.deepEqual(st.log, replayLog, `step ${i + 1}: as replayed`);
         }
       }
       const events = perStep.map((s) => s.evictions);
