@@ -17,7 +17,7 @@ const ctx = (events: ProgressEvent[] = [], trace?: string) => ({
 
 const TRAIN: RunSpec = {
   kind: "train",
-  model: "mlp",
+  model: "gpt",
   preset: "tiny",
   config: null,
   device: "cpu",
@@ -40,7 +40,7 @@ Deno.test("thinSamples() keeps each bucket's peak and the order", () => {
 });
 
 Deno.test({
-  name: `real executor: a tiny MLP under 90% of its peak, in its own process${skip}`,
+  name: `real executor: a tiny GPT under 90% of its peak, in its own process${skip}`,
   ignore: !probe.ok,
   async fn() {
     const events: ProgressEvent[] = [];
@@ -269,7 +269,7 @@ Deno.test({
     const ex = realExecutor({ memoryLimitBytes: 300 * 2 ** 20 });
     const before = Deno.memoryUsage().rss;
     await assert.rejects(
-      ex.execute({ ...TRAIN, config: { hidden: [8192, 8192] } }, ctx()),
+      ex.execute({ ...TRAIN, model: "mlp", config: { hidden: [8192, 8192] } }, ctx()),
       /the run's process used \d+ MiB of memory, above its limit of 300 MiB/,
     );
     assert.ok(Deno.memoryUsage().rss - before < 200 * 2 ** 20, "the memory was not ours");
@@ -288,7 +288,7 @@ Deno.test({
   async fn() {
     const { runTraining } = await import("@libra/train/run-training");
     const spec = { ...TRAIN, costModel: "analytic", steps: 2, seed: 0 } as const;
-    // at 90 % the tiny MLP recomputes: under the default limit (2.0) it fits, under a
+    // at 90 % the tiny GPT recomputes: under the default limit (2.0) it fits, under a
     // limit of 1.0001 the first recomputation passes it
     const fits = await executeInThisThread(spec, ctx());
     assert.equal(fits.feasible, true, fits.note ?? "");
@@ -297,7 +297,7 @@ Deno.test({
     const thrash = await executeInThisThread({ ...spec, overheadLimit: 1.0001 }, ctx());
     // the oracle: runTraining itself, with the same limit, stops for the same reason
     const direct = runTraining({
-      model: "mlp",
+      model: "gpt",
       preset: "tiny",
       policy: spec.policy,
       budgetRatio: 0.9,
