@@ -30,7 +30,11 @@
  *    way down (the budget plus a fraction of the gap to the profiled peak,
  *    {@link LibraOptions.partialGoals}), refined `"none"` and `"cost"`, the
  *    rest left to the fallback: the swaps that compute can hide, and the
- *    fallback's choices for the last bytes. The best replay of all is kept.
+ *    fallback's choices for the last bytes. The best replay of all is kept; a
+ *    plan that leaves more of the gap to the fallback must replay 0.5% better
+ *    to replace one that leaves less (the fallback's searches and evictions
+ *    cost live what a replay does not count: on gpt small at 0.5, a plan going
+ *    halfway replayed 0.01% better and measured ~8% worse).
  * 5d. Where swaps are allowed, a plan whose candidates include the values
  *    produced in the backward pass, every one swapped: a peak inside the
  *    backward pass may have no forward value alive to evict (the unrolled
@@ -236,10 +240,19 @@ interface Attempt {
   planPeak: number;
 }
 
-/** True when replay `r` is feasible and `than` is not, or has a higher overhead. */
-function better(r: PlanReplayResult, than: PlanReplayResult): boolean {
-  return r.feasible && (!than.feasible || r.overhead < than.overhead);
+/**
+ * True when replay `r` is feasible and `than` is not, or has a higher overhead (than `r`'s
+ * by more than `margin` of `r`'s).
+ */
+function better(r: PlanReplayResult, than: PlanReplayResult, margin = 0): boolean {
+  return r.feasible && (!than.feasible || r.overhead * (1 + margin) < than.overhead);
 }
+
+/**
+ * How much better a plan that leaves more of the gap to the fallback must replay to be kept
+ * (see {@link LibraPlanner.plan}).
+ */
+const FALLBACK_MARGIN = 0.005;
 
 interface Choice {
   readonly v: ValueInfo;
@@ -332,7 +345,14 @@ export class LibraPlanner implements Planner {
       const goal = budgetBytes + partial * gap;
       const t = this.#planOnce(a, profile, budgetBytes, ctx, refine, goal, partial, backward);
       replays += t.replays;
-      if (best === null || better(t.final, best.final)) best = t;
+      // A plan that leaves more to the fallback must replay better by a margin: its searches
+      // and evictions cost live what a replay does not count.
+      if (
+        best === null ||
+        (t.partial > best.partial
+          ? better(t.final, best.final, FALLBACK_MARGIN)
+          : better(t.final, best.final))
+      ) best = t;
       return t;
     };
     // Each refinement: Libra's, none, and one that converts only what lowers the overhead
