@@ -4,7 +4,7 @@
  * @module
  */
 
-import { expectCounts, expectParams, F, fail, type KernelSpec } from "./_spec.ts";
+import { expectCounts, expectParams, F, fail, type KernelSpec, simple } from "./_spec.ts";
 
 /** Name of a matmul kernel. */
 export type MatmulKernelName = "matmul" | "linear";
@@ -30,18 +30,14 @@ export const MATMUL_KERNELS: Readonly<Record<MatmulKernelName, KernelSpec>> = {
     flops: (p) => 2 * p[0]! * p[1]! * p[2]! * p[3]!,
   },
   // -- a linear layer's forward
-  linear: {
-    inputs: ["x", "w", "b"],
-    outputs: ["y"],
-    params: "m, n, k",
-    doc:
-      "y [m, n] = x [m, k] w^T + b, w [n, k], b [n] added to every row: the product as matmul computes it (transB = 1), then the sum as add computes it (bitwise the two calls), with no buffer for the product alone. k = 0 gives b on every row.",
-    sizes(p) {
-      expectParams("linear", p, 3, this.params);
-      expectCounts("linear", p, ["m", "n", "k"]);
-      const [m, n, k] = p as [number, number, number];
-      return { inputs: [m * k * F, n * k * F, n * F], outputs: [m * n * F] };
-    },
-    flops: (p) => (2 * p[2]! + 1) * p[0]! * p[1]!,
-  },
+  linear: simple(
+    ["x", "w", "b"],
+    ["y"],
+    ["m", "n", "k"],
+    "y [m, n] = x [m, k] w^T + b, w [n, k], b [n] added to every row: the product as matmul computes it (transB = 1), then the sum as add computes it (bitwise the two calls), with no buffer for the product alone. k = 0 gives b on every row.",
+    ([m, n, k]) => ({ inputs: [m! * k!, n! * k!, n!], outputs: [m! * n!] }),
+    (p) => (2 * p[2]! + 1) * p[0]! * p[1]!,
+    {},
+    ["m", "n", "k"],
+  ),
 };
