@@ -89,8 +89,9 @@ export class LiveExecutor implements Executor {
    * Free host buffers kept for reuse, by size: a swap-out copies into host memory its
    * buffer has touched before (a fresh allocation's first touch faults in every page: on the
    * cpu backend a 2 MB swap-out took 0.42 ms into a fresh buffer, 0.12 ms into a used one).
-   * It never holds more than the most swapped values held at once:
-   * `#hostHeld + #hostCachedBytes <= #hostHeldPeak`. Released with the device cache.
+   * A freed buffer is kept only while `#hostHeld + #hostCachedBytes <= #hostHeldPeak`
+   * (the most swapped values held at once) holds with it, so the cache never holds more than
+   * that. Released with the device cache.
    */
   #hostCache = new Map<number, HostBuffer[]>();
   #hostCachedBytes = 0;
@@ -102,11 +103,6 @@ export class LiveExecutor implements Executor {
   /** Bytes of free device buffers kept for reuse. */
   get cachedBytes(): number {
     return this.#cachedBytes;
-  }
-
-  /** Bytes of free host buffers kept for reuse. */
-  get hostCachedBytes(): number {
-    return this.#hostCachedBytes;
   }
 
   /** A host buffer of `bytes`: a cached one when there is one, else the backend's. */

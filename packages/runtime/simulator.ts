@@ -333,11 +333,14 @@ function mutateInPlace(
   cost: number,
   names: Map<string, TensorNode>,
 ): void {
+  // The storages it writes, once each (repeats found by a fresh stamp, as the runtime does).
   const written: StorageNode[] = [];
+  const stamp = engine.lineage.nextStamp();
   let bytes = 0;
   for (const m of e.mutate) {
     const s = inputs[m]!.storage;
-    if (written.includes(s)) continue;
+    if (s.stamp === stamp) continue;
+    s.stamp = stamp;
     written.push(s);
     bytes += s.bytes;
   }
@@ -350,10 +353,15 @@ function mutateInPlace(
   } finally {
     engine.unlockInputs(mark);
   }
+  const adopted = new Map<TensorNode, TensorNode>();
   for (let i = 0; i < written.length; i++) {
-    if (ext[i]! < 0) continue;
-    const t = engine.adoptLeaf(written[i]!, ext[i]!, old[i]!.name);
-    for (const [n, v] of names) if (v === old[i]) names.set(n, t);
+    if (ext[i]! >= 0) adopted.set(old[i]!, engine.adoptLeaf(written[i]!, ext[i]!, old[i]!.name));
+  }
+  if (adopted.size > 0) {
+    for (const [n, v] of names) {
+      const t = adopted.get(v);
+      if (t !== undefined) names.set(n, t);
+    }
   }
   engine.noteInPlace(e.op, e.params ?? [], undefined, bytes, cost);
 }
@@ -452,6 +460,16 @@ export interface SimulateOptions extends Omit<ReplayOptions, "budgetBytes" | "kn
  */
 export const PUBLISHED_LEAF_RELEASE: Readonly<{ baseline: LeafRelease; budgeted: LeafRelease }> =
   Object.freeze({ baseline: "free", budgeted: "keep-pinned" });
+
+/**
+ * How to replay a step this runtime recorded so that it runs as the runtime
+ * ran it: updates in place (copy-on-write where a value computed from the old
+ * one may need it), a released leaf kept while a value computed from it may
+ * need it (the runtime's default). A plan's live steps then make its replay's
+ * evictions and re-materializations, call by call.
+ */
+export const RECORDED_STEP_REPLAY: Readonly<Pick<ReplayOptions, "mutate" | "leafRelease">> = Object
+  .freeze({ mutate: "in-place", leafRelease: "keep-if-needed" });
 
 /** True when {@link simulateTrace}'s fast replayer implements `o`. */
 export function fastEligible(

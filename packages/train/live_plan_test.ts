@@ -13,7 +13,13 @@ import {
 import type { Trace } from "@libra/lineage/trace";
 import { cpuBackend } from "@libra/native";
 import { createData, createModel, MODEL_NAMES, SGD, trainStep } from "@libra/nn";
-import { plannerContext, replayTrace, Runtime, type RuntimeEvent } from "@libra/runtime";
+import {
+  plannerContext,
+  RECORDED_STEP_REPLAY,
+  replayTrace,
+  Runtime,
+  type RuntimeEvent,
+} from "@libra/runtime";
 import { type Backend, manualSeed, withBackend } from "@libra/tensor";
 import { LivePlan, stepTrace } from "./live_plan.ts";
 
@@ -112,13 +118,6 @@ function moves(base: () => number) {
   };
 }
 
-/**
- * Replays of a step this runtime recorded run it as the runtime does: in-place updates in
- * place (copy-on-write where needed), a released leaf kept while a value computed from it may
- * need it (as `libra run` plans).
- */
-const SEMANTICS = { mutate: "in-place", leafRelease: "keep-if-needed" } as const;
-
 const PLANNERS: [string, () => Planner][] = [
   ["chen-sqrt", () => new ChenSqrtPlanner()],
   // the plan itself, not the fallback alone where that replays better
@@ -202,7 +201,11 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       const planner = make();
       const needs = plannerNeeds(planner);
       const hostLimitBytes = needs.swaps ? Infinity : 0;
-      const ctx = plannerContext(trace, { hostLimitBytes, fallback: needs.fallback, ...SEMANTICS });
+      const ctx = plannerContext(trace, {
+        hostLimitBytes,
+        fallback: needs.fallback,
+        ...RECORDED_STEP_REPLAY,
+      });
       // The floor (the largest call's inputs and outputs, with the parameters and optimizer
       // state) is ~0.97 of the mlp's peak (its parameters, gradients and momentum are most of
       // it; its few activations are freed as the backward pass uses them) and ~0.89 of the
@@ -287,7 +290,7 @@ function livePlanTest(model: ModelName, name: string, make: () => Planner) {
       const replayLog: Moves = [];
       const replayMoves = moves(() => 0);
       const replay = replayTrace(trace, {
-        ...SEMANTICS,
+        ...RECORDED_STEP_REPLAY,
         budgetBytes: budget,
         hostLimitBytes,
         overheadLimit: Infinity,

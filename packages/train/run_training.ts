@@ -58,6 +58,7 @@ import {
   formatTrace,
   OutOfBudgetError,
   plannerContext,
+  RECORDED_STEP_REPLAY,
   Runtime,
   type RuntimeEvent,
   type RuntimeStats,
@@ -692,10 +693,8 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       const ctx = plannerContext(recorded, {
         hostLimitBytes: needs.swaps ? Infinity : 0,
         fallback: needs.fallback,
-        // replayed as the runtime runs the step: updates in place (copy-on-write where a value
-        // computed from the old one may need it), a released leaf kept while one may need it
-        mutate: "in-place",
-        leafRelease: "keep-if-needed",
+        // replayed as the runtime ran the step
+        ...RECORDED_STEP_REPLAY,
       });
       say("plan", `planning ${o.policy} for ${budgetBytes} bytes`);
       try {
