@@ -81,7 +81,7 @@ const NO_CALLS: CallNode[] = [];
  *   position; the pool keeps its links and its copy of `lastAccess`,
  *   `compute` and `bytes` in arrays of its own by that position, and writes
  *   a member's `lastAccess` and `compute` through itself to keep the copy
- *   true; the lineage never reads it), the engine's {@link orphan} mark and
+ *   true; the lineage never reads it), the engine's {@link orphanAt} and {@link neededAt} marks and
  *   {@link readyAt}, and the executor's payloads {@link data}, {@link host}
  *   and {@link transfer}. Marks and payloads on the node, not sets or maps
  *   keyed by it: a long-lived `Set` or `Map` whose entries come and go on
@@ -169,10 +169,15 @@ export class StorageNode {
    */
   buffer: 0 | 1 | 2 = 0;
   /**
-   * True while the runtime counts this storage among the unreferenced leaves
-   * it may have to free (owned by the runtime's engine).
+   * The position of this storage in the runtime's list of unreferenced leaves
+   * it may have to free, or -1 when it is not one (owned by the runtime's engine).
    */
-  orphan = false;
+  orphanAt: number = -1;
+  /**
+   * The runtime's count of releases when it last found this unreferenced leaf
+   * still needed for recomputation, or -1 (owned by the runtime's engine).
+   */
+  neededAt: number = -1;
   /**
    * When a swap-in of this storage on a simulated copy stream completes,
    * in copy-engine time; -1 when none is pending (owned by the runtime's engine).

@@ -80,8 +80,6 @@ export class EngineState {
   searchWeight = 1;
   /** State of the generator of the gaps (statistics only). */
   searchRng = 0x9e3779b9 | 0;
-  /** When a leaf was last found needed, in releases. */
-  readonly neededAt: WeakMap<StorageNode, number> = new WeakMap();
   /** Outputs of the call whose `afterCall` hook runs (plan names resolve to them first). */
   hookOutputs: readonly TensorNode[] = [];
   /** The model call whose cost the cost model sets after its first execution. */
@@ -176,24 +174,34 @@ export function checkLimit(limit: number): number {
 }
 
 /**
- * The storages marked {@link StorageNode.orphan}: membership is the mark on
- * the node, and the set keeps only the count. (A `Set` churned on every
- * release kept garbage alive through minor collections: see the note on
- * `StorageNode`'s owners.)
+ * The storages marked {@link StorageNode.orphanAt}: a list, each member's
+ * position on the node (removed by moving the last member into its place).
+ * Not a `Set`: one churned on every release kept garbage alive through minor
+ * collections (see the note on `StorageNode`'s owners).
  */
 export class OrphanSet {
-  /** Number of marked storages. */
-  size = 0;
-  /** Marks `s` (no-op when marked). */
-  add(s: StorageNode): void {
-    if (s.orphan) return;
-    s.orphan = true;
-    this.size++;
+  /** The members, in no particular order. */
+  readonly list: StorageNode[] = [];
+  /** Number of members. */
+  get size(): number {
+    return this.list.length;
   }
-  /** Unmarks `s` (no-op when unmarked). */
+  /** Adds `s` (no-op when a member). */
+  add(s: StorageNode): void {
+    if (s.orphanAt >= 0) return;
+    s.orphanAt = this.list.length;
+    this.list.push(s);
+  }
+  /** Removes `s` (no-op when not a member). */
   delete(s: StorageNode): void {
-    if (!s.orphan) return;
-    s.orphan = false;
-    this.size--;
+    const i = s.orphanAt;
+    if (i < 0) return;
+    s.orphanAt = -1;
+    const list = this.list;
+    const last = list.pop()!;
+    if (last !== s) {
+      list[i] = last;
+      last.orphanAt = i;
+    }
   }
 }

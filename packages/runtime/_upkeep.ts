@@ -72,19 +72,38 @@ export function release(e: Engine, k: EngineState, t: TensorNode): void {
  * memory runs short).
  */
 function recentlyNeeded(k: EngineState, n: StorageNode): boolean {
-  const at = k.neededAt.get(n);
-  return at !== undefined && k.releases - at < 256;
+  return n.neededAt >= 0 && k.releases - n.neededAt < 256;
 }
 
 /**
- * After `s` lost its last reference: unreferenced leaves among its nearby
- * ancestors (through evicted, unreferenced storages; at most 16 visited)
- * may have been kept only for `s`'s sake; free those nothing needs now.
+ * Up to this many unreferenced leaves, a release checks each of them rather
+ * than walk the released storage's ancestors for them.
+ */
+const FEW_ORPHANS = 8;
+
+/**
+ * After `s` lost its last reference: unreferenced leaves may have been kept
+ * only for `s`'s sake; free those nothing needs now. With few of them (a
+ * training step keeps one or two: its input batch, read again by the
+ * backward), each is looked at, where a walk from `s` visited half a dozen
+ * storages on every release (~0.6 ms of a 120 ms gpt small step, on storages
+ * cold after the kernels); otherwise the walk finds those among `s`'s nearby
+ * ancestors (through evicted, unreferenced storages; at most 16 visited).
  */
 function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
   k.releases++;
+  const orphans = k.orphans;
   // No storage is an unreferenced leaf: the walk would find nothing to free.
-  if (k.orphans.size === 0) return;
+  if (orphans.size === 0) return;
+  if (orphans.size <= FEW_ORPHANS) {
+    const list = orphans.list;
+    // From the end: freeing one moves the last member, already looked at, into its place.
+    for (let i = list.length - 1; i >= 0; i--) {
+      const n = list[i];
+      if (n !== undefined) reapIfUnneeded(e, k, n);
+    }
+    return;
+  }
   const stamp = e.lineage.nextStamp();
   s.stamp = stamp;
   // Not re-entered: what the walk frees does not release anything.
@@ -99,17 +118,23 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
       if (p === null) continue;
       for (const inp of p.inputs) {
         const n = inp.storage;
-        if (n.stamp === stamp || n.extRefs > 0 || n.pinned || n.locks > 0) continue;
+        if (n.stamp === stamp) continue;
         n.stamp = stamp;
-        if (n.residency === "evicted") stack.push(n);
-        else if (n.residency === "resident" && !n.droppable && !recentlyNeeded(k, n)) {
-          if (isNeeded(e, n)) k.neededAt.set(n, k.releases);
-          else freeStorage(e, k, n);
-        }
+        if (n.residency === "evicted") {
+          if (n.extRefs === 0 && !n.pinned && n.locks === 0) stack.push(n);
+        } else reapIfUnneeded(e, k, n);
       }
     }
   }
   clearList(stack);
+}
+
+/** Frees `n` if it is an unreferenced, resident leaf nothing needs (not found needed lately). */
+function reapIfUnneeded(e: Engine, k: EngineState, n: StorageNode): void {
+  if (n.extRefs > 0 || n.pinned || n.locks > 0) return;
+  if (n.residency !== "resident" || n.droppable || recentlyNeeded(k, n)) return;
+  if (isNeeded(e, n)) n.neededAt = k.releases;
+  else freeStorage(e, k, n);
 }
 
 /** Releases `s`'s memory and forgets it (no one needs it again). */
