@@ -133,9 +133,15 @@ export class StorageNode {
   tensors: TensorNode[] = NO_TENSORS;
   /**
    * Position in the runtime's evictable pool, or -1 (owned by the pool, which
-   * keeps the rest of its state by this position).
+   * keeps the rest of its state by this position); -2 for a member of a pool
+   * not laid out yet (see {@link poolSeq}).
    */
   poolIndex: number = -1;
+  /**
+   * When this storage last entered the runtime's pool while the pool was not
+   * laid out yet: its place in the pool's insertion order (owned by the pool).
+   */
+  poolSeq: number = 0;
   /** Temporary pins (inputs of the running call, reads); a locked storage is never evicted. */
   locks = 0;
   /** Permanently pinned (constants, parameters, outputs): never evicted. */

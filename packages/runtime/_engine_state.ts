@@ -30,8 +30,8 @@ export class EngineState {
   readonly eager: boolean;
   /** Host memory for swapping, bytes. */
   readonly hostLimit: number;
-  /** The evictable pool. */
-  readonly pool: Pool = new Pool();
+  /** The evictable pool (deferred: laid out at the first search, see `reserve`). */
+  readonly pool: Pool = new Pool(true);
   /**
    * The pool is kept: from the first finite budget on, for good (without one no
    * policy chooses, and keeping it cost a removal and an insertion per call's

@@ -78,9 +78,13 @@ export function unlock(k: EngineState, s: StorageNode): void {
 }
 
 /** Bytes of the evictable pool that some action may evict now. */
-export function evictableBytes(k: EngineState): number {
+export function evictableBytes(e: Engine, k: EngineState): number {
   let b = 0;
-  for (const s of k.pool.items) if (s.droppable || k.ctx.canSwap(s)) b += s.bytes;
+  const count = (s: StorageNode) => {
+    if (s.droppable || k.ctx.canSwap(s)) b += s.bytes;
+  };
+  if (!k.pool.deferred) { for (const s of k.pool.items) count(s); }
+  else for (const s of e.lineage.storages.values()) if (s.poolIndex === -2) count(s);
   return b;
 }
 
@@ -102,7 +106,7 @@ export function checkThrash(e: Engine, k: EngineState): void {
   throw new ThrashingError({
     neededBytes: 0,
     usedBytes: e.used,
-    evictableBytes: evictableBytes(k),
+    evictableBytes: evictableBytes(e, k),
     budgetBytes: k.budget,
     ...(k.knownFeasible !== undefined ? { knownFeasibleBytes: k.knownFeasible } : {}),
     recomputeNs: st.recomputeNs,
@@ -157,6 +161,12 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
     // in a sample of searches (see `timesSearch`); a clock read costs ~0.1 us, about what
     // a drop does.
     let timed = false;
+    if (k.pool.deferred) {
+      // Once: the first search lays the pool out (see `Pool`), in the bookkeeping.
+      const t = now();
+      k.pool.layOut(e.lineage.storages.values());
+      e.stats.bookkeepingNs += (now() - t) * 1e6;
+    }
     if (k.pool.size > 0) {
       k.bytesNeeded = e.used + bytes - k.budget;
       timed = timesSearch(k);
@@ -178,7 +188,7 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
       const err = new OutOfBudgetError({
         neededBytes: bytes,
         usedBytes: e.used,
-        evictableBytes: evictableBytes(k),
+        evictableBytes: evictableBytes(e, k),
         budgetBytes: k.budget,
         // A budget at or below this one did not complete this step: not known to work.
         ...(k.knownFeasible !== undefined && k.knownFeasible > k.budget

@@ -283,7 +283,7 @@ export class Engine {
 
   /** Bytes of the evictable pool (an upper bound on what eviction can free now). */
   get evictableBytes(): number {
-    return evictableBytes(this.#k);
+    return evictableBytes(this, this.#k);
   }
 
   /** Replaces the event listener (`undefined`: no events are built at all). */

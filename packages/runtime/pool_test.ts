@@ -29,6 +29,54 @@ function staleAt(pool: EvictablePool): number {
   return -1;
 }
 
+Deno.test("a deferred Pool, laid out at any point, holds what an eager one holds, in the same order", () => {
+  for (const layOutAt of [0, 1, 500, 7_000, 19_999]) {
+    const rng = mulberry32(11 + layOutAt);
+    const nodes: StorageNode[] = [];
+    const twins: StorageNode[] = []; // the eager pool's copies of the same storages
+    for (let i = 0; i < 200; i++) {
+      const bytes = 1 + Math.floor(rng() * 1000);
+      nodes.push(new StorageNode(i, bytes));
+      twins.push(new StorageNode(i, bytes));
+    }
+    const eager = new Pool(), deferred = new Pool(true);
+    for (let step = 0; step < 20_000; step++) {
+      if (step === layOutAt) {
+        deferred.layOut(nodes);
+        assert.equal(deferred.deferred, false);
+      }
+      const i = Math.floor(rng() * nodes.length), r = rng();
+      if (r < 0.5) {
+        eager.add(twins[i]!);
+        deferred.add(nodes[i]!);
+      } else if (r < 0.95) {
+        eager.remove(twins[i]!);
+        deferred.remove(nodes[i]!);
+      } else {
+        eager.touch(twins[i]!, step);
+        deferred.touch(nodes[i]!, step);
+      }
+      assert.equal(deferred.size, eager.size);
+      assert.equal(deferred.bytes, eager.bytes);
+      if (step % 211 === 0 || step === 19_999) {
+        for (let j = 0; j < nodes.length; j++) {
+          assert.equal(nodes[j]!.poolIndex !== -1, twins[j]!.poolIndex >= 0, `membership of ${j}`);
+        }
+        if (!deferred.deferred) {
+          assert.deepEqual([...deferred].map((s) => s.id), [...eager].map((s) => s.id));
+          assert.equal(staleAt(deferred), -1);
+        }
+      }
+    }
+  }
+  // Read before it is laid out, or laid out from storages missing a member: errors.
+  const p = new Pool(true);
+  const s = new StorageNode(0, 8);
+  p.add(s);
+  assert.throws(() => [...p], /deferred pool is iterated before layOut/);
+  assert.throws(() => p.layOut([]), /1 members marked, 0 found/);
+});
+
 Deno.test("Pool keeps insertion order (and its positions in it), positions, bytes and the copied fields under random churn", () => {
   const rng = mulberry32(7);
   const nodes: StorageNode[] = [];
