@@ -127,11 +127,13 @@ const NAME_CACHE = 1 << 16;
 
 /**
  * One kernel call in this many is timed into `stats.dispatchNs` (see
- * {@link Runtime.run}). A sample reads the clock four times (~0.5 us): on
- * every call that would cost more than the runtime adds to a small call in
- * the dispatch bench; one in eight still put ~0.1 us a call on it.
+ * {@link Runtime.run}). A sample reads the clock four times (~0.5 us; ~10 us
+ * after kernels that pushed the clock's path out of the caches, as gpt small's
+ * do): on every call that would cost more than the runtime adds to a small
+ * call in the dispatch bench; one in eight still put ~0.1 us a call on it.
+ * Still ~140 samples in the 21 measured steps of a gpt small run.
  */
-export const DISPATCH_SAMPLE = 16;
+export const DISPATCH_SAMPLE = 32;
 
 /** True for the names the runtime gives a step's own values: `c<call>.<k>` and `w<n>`. */
 function stepLocal(name: string): boolean {
