@@ -240,7 +240,15 @@ Deno.test({
   name: `real executor: the same losses, peak and budget as \`libra run --json\`${skip}`,
   ignore: !probe.ok,
   async fn() {
-    const spec = { ...TRAIN, model: "gpt", budgetRatio: 0.8, seed: 0 } as const;
+    // The CLI's default cost model: the same decisions, so the same budgeted warm-up (it runs
+    // until 1000 evictions and re-materializations) and the same losses.
+    const spec = {
+      ...TRAIN,
+      model: "gpt",
+      budgetRatio: 0.8,
+      seed: 0,
+      costModel: "analytic",
+    } as const;
     const main = new URL("../cli/main.ts", import.meta.url).pathname;
     const out = await new Deno.Command(Deno.execPath(), {
       args: [

@@ -100,6 +100,17 @@ export const WARMUP_EXTENSION_MS = 4000;
  * longer than the next ones on gpt small at ratio 1.0.
  */
 export const DEFAULT_BUDGETED_WARMUP_STEPS = 2;
+/**
+ * Evictions and re-materializations the budgeted warm-up runs at the least,
+ * once its first steps made some: it adds steps (up to
+ * {@link MAX_WARMUP_STEPS} budgeted ones, for at most
+ * {@link WARMUP_EXTENSION_MS}) while they made fewer. The eviction and re-materialization paths compile
+ * only after as many runs: gpt tiny at ratio 0.9 (8 a step) measured 1.8x its
+ * budget-free steps after 2 budgeted warm-up steps, 1.3x after 60 and 1.25x
+ * after 125. A step that evicts nothing (ratio 1.0) adds none; gpt small at
+ * 0.5 (~600 a step) none past the minimum.
+ */
+export const DEFAULT_BUDGETED_WARMUP_EVENTS = 1000;
 /** The most warm-up steps a run takes: its `warmupSteps`, and the steps it adds for `warmupCalls`. */
 export const MAX_WARMUP_STEPS = 100;
 
@@ -148,10 +159,18 @@ export interface RunTrainingOptions {
   warmupCalls?: number;
   /**
    * Warm-up steps per side under the budget, 0..100, after the others (whose
-   * peak sets a `budgetRatio` budget). Default
+   * peak sets a `budgetRatio` budget), at the least: more while they made
+   * fewer than {@link DEFAULT_BUDGETED_WARMUP_EVENTS} evictions and
+   * re-materializations (but some; see {@link budgetedWarmupEvents}). Default
    * {@link DEFAULT_BUDGETED_WARMUP_STEPS}.
    */
   budgetedWarmupSteps?: number;
+  /**
+   * Evictions and re-materializations the budgeted warm-up runs at the least
+   * (see {@link DEFAULT_BUDGETED_WARMUP_EVENTS}), 0..1000000; 0 for exactly
+   * `budgetedWarmupSteps`. Default {@link DEFAULT_BUDGETED_WARMUP_EVENTS}.
+   */
+  budgetedWarmupEvents?: number;
   /** Device. Default `"cpu"`. */
   device?: "cpu" | "cuda";
   /** Seed of the model, data and policies. Default 0. */
@@ -386,6 +405,12 @@ function checkOptions(o: RunTrainingOptions): void {
       `budgetedWarmupSteps must be an integer in 0..${MAX_WARMUP_STEPS}, got ${o.budgetedWarmupSteps}`,
     );
   }
+  const warmEvents = o.budgetedWarmupEvents ?? DEFAULT_BUDGETED_WARMUP_EVENTS;
+  if (!Number.isInteger(warmEvents) || warmEvents < 0 || warmEvents > 1_000_000) {
+    throw new RangeError(
+      `budgetedWarmupEvents must be an integer in 0..1000000, got ${o.budgetedWarmupEvents}`,
+    );
+  }
   const warmCalls = o.warmupCalls ?? DEFAULT_WARMUP_CALLS;
   if (!Number.isInteger(warmCalls) || warmCalls < 0 || warmCalls > 1_000_000) {
     throw new RangeError(
@@ -559,6 +584,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   const minWarmup = o.warmupSteps ?? DEFAULT_WARMUP_STEPS;
   const budgetedWarmup = o.budgetedWarmupSteps ?? DEFAULT_BUDGETED_WARMUP_STEPS;
   const warmupCalls = o.warmupCalls ?? DEFAULT_WARMUP_CALLS;
+  const warmupEvents = o.budgetedWarmupEvents ?? DEFAULT_BUDGETED_WARMUP_EVENTS;
   let warmup = 0, warmedCalls = 0, budgetedWarmed = 0;
   const plannerOf: Planner | undefined = isPlannerName(o.policy)
     ? createPlanner(o.policy)
@@ -729,8 +755,27 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       }
     }
     const warmed = warmup;
-    for (let i = 0; i < budgetedWarmup && outOfBudget === undefined; i++) {
-      const n = warmed + budgetedWarmup;
+    // Past its minimum steps, the budgeted warm-up goes on while its steps evict and have
+    // made fewer than `warmupEvents` evictions and re-materializations.
+    const events = () => {
+      const st = rt.stats;
+      return st.evictions + st.remats;
+    };
+    const events0 = events();
+    let budgetedFrom = 0;
+    const moreBudgeted = (i: number) => {
+      if (i < budgetedWarmup) return true;
+      const made = events() - events0;
+      if (budgetedWarmup === 0 || made === 0) return false;
+      if (i === budgetedWarmup) budgetedFrom = performance.now();
+      return warmupGoesOn(i, made, warmupEvents, budgetedFrom);
+    };
+    for (let i = 0; moreBudgeted(i) && outOfBudget === undefined; i++) {
+      const n = warmed + Math.max(budgetedWarmup, i + 1);
+      // An added step widens the thrash limit's base by a step, as the others count.
+      if (i >= budgetedWarmup && baseNs > 0) {
+        rt.engine.setOverheadLimit(o.overheadLimit ?? 2, warmComputeNs * (i + 1 + steps));
+      }
       if (i % 2 === 0) stepA("warm-up", warmed + i, n);
       try {
         stepB("warm-up", warmed + i, n, true);

@@ -38,6 +38,7 @@ Deno.test({
       steps: 3,
       seed: 1,
       warmupCalls: 0,
+      budgetedWarmupEvents: 0,
       timeline: true,
       recordLastStep: true,
       onStep: (s) => {
@@ -139,7 +140,14 @@ Deno.test({
   ignore,
   fn() {
     for (const policy of ["dtr-eq", "chen-sqrt"]) {
-      const o = { model: "gpt", policy, budgetRatio: 0.01, steps: 2, warmupCalls: 0 };
+      const o = {
+        model: "gpt",
+        policy,
+        budgetRatio: 0.01,
+        steps: 2,
+        warmupCalls: 0,
+        budgetedWarmupEvents: 0,
+      };
       assert.throws(() => runTraining(o), OutOfBudgetError);
       const r = runTraining({ ...o, allowInfeasible: true, timeline: true, recordLastStep: true });
       assert.ok(r.outOfBudget instanceof OutOfBudgetError, policy);
@@ -185,6 +193,7 @@ Deno.test({
       steps: 6,
       seed: 2,
       warmupCalls: 0,
+      budgetedWarmupEvents: 0,
     });
     const m = r.measurement!;
     assert.equal(m.method, "interleaved");
@@ -280,6 +289,7 @@ Deno.test({
       budgetRatio: 0.7,
       steps: 2,
       warmupCalls: 0,
+      budgetedWarmupEvents: 0,
       config: { dropout: 0.2 },
     });
     assert.ok(r.stats.remats > 0);
@@ -327,6 +337,50 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    `runTraining: the budgeted warm-up runs past its minimum steps until budgetedWarmupEvents evictions and re-materializations, and only while its steps evict${native}`,
+  ignore,
+  fn() {
+    const o = { model: "gpt", policy: "dtr-eq", budgetRatio: 0.9, steps: 1, warmupCalls: 0 };
+    const E = 40;
+    // Evictions (not the eager ones) and re-materializations so far, read at each step's end.
+    let made = 0;
+    const at = new Map<number, number>();
+    const r = runTraining({
+      ...o,
+      budgetedWarmupEvents: E,
+      onEvent: (e) => {
+        if ((e.type === "evict" && !e.eager) || e.type === "remat") made++;
+      },
+      onStep: (s) => {
+        if (s.phase === "warm-up") at.set(s.step, made);
+      },
+    });
+    const m = r.measurement!;
+    const free = m.warmupSteps - m.budgetedWarmupSteps;
+    const before = at.get(free - 1)!;
+    const through = (k: number) => at.get(free + k)! - before;
+    assert.equal(before, 0, "nothing evicted without a budget");
+    assert.ok(m.budgetedWarmupSteps > 2, `${m.budgetedWarmupSteps} budgeted warm-up steps`);
+    assert.ok(through(m.budgetedWarmupSteps - 1) >= E, "it ran until E events");
+    assert.ok(through(m.budgetedWarmupSteps - 2) < E, "and stopped at the first step that made E");
+    assert.equal(r.losses.length, m.warmupSteps + 1);
+    // One event is made by the minimum steps; a step that evicts nothing adds none.
+    assert.equal(
+      runTraining({ ...o, budgetedWarmupEvents: 1 }).measurement!.budgetedWarmupSteps,
+      2,
+    );
+    const full = runTraining({ ...o, budgetRatio: 1, budgetedWarmupEvents: 1_000_000 });
+    assert.equal(full.stats.evictions, 0);
+    assert.equal(full.measurement!.budgetedWarmupSteps, 2);
+    assert.throws(
+      () => runTraining({ ...o, budgetedWarmupEvents: 1.5 }),
+      /budgetedWarmupEvents must be an integer in 0\.\.1000000, got 1\.5/,
+    );
+  },
+});
+
 Deno.test("runTraining: steps and warm-up are capped; bad options name the value", () => {
   const o = { model: "mlp", policy: "dtr-eq", budgetRatio: 1 };
   assert.throws(
@@ -348,7 +402,14 @@ Deno.test({
   ignore,
   fn() {
     for (const policy of ["libra", "chen-sqrt"]) {
-      const r = runTraining({ model: "mlp", policy, budgetRatio: 0.985, steps: 3, warmupCalls: 0 });
+      const r = runTraining({
+        model: "mlp",
+        policy,
+        budgetRatio: 0.985,
+        steps: 3,
+        warmupCalls: 0,
+        budgetedWarmupEvents: 0,
+      });
       assert.equal(r.measurement!.budgetedWarmupSteps, 2);
       const p = r.plan!;
       assert.equal(p.mismatchedSteps, 0, policy);
@@ -380,6 +441,7 @@ Deno.test({
         budgetRatio: 0.985,
         steps: 3,
         warmupCalls: 0,
+        budgetedWarmupEvents: 0,
       });
     } finally {
       proto.endStep = endStep;

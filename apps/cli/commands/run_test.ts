@@ -54,10 +54,10 @@ Deno.test("libra run --json (end to end through main.ts) trains within the budge
   assert.equal(p.code, 0, err);
   const r = JSON.parse(new TextDecoder().decode(p.stdout));
   assert.deepEqual(Object.keys(r), FIELDS);
-  // the warm-up steps (two, then more until 30000 runtime calls, then two under the budget),
-  // then three measured ones
+  // the warm-up steps (two, then more until 30000 runtime calls, then two or more under the
+  // budget, until 1000 evictions and re-materializations), then three measured ones
   const m = r.measurement;
-  assert.equal(m.budgetedWarmupSteps, 2);
+  assert.ok(m.budgetedWarmupSteps >= 2);
   const free = m.warmupSteps - m.budgetedWarmupSteps;
   assert.ok(free >= 2);
   assert.ok(m.warmupCalls >= 30000 || free === 100, `${m.warmupCalls} warm-up calls`);
