@@ -104,13 +104,19 @@ export const DEFAULT_BUDGETED_WARMUP_STEPS = 2;
  * Evictions and re-materializations the budgeted warm-up runs at the least,
  * once its first steps made some: it adds steps (up to
  * {@link MAX_WARMUP_STEPS} budgeted ones, for at most
- * {@link WARMUP_EXTENSION_MS}) while they made fewer. The eviction and re-materialization paths compile
+ * {@link BUDGETED_WARMUP_EXTENSION_MS}) while they made fewer. The eviction and re-materialization paths compile
  * only after as many runs: gpt tiny at ratio 0.9 (8 a step) measured 1.8x its
  * budget-free steps after 2 budgeted warm-up steps, 1.3x after 60 and 1.25x
  * after 125. A step that evicts nothing (ratio 1.0) adds none; gpt small at
  * 0.5 (~600 a step) none past the minimum.
  */
 export const DEFAULT_BUDGETED_WARMUP_EVENTS = 1000;
+/**
+ * The budgeted warm-up goes past its minimum steps for at most this long: a
+ * small preset's steps (100-200 ms) that evict a few dozen times reach the
+ * limit first (`libra start`'s sweep: ~10 s more in all).
+ */
+export const BUDGETED_WARMUP_EXTENSION_MS = 2000;
 /** The most warm-up steps a run takes: its `warmupSteps`, and the steps it adds for `warmupCalls`. */
 export const MAX_WARMUP_STEPS = 100;
 
@@ -118,16 +124,16 @@ export const MAX_WARMUP_STEPS = 100;
  * Whether a warm-up past its minimum steps goes on: it has run `steps` steps
  * (fewer than {@link MAX_WARMUP_STEPS}), made `calls` runtime calls (fewer
  * than `target`), and went past its minimum at `sinceMs` (`performance.now()`),
- * less than {@link WARMUP_EXTENSION_MS} ago.
+ * less than `limitMs` ago.
  */
 export function warmupGoesOn(
   steps: number,
   calls: number,
   target: number,
   sinceMs: number,
+  limitMs: number = WARMUP_EXTENSION_MS,
 ): boolean {
-  return steps < MAX_WARMUP_STEPS && calls < target &&
-    performance.now() - sinceMs < WARMUP_EXTENSION_MS;
+  return steps < MAX_WARMUP_STEPS && calls < target && performance.now() - sinceMs < limitMs;
 }
 /** Measured and accounted overheads that differ by more than this fraction get a warning. */
 export const AGREEMENT_TOLERANCE = 0.1;
@@ -768,7 +774,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       const made = events() - events0;
       if (budgetedWarmup === 0 || made === 0) return false;
       if (i === budgetedWarmup) budgetedFrom = performance.now();
-      return warmupGoesOn(i, made, warmupEvents, budgetedFrom);
+      return warmupGoesOn(i, made, warmupEvents, budgetedFrom, BUDGETED_WARMUP_EXTENSION_MS);
     };
     for (let i = 0; moreBudgeted(i) && outOfBudget === undefined; i++) {
       const n = warmed + Math.max(budgetedWarmup, i + 1);

@@ -11,6 +11,7 @@ import { PLANNER_NAMES, POLICY_NAMES } from "@libra/evict";
 import { MODEL_NAMES } from "@libra/nn";
 import { LIVE_COST_MODELS, type LiveCostModelName } from "@libra/cost";
 import {
+  BUDGETED_WARMUP_EXTENSION_MS,
   DEFAULT_BUDGETED_WARMUP_EVENTS,
   DEFAULT_BUDGETED_WARMUP_STEPS,
   DEFAULT_STEPS,
@@ -62,7 +63,7 @@ Options:
   --budgeted-warmup B  then B warm-up steps per copy under the budget, 0..${MAX_WARMUP_STEPS};
                      default ${DEFAULT_BUDGETED_WARMUP_STEPS} (the budgeted paths compile before measuring),
                      and more (up to ${MAX_WARMUP_STEPS}, for at most ${
-    WARMUP_EXTENSION_MS / 1000
+    BUDGETED_WARMUP_EXTENSION_MS / 1000
   } s) while they evict and have made
                      fewer than ${DEFAULT_BUDGETED_WARMUP_EVENTS} evictions and re-materializations
   --cost-model C     ${LIVE_COST_MODELS.join(", ")}; default analytic (deterministic
