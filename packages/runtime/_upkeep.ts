@@ -131,8 +131,8 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
 
 /** Frees `n` if it is an unreferenced, resident leaf nothing needs (not found needed lately). */
 function reapIfUnneeded(e: Engine, k: EngineState, n: StorageNode): void {
-  if (n.extRefs > 0 || n.pinned || n.locks > 0) return;
-  if (n.residency !== "resident" || n.droppable || recentlyNeeded(k, n)) return;
+  if (n.extRefs > 0 || n.pinned || n.locks > 0 || recentlyNeeded(k, n)) return;
+  if (n.residency !== "resident" || n.droppable) return;
   if (isNeeded(e, n)) n.neededAt = k.releases;
   else freeStorage(e, k, n);
 }
