@@ -104,17 +104,18 @@ export const DEFAULT_BUDGETED_WARMUP_STEPS = 2;
  * Evictions and re-materializations the budgeted warm-up runs at the least,
  * once its first steps made some: it adds steps (up to
  * {@link MAX_WARMUP_STEPS} budgeted ones, for at most
- * {@link BUDGETED_WARMUP_EXTENSION_MS}) while they made fewer. The eviction and re-materialization paths compile
- * only after as many runs: gpt tiny at ratio 0.9 (8 a step) measured 1.8x its
- * budget-free steps after 2 budgeted warm-up steps, 1.3x after 60 and 1.25x
- * after 125. A step that evicts nothing (ratio 1.0) adds none; gpt small at
- * 0.5 (~600 a step) none past the minimum.
+ * {@link BUDGETED_WARMUP_EXTENSION_MS}) while they made fewer. The eviction
+ * and re-materialization paths compile only after as many runs: gpt tiny at
+ * ratio 0.9 (8 a step), timed over 50 budgeted steps after W budgeted warm-up
+ * ones, took 1.76x its budget-free steps after 2, 1.34x after 60, 1.31x after
+ * 125 and 1.22x after 250. A step that evicts nothing (ratio 1.0) adds none;
+ * gpt small at 0.5 (~160 a step) runs 7 budgeted warm-up steps.
  */
 export const DEFAULT_BUDGETED_WARMUP_EVENTS = 1000;
 /**
  * The budgeted warm-up goes past its minimum steps for at most this long: a
  * small preset's steps (100-200 ms) that evict a few dozen times reach the
- * limit first (`libra start`'s sweep: ~10 s more in all).
+ * limit first (`libra start`'s sweep took 145 s with 4 s, 138 s with 2 s).
  */
 export const BUDGETED_WARMUP_EXTENSION_MS = 2000;
 /** The most warm-up steps a run takes: its `warmupSteps`, and the steps it adds for `warmupCalls`. */
@@ -750,8 +751,14 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     // steps) stop the run. Both sides are what the runtime counts per call, in
     // the cost model's units (its estimates, or per-call measured times with
     // their timer cost), never a per-call sum against a whole step's wall time.
-    const baseNs = warmComputeNs * (budgetedWarmup + steps);
-    if (baseNs > 0) rt.engine.setOverheadLimit(o.overheadLimit ?? 2, baseNs);
+    // Set for the budgeted steps to come (the budgeted warm-up's, then the measured ones);
+    // widened by a step for each step the budgeted warm-up adds past its minimum.
+    const limitOver = (budgetedSteps: number) => {
+      if (warmComputeNs > 0) {
+        rt.engine.setOverheadLimit(o.overheadLimit ?? 2, warmComputeNs * (budgetedSteps + steps));
+      }
+    };
+    limitOver(budgetedWarmup);
     // What the copy carries between steps must fit before the budgeted steps start.
     if (outOfBudget === undefined) {
       try {
@@ -778,10 +785,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     };
     for (let i = 0; moreBudgeted(i) && outOfBudget === undefined; i++) {
       const n = warmed + Math.max(budgetedWarmup, i + 1);
-      // An added step widens the thrash limit's base by a step, as the others count.
-      if (i >= budgetedWarmup && baseNs > 0) {
-        rt.engine.setOverheadLimit(o.overheadLimit ?? 2, warmComputeNs * (i + 1 + steps));
-      }
+      if (i >= budgetedWarmup) limitOver(i + 1);
       if (i % 2 === 0) stepA("warm-up", warmed + i, n);
       try {
         stepB("warm-up", warmed + i, n, true);
