@@ -140,6 +140,11 @@ function stepLocal(name: string): boolean {
   const c = name.charCodeAt(0), d = name.charCodeAt(1);
   return (c === 99 || c === 119) && d >= 48 && d <= 57; // [cw]\d
 }
+/**
+ * {@link Runtime}'s list of the tensors named in a step is dropped past this
+ * length and twice the lineage's storages (a program that never ends a step).
+ */
+const STEP_NAMED_LIMIT = 4096;
 /** A step's call output name `c<i>.<k>`. */
 const STEP_OUTPUT = /^c(\d+)\.(\d+)$/;
 
@@ -254,6 +259,17 @@ export class Runtime implements Backend {
   readonly #bufsBy: DeviceBuffer[][] = [];
   /** Output names `c<index>.<k>` by call index in the step. */
   readonly #outNames: string[][] = [];
+  /**
+   * The tensors given a step-local name (`c<i>.<k>`, `w<n>`) since the last
+   * {@link endStep}, which renames those still alive: a walk of these rather
+   * than of the whole table (10k live storages walked at every step's end cost
+   * the dispatch bench ~0.3 us a call). Past {@link STEP_NAMED_LIMIT} (a program
+   * that never ends a step) the list is dropped and the next `endStep` walks
+   * the table.
+   */
+  #stepNamed: TensorNode[] = [];
+  /** {@link #stepNamed} overflowed: the next step's end renames by a walk of the table. */
+  #stepNamedLost = false;
   /** Scratch of `run`: its input and output buffers and output specs. */
   readonly #ins: StorageNode[] = [];
   readonly #outs: StorageNode[] = [];
@@ -459,13 +475,38 @@ export class Runtime implements Backend {
     this.#names = new Map();
     this.#namesStale = true;
     this.#callOuts.length = 0;
-    this.engine.lineage.storages.forEach((s) => {
-      const ts = s.tensors;
-      for (let i = 0; i < ts.length; i++) {
-        const t = ts[i]!;
-        if (stepLocal(t.name)) t.name = prefix + t.name;
-      }
-    });
+    if (this.#stepNamedLost) {
+      this.#stepNamedLost = false;
+      this.engine.lineage.storages.forEach((s) => {
+        const ts = s.tensors;
+        for (let i = 0; i < ts.length; i++) {
+          const t = ts[i]!;
+          if (stepLocal(t.name)) t.name = prefix + t.name;
+        }
+      });
+      return;
+    }
+    // A tensor's storage is in the table unless freed (tombstones included); one named
+    // twice (an in-place update keeps its value's name) is renamed once.
+    const named = this.#stepNamed;
+    for (let i = 0; i < named.length; i++) {
+      const t = named[i]!;
+      if (stepLocal(t.name) && t.storage.residency !== "freed") t.name = prefix + t.name;
+    }
+    // A new list: the old one (its length at the longest step) goes with its tensors.
+    this.#stepNamed = [];
+  }
+
+  /** Notes that `t` took a step-local name (see {@link #stepNamed}). */
+  #named1(t: TensorNode): void {
+    if (this.#stepNamedLost) return;
+    const list = this.#stepNamed;
+    if (list.length >= STEP_NAMED_LIMIT && list.length >= 2 * this.engine.lineage.storages.size) {
+      this.#stepNamed = [];
+      this.#stepNamedLost = true;
+      return;
+    }
+    list.push(t);
   }
 
   /** {@link #names}, built first if a step ended since it was. */
@@ -556,6 +597,7 @@ export class Runtime implements Backend {
       }
     }
     if (!this.#namesStale) this.#names.set(t.name, s);
+    this.#named1(t);
     this.#record?.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
     this.#backend.write(s.data as DeviceBuffer, data, offsetBytes);
   }
@@ -699,6 +741,7 @@ export class Runtime implements Backend {
       cost = this.#staticPrice(kernel, checked, index, totalBytes, true);
     }
     const results = engine.compute(kernel, p, tensors, specs, cost);
+    for (let k = 0; k < results.length; k++) this.#named1(results[k]!);
     if (record !== null) {
       record.push({
         kind: "call",
@@ -895,7 +938,9 @@ export class Runtime implements Backend {
       engine.unlockInputs(mark);
     }
     for (let i = 0; i < mutated.length; i++) {
-      if (ext[i]! >= 0) engine.adoptLeaf(mutated[i]!, ext[i]!, oldNames[i]!);
+      if (ext[i]! < 0) continue;
+      const t = engine.adoptLeaf(mutated[i]!, ext[i]!, oldNames[i]!);
+      if (stepLocal(t.name)) this.#named1(t);
     }
     // A static cost model prices the update as for other calls. The bytes it writes are the
     // entry's only when no two of its written inputs share a buffer: kept and reused only then.

@@ -91,3 +91,11 @@ Deno.test("a step's end renames the step's values that live on, and only those",
   }
   assert.ok(renamed > 500, `${renamed} values renamed`);
 });
+
+Deno.test("a step too long for the runtime's list of named values renames by a walk of the table", () => {
+  // 5000 calls a step with ~24 values live: the list of the step's named values passes its
+  // limit (4096, and twice the table) in the first step and is dropped; its end walks the table.
+  const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
+  const renamed = randomSteps(rt, 11, 3, 5000);
+  assert.ok(renamed > 20, `${renamed} values renamed`);
+});
