@@ -311,6 +311,10 @@ function invalidateWalked(
   try {
     for (const n of referenced) {
       if (n.residency === "evicted") materialize(e, k, n.tensors[0]!, true);
+      // Its views as well: the call of one may read `s` (it is frozen below), and a view
+      // left undefined could then never be brought back, its storage dropped or not.
+      const ts = n.tensors;
+      for (let i = 1; i < ts.length; i++) if (!ts[i]!.defined) materialize(e, k, ts[i]!, true);
       lock(k, n);
       held.push(n);
     }

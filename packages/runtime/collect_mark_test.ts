@@ -84,11 +84,9 @@ function randomProgram(seed: number): { freed: number; kept: number; evictions: 
     for (let i = 0; i < 60; i++) {
       const ins = rng() < 0.3 ? [pick(), pick()] : [pick()];
       const r = rng();
-      // Fresh outputs, two of them, or a view of the only input beside a fresh one. Views
-      // are of computed values read alone: an update of a leaf in place takes its views'
-      // references, and one of another input that the view's call read leaves the view
-      // undefined once its storage (droppable by its root's producer) is evicted.
-      const viewable = ins.length === 1 && ins[0]!.storage.tensors[0]!.producer !== null;
+      // Fresh outputs, two of them, or a view of the first input beside a fresh one (of a
+      // computed value: an update of a leaf in place takes its views' references).
+      const viewable = ins[0]!.storage.tensors[0]!.producer !== null;
       const outs = r < 0.15
         ? [{ bytes: 64 }, { bytes: 64 }]
         : r < 0.25 && viewable

@@ -520,3 +520,32 @@ Deno.test("Engine.lockInputs: when an input cannot be brought back, what it lock
   assert.deepEqual([a, b, c, d, f, g].map((t) => t.storage.locks), [0, 0, 0, 0, 0, 0]);
   assert.equal(b.storage.residency, "evicted");
 });
+
+Deno.test("Engine: an in-place update of a value a view's call read leaves the view defined", () => {
+  // v views x, computed by a call that also read leaf w. Overwriting w (its readers' lineage
+  // cut) freezes that call: v must be brought back first, even where its storage was evicted
+  // and only x was needed since, or it could never be computed again.
+  const e = new Engine({
+    budgetBytes: Infinity,
+    policy: createPolicy("dtr-eq"),
+    costModel: new AnalyticCostModel(),
+    executor: new MetaExecutor(),
+    timeline: false,
+  });
+  const a = e.leaf(64, "a"), w = e.leaf(64, "w");
+  const [x] = e.compute("f", [], [a], [{ bytes: 64, name: "x" }], 10);
+  const [v, y] = e.compute("g", [], [x!, w], [{ bytes: 0, alias: 0, name: "v" }, {
+    bytes: 64,
+    name: "y",
+  }], 10);
+  e.release(y!);
+  e.evict(x!.storage, "drop", "policy");
+  assert.ok(!v!.defined && !x!.defined, "x's storage dropped: x and its view undefined");
+  e.materialize(x!); // x needed again (its view is not)
+  assert.ok(x!.defined && !v!.defined);
+  e.overwrite(w.storage, false);
+  assert.ok(v!.defined, "the view was brought back before its call was frozen");
+  assert.equal(v!.producer!.replayable, false);
+  // Held through v and cut from w: its storage can no longer be dropped, only swapped.
+  assert.equal(x!.storage.droppable, false);
+});
