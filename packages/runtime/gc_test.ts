@@ -60,3 +60,43 @@ Deno.test({
     assert.equal(rt.lineage.storages.size, 0);
   },
 });
+
+Deno.test({
+  name: "minor collections free the lineage of long steps after a full collection",
+  ignore: typeof gc !== "function",
+  fn() {
+    // Steps of 3000 calls, each value freed as soon as it is made: the runtime's list of the
+    // values a step named outgrows the table at once and is given up on. Kept to the step's
+    // end, or left to die in the old generation, it kept dead lineage alive through minor
+    // collections (a full one promotes it).
+    const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
+    const n = 4, bytes = 4 * n, data = new Float32Array(n).fill(1);
+    const step = () => {
+      const x = rt.alloc(bytes);
+      rt.write(x, data);
+      for (let i = 0; i < 3000; i++) {
+        const y = rt.alloc(bytes);
+        rt.run("relu", [x], [y], [n]);
+        rt.free(y);
+      }
+      rt.free(x);
+      rt.endStep();
+    };
+    for (let i = 0; i < 3; i++) step();
+    const used = () => Deno.memoryUsage().heapUsed;
+    gc!();
+    gc!();
+    const base = used();
+    let peak = base;
+    for (let i = 0; i < 12; i++) {
+      step();
+      peak = Math.max(peak, used());
+    }
+    gc!({ type: "minor" });
+    gc!({ type: "minor" });
+    const kept = used() - base;
+    assert.ok(peak - base > 2e6, `the loop allocated only ${peak - base} bytes`);
+    assert.ok(kept < 1e6, `${kept} bytes outlived two minor collections`);
+    assert.equal(rt.lineage.storages.size, 0);
+  },
+});
