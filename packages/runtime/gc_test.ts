@@ -18,6 +18,33 @@ import { Runtime } from "./runtime.ts";
 
 const gc = (globalThis as { gc?: (o?: { type: "minor" | "major" }) => void }).gc;
 
+/**
+ * Runs `step` (which leaves `rt`'s table empty) `warm` times, collects fully,
+ * runs it `steps` times more, collects twice in the young generation only,
+ * and checks that the loop allocated megabytes of which well under 1 MB
+ * outlived those minor collections.
+ */
+function checkDiesYoung(rt: Runtime, step: () => void, warm: number, steps: number): void {
+  for (let i = 0; i < warm; i++) step();
+  const used = () => Deno.memoryUsage().heapUsed;
+  gc!();
+  gc!();
+  const base = used();
+  let peak = base;
+  for (let i = 0; i < steps; i++) {
+    step();
+    if (i % 100 === 0 || steps < 100) peak = Math.max(peak, used());
+  }
+  gc!({ type: "minor" });
+  gc!({ type: "minor" });
+  const kept = used() - base;
+  // The loop's garbage is many MB (the heap grew by `peak - base` at the least
+  // between collections); a minor collection keeps well under 1 MB of it.
+  assert.ok(peak - base > 2e6, `the loop allocated only ${peak - base} bytes`);
+  assert.ok(kept < 1e6, `${kept} bytes outlived two minor collections`);
+  assert.equal(rt.lineage.storages.size, 0);
+}
+
 Deno.test({
   name: "minor collections free the lineage of finished steps after a full collection",
   ignore: typeof gc !== "function",
@@ -25,39 +52,26 @@ Deno.test({
     const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
     const n = 16, bytes = 4 * n, data = new Float32Array(n).fill(1);
     // A step: a host write (a leaf), a chain computed from it, everything freed.
-    const step = () => {
-      const x = rt.alloc(bytes);
-      rt.write(x, data);
-      const made: DeviceBuffer[] = [];
-      let prev = x;
-      for (let i = 0; i < 6; i++) {
-        const y = rt.alloc(bytes);
-        rt.run("relu", [prev], [y], [n]);
-        made.push(y);
-        prev = y;
-      }
-      for (const b of made) rt.free(b);
-      rt.free(x);
-      rt.endStep();
-    };
-    for (let i = 0; i < 500; i++) step();
-    const used = () => Deno.memoryUsage().heapUsed;
-    gc!();
-    gc!();
-    const base = used();
-    let peak = base;
-    for (let i = 0; i < 4000; i++) {
-      step();
-      if (i % 100 === 0) peak = Math.max(peak, used());
-    }
-    gc!({ type: "minor" });
-    gc!({ type: "minor" });
-    const kept = used() - base;
-    // The loop's garbage is many MB (the heap grew by `peak - base` at the least
-    // between collections); a minor collection keeps well under 1 MB of it.
-    assert.ok(peak - base > 2e6, `the loop allocated only ${peak - base} bytes`);
-    assert.ok(kept < 1e6, `${kept} bytes outlived two minor collections`);
-    assert.equal(rt.lineage.storages.size, 0);
+    checkDiesYoung(
+      rt,
+      () => {
+        const x = rt.alloc(bytes);
+        rt.write(x, data);
+        const made: DeviceBuffer[] = [];
+        let prev = x;
+        for (let i = 0; i < 6; i++) {
+          const y = rt.alloc(bytes);
+          rt.run("relu", [prev], [y], [n]);
+          made.push(y);
+          prev = y;
+        }
+        for (const b of made) rt.free(b);
+        rt.free(x);
+        rt.endStep();
+      },
+      500,
+      4000,
+    );
   },
 });
 
@@ -71,32 +85,21 @@ Deno.test({
     // collections (a full one promotes it).
     const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
     const n = 4, bytes = 4 * n, data = new Float32Array(n).fill(1);
-    const step = () => {
-      const x = rt.alloc(bytes);
-      rt.write(x, data);
-      for (let i = 0; i < 3000; i++) {
-        const y = rt.alloc(bytes);
-        rt.run("relu", [x], [y], [n]);
-        rt.free(y);
-      }
-      rt.free(x);
-      rt.endStep();
-    };
-    for (let i = 0; i < 3; i++) step();
-    const used = () => Deno.memoryUsage().heapUsed;
-    gc!();
-    gc!();
-    const base = used();
-    let peak = base;
-    for (let i = 0; i < 12; i++) {
-      step();
-      peak = Math.max(peak, used());
-    }
-    gc!({ type: "minor" });
-    gc!({ type: "minor" });
-    const kept = used() - base;
-    assert.ok(peak - base > 2e6, `the loop allocated only ${peak - base} bytes`);
-    assert.ok(kept < 1e6, `${kept} bytes outlived two minor collections`);
-    assert.equal(rt.lineage.storages.size, 0);
+    checkDiesYoung(
+      rt,
+      () => {
+        const x = rt.alloc(bytes);
+        rt.write(x, data);
+        for (let i = 0; i < 3000; i++) {
+          const y = rt.alloc(bytes);
+          rt.run("relu", [x], [y], [n]);
+          rt.free(y);
+        }
+        rt.free(x);
+        rt.endStep();
+      },
+      3,
+      12,
+    );
   },
 });
