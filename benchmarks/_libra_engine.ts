@@ -310,6 +310,8 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       return {
         backend: () => getBackend(s.device),
         unlimitedRuntime: (b) => new Runtime({ backend: b, timeline: false }),
+        evictingRuntime: (b, budget) =>
+          new Runtime({ backend: b, timeline: false, budget, search: { mode: "sqrt" } }),
       };
     },
 

@@ -91,6 +91,7 @@ export function testEngine(o: TestEngineOptions = {}): Engine & { calls: string[
     microDeps: (): MicroDeps => ({
       backend: () => "test engine has no backend",
       unlimitedRuntime: () => "no runtime",
+      evictingRuntime: () => "no runtime",
     }),
     importTrace(path): Promise<PreparedTrace> {
       calls.push(`import ${path}`);

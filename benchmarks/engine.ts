@@ -107,6 +107,11 @@ export interface MicroDeps {
   backend(): Backend | string;
   /** A runtime wrapping `backend` with no budget limit. */
   unlimitedRuntime(backend: Backend): Backend | string;
+  /**
+   * A runtime wrapping `backend` under `budgetBytes`, `dtr-eq` choosing
+   * victims from a sample of ceil(sqrt(n)) of its n evictable storages.
+   */
+  evictingRuntime(backend: Backend, budgetBytes: number): Backend | string;
 }
 
 /** What the suite needs from the packages it measures. */

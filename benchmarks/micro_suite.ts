@@ -7,7 +7,7 @@
 import type { BenchOptions } from "./options.ts";
 import type { Engine } from "./engine.ts";
 import type { MicroJson } from "./schema.ts";
-import { dispatchBench, findTorchPython, sgemmBench } from "./micro.ts";
+import { dispatchBench, evictingDispatchBench, findTorchPython, sgemmBench } from "./micro.ts";
 import { oneLine } from "./runner.ts";
 
 /** Runs every micro-benchmark; a benchmark that throws is reported as skipped with the error. */
@@ -39,6 +39,7 @@ export async function runMicro(options: BenchOptions, engine: Engine): Promise<M
     }
   };
   guard("runtime dispatch", "ns/call", () => dispatchBench(deps, options.quick));
+  guard("runtime dispatch, evicting", "ns/call", () => evictingDispatchBench(deps, options.quick));
   guard("sgemm", "GFLOP/s", () => sgemmBench(deps, options.quick));
   out.push(...await vsPytorch(options));
   return out;

@@ -1,0 +1,54 @@
+/**
+ * The call stream the dispatch benchmarks time (`runtime_bench.ts` under
+ * `deno bench`, and `deno task bench`'s micro-benchmarks): kernel calls whose
+ * kernels cost little, so that what is measured is what a call costs around
+ * its kernel, on a backend or on a {@link Runtime} over it, side by side.
+ *
+ * @example
+ * ```ts
+ * import { dispatchStream } from "@libra/runtime/dispatch-stream";
+ * import { Runtime } from "@libra/runtime";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * const step = dispatchStream(new Runtime({ backend: new ReferenceBackend() }), 8);
+ * for (let i = 0; i < 100; i++) step();
+ * ```
+ *
+ * @module
+ */
+
+import type { Backend, DeviceBuffer } from "@libra/tensor/backend";
+import { Runtime } from "./runtime.ts";
+
+/**
+ * A training-like stream of calls on `b`, made with `live` values live and
+ * returned as the function that makes the next call: each call allocates its
+ * output, computes relu of the previous value (16 floats) and frees the value
+ * `live` calls older, as a forward pass frees activations; every 64 calls it
+ * restarts from the input, like the next step, and on a {@link Runtime} the
+ * step ends every 4096 calls (`endStep`).
+ */
+export function dispatchStream(b: Backend, live: number): () => void {
+  if (!Number.isInteger(live) || live < 1) {
+    throw new RangeError(`dispatchStream: live must be a positive integer, got ${live}`);
+  }
+  const n = 16;
+  const x = b.alloc(4 * n);
+  b.write(x, new Float32Array(n).fill(1));
+  const ring: DeviceBuffer[] = [];
+  let prev = x, i = 0;
+  const rt = b instanceof Runtime ? b : null;
+  const step = () => {
+    if (i % 64 === 0) prev = x;
+    const y = b.alloc(4 * n);
+    b.run("relu", [prev], [y], [n]);
+    if (ring.length === live) b.free(ring[i % live]!);
+    ring[i % live] = prev = y;
+    i++;
+    if (rt !== null && (i & 4095) === 0) rt.endStep();
+  };
+  for (let k = 0; k < live; k++) step();
+  return step;
+}
+
+/** Bytes of one value of a {@link dispatchStream} (16 floats). */
+export const STREAM_VALUE_BYTES = 64;
