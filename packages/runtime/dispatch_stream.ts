@@ -19,6 +19,9 @@
 import type { Backend, DeviceBuffer } from "@libra/tensor/backend";
 import { Runtime } from "./runtime.ts";
 
+/** Bytes of one value of a {@link dispatchStream} (16 floats). */
+export const STREAM_VALUE_BYTES = 64;
+
 /**
  * A training-like stream of calls on `b`, made with `live` values live and
  * returned as the function that makes the next call: each call allocates its
@@ -31,15 +34,15 @@ export function dispatchStream(b: Backend, live: number): () => void {
   if (!Number.isInteger(live) || live < 1) {
     throw new RangeError(`dispatchStream: live must be a positive integer, got ${live}`);
   }
-  const n = 16;
-  const x = b.alloc(4 * n);
+  const n = STREAM_VALUE_BYTES / 4;
+  const x = b.alloc(STREAM_VALUE_BYTES);
   b.write(x, new Float32Array(n).fill(1));
   const ring: DeviceBuffer[] = [];
   let prev = x, i = 0;
   const rt = b instanceof Runtime ? b : null;
   const step = () => {
     if (i % 64 === 0) prev = x;
-    const y = b.alloc(4 * n);
+    const y = b.alloc(STREAM_VALUE_BYTES);
     b.run("relu", [prev], [y], [n]);
     if (ring.length === live) b.free(ring[i % live]!);
     ring[i % live] = prev = y;
@@ -49,6 +52,3 @@ export function dispatchStream(b: Backend, live: number): () => void {
   for (let k = 0; k < live; k++) step();
   return step;
 }
-
-/** Bytes of one value of a {@link dispatchStream} (16 floats). */
-export const STREAM_VALUE_BYTES = 64;

@@ -140,6 +140,10 @@ function stepLocal(name: string): boolean {
   const c = name.charCodeAt(0), d = name.charCodeAt(1);
   return (c === 99 || c === 119) && d >= 48 && d <= 57; // [cw]\d
 }
+/** Gives `t`, when it has a step-local name, the name `<prefix><name>` (see `Runtime.endStep`). */
+function carryName(t: TensorNode, prefix: string): void {
+  if (stepLocal(t.name)) t.name = prefix + t.name;
+}
 /** A step's call output name `c<i>.<k>`. */
 const STEP_OUTPUT = /^c(\d+)\.(\d+)$/;
 
@@ -476,10 +480,7 @@ export class Runtime implements Backend {
       this.#stepNamedLost = false;
       this.engine.lineage.storages.forEach((s) => {
         const ts = s.tensors;
-        for (let i = 0; i < ts.length; i++) {
-          const t = ts[i]!;
-          if (stepLocal(t.name)) t.name = prefix + t.name;
-        }
+        for (let i = 0; i < ts.length; i++) carryName(ts[i]!, prefix);
       });
       return;
     }
@@ -488,7 +489,7 @@ export class Runtime implements Backend {
     const named = this.#stepNamed;
     for (let i = 0; i < named.length; i++) {
       const t = named[i]!;
-      if (stepLocal(t.name) && t.storage.residency !== "freed") t.name = prefix + t.name;
+      if (t.storage.residency !== "freed") carryName(t, prefix);
     }
     // Emptied in place: a dropped list promoted to the old generation would keep what it
     // named alive through minor collections, with the lineage behind it, until a full one.

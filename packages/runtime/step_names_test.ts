@@ -102,7 +102,7 @@ Deno.test("a step's end renames the step's values that live on, and only those",
 
 Deno.test("a step naming more values than the table holds renames by a walk of the table", () => {
   // ~24 values live and 80 or 5000 calls a step: the list of the step's named values grows
-  // as long as the table in most steps, and is dropped; the step's end walks the table instead.
+  // as long as the table in most steps, and is emptied; the step's end walks the table instead.
   let renamed = 0;
   for (let seed = 1; seed <= 8; seed++) {
     const rt = new Runtime({ backend: new ReferenceBackend(), timeline: false });
