@@ -58,6 +58,58 @@ for (const policy of ["dtr-eq", "dtr-local"]) {
   }
 }
 
+for (const policy of ["dtr-eq", "dtr-local"]) {
+  Deno.test(`sampling ranked by slot bounds scores no more storages than must be: ${policy}`, () => {
+    // A sampled storage must be scored when its local bound (compute / (bytes x staleness),
+    // which its score never falls below) does not exceed the victim's score: nothing else
+    // shows it is no tie or lower. The plain search's pool records what it draws.
+    let trials = 0, below = 0;
+    for (let seed = 1; seed <= 60; seed++) {
+      const { lineage, pool, clock } = randomState(seed, 40 + seed * 7);
+      if (pool.length <= 16) continue;
+      trials++;
+      const drawn: StorageNode[] = [];
+      const base = arrayPool(pool);
+      const recording = {
+        ...base,
+        get size() {
+          return pool.length;
+        },
+        at: (i: number) => {
+          drawn.push(pool[i]!);
+          return pool[i]!;
+        },
+      };
+      const { plain, ranked, rankedCtx, k } = twins(policy, { seed }, lineage, pool, clock);
+      const plainCtx = ctxOf(lineage, recording, clock);
+      for (let c = 0; c < 20; c++) {
+        drawn.length = 0;
+        const want = plain.choose(plainCtx);
+        const got = ranked.choose(rankedCtx);
+        assert.equal(got[0]?.storage.id, want[0]?.storage.id, `seed ${seed}, choice ${c}`);
+        assert.equal(drawn.length, k);
+        const victim = want[0]!.storage, worst = plain.score(victim, plainCtx);
+        let must = 0;
+        for (const s of drawn) {
+          const den = s.bytes * (clock - s.lastAccess);
+          let b = den > 0 ? s.compute / den : Infinity;
+          if (b !== b) b = -Infinity;
+          if (b <= worst) must++;
+        }
+        assert.ok(
+          ranked.scored <= must,
+          `seed ${seed}, choice ${c}: scored ${ranked.scored}, ${must} must be`,
+        );
+        if (ranked.scored < must) below++;
+      }
+    }
+    assert.ok(trials >= 40, `enough pools to sample (${trials})`);
+    if (policy === "dtr-eq") {
+      assert.ok(below > 0, "kept floors ruled out some storages local bounds could not");
+    }
+  });
+}
+
 Deno.test("dtr-eq's slot bound waits for non-negative classes", () => {
   const { lineage } = randomState(4, 200, { negative: true });
   assert.equal(lineage.classesNonNegative, false, "a negative compute joined a class");
