@@ -106,6 +106,14 @@ export class DtrEqPolicy extends ScorePolicy {
     return ctx.lineage.floorsLapsed;
   }
   /**
+   * The value of `v`'s class while `v` is evicted with one: each neighbour
+   * counts that class among its distinct neighbouring classes, whose values
+   * are not negative while {@link slotBoundHolds}.
+   */
+  protected override evictedFloor(v: StorageNode, ctx: EvictionContext): number | undefined {
+    return v.residency === "evicted" ? ctx.lineage.classValueOf(v) : undefined;
+  }
+  /**
    * `(c(t) + floor) / (m(t) * staleness(t))` bounds the score: with no class
    * of negative value the neighbouring class cost is a sum of non-negative
    * numbers, at least the floor kept of it in this epoch (0 when none), and

@@ -270,6 +270,19 @@ export abstract class ScorePolicy implements EvictionPolicy {
   protected floorLapsed?(ctx: EvictionContext): StorageNode[];
 
   /**
+   * Optional, with {@link floorEpoch}: a lower bound, now, of the floored
+   * part of the score of each neighbour of `v` (see
+   * {@link Lineage.neighbors}), a victim this policy chose; `undefined` when
+   * it gives none. The next search that keeps the floors raises those of the
+   * members among `v`'s neighbours to it: an eviction grows exactly their
+   * parts, and their bounds would otherwise stay what they were, low enough
+   * that a search scored them for nothing (they were about as stale as the
+   * victim). In the 10k-live dispatch stream with `dtr-eq`: 2.9 storages
+   * scored a search without, 1.7 with.
+   */
+  protected evictedFloor?(v: StorageNode, ctx: EvictionContext): number | undefined;
+
+  /**
    * Optional {@link score} of `s` with its `compute`, `bytes` and
    * `lastAccess` given (the pool's copies, equal to its own): the sampled
    * search over {@link EvictablePool.slots} scores through it, so the
@@ -301,8 +314,18 @@ export abstract class ScorePolicy implements EvictionPolicy {
   choose(ctx: EvictionContext): Victim[] {
     const best = this.#search(ctx, this.#minBytes) ??
       (this.#minBytes > 0 ? this.#search(ctx, 0) : null);
-    return best === null ? [] : [{ storage: best, action: this.action(best, ctx) }];
+    if (best === null) return [];
+    if (this.evictedFloor !== undefined) {
+      const victims = this.#victims;
+      // A choice a search never follows names none for good (floors are only raised).
+      if (victims.length === VICTIMS_KEPT) clearList(victims);
+      victims.push(best);
+    }
+    return [{ storage: best, action: this.action(best, ctx) }];
   }
+
+  /** Victims chosen since the last search that readied floors (see {@link evictedFloor}). */
+  readonly #victims: StorageNode[] = [];
 
   #search(ctx: EvictionContext, minBytes: number): StorageNode | null {
     const pool = ctx.pool;
@@ -674,7 +697,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
       return false;
     }
     this.#slack = this.floorSlack?.(ctx) ?? 0;
-    return keptFloors(
+    const keep = keptFloors(
       slots,
       this,
       ctx.lineage,
@@ -683,6 +706,36 @@ export abstract class ScorePolicy implements EvictionPolicy {
       this.floorLapsed?.(ctx),
       ctx.pool,
     );
+    const victims = this.#victims;
+    if (victims.length > 0) {
+      if (keep) this.#raiseFloors(ctx, slots, n, victims);
+      clearList(victims);
+    }
+    return keep;
+  }
+
+  /**
+   * Raises the floors of the members of a pool of `n` next to each of
+   * `victims` to its {@link evictedFloor} (found now, after the lapsed
+   * floors were cleared, so it holds now whatever happened since the choice).
+   */
+  #raiseFloors(ctx: EvictionContext, slots: Float64Array, n: number, victims: StorageNode[]): void {
+    const pool = ctx.pool;
+    if (pool.positionOf === undefined) return;
+    const slack = this.#slack;
+    for (let j = 0; j < victims.length; j++) {
+      const v = victims[j]!;
+      const f = this.evictedFloor!(v, ctx);
+      if (f === undefined || !(f > 0)) continue;
+      const kept = f * FLOOR_MARGIN + slack;
+      const ns = ctx.lineage.neighbors(v);
+      for (let k = 0; k < ns.length; k++) {
+        const i: number = pool.positionOf(ns[k]!);
+        if (i < 0 || i >= n) continue;
+        const o = i * SLOT_STRIDE + SLOT_FLOOR;
+        if (!(slots[o]! >= kept)) slots[o] = kept;
+      }
+    }
   }
 
   /** The {@link floorSlack} of the search under way (see {@link #readyFloors}). */
@@ -724,6 +777,9 @@ export abstract class ScorePolicy implements EvictionPolicy {
   /** `#boundedSample`'s candidates not yet scored nor ruled out. */
   #open: Int32Array = new Int32Array(0);
 }
+
+/** At most this many victims wait for a search to raise their neighbours' floors. */
+const VICTIMS_KEPT = 64;
 
 /** Storages {@link ScorePolicy}'s full scan finds by a pass over its list before it builds a heap. */
 const LINEAR_PICKS = 4;

@@ -3,7 +3,7 @@ import type { Lineage, StorageNode } from "@libra/lineage";
 import { mulberry32 } from "@libra/util/rng";
 import { arrayPool } from "./_conformance.ts";
 import { churn, ctxOf, randomState, slotPool } from "./_slot_testing.ts";
-import { createPolicy, type ScorePolicy } from "./mod.ts";
+import { createPolicy, DtrEqPolicy, type ScorePolicy, SLOT_STRIDE } from "./mod.ts";
 
 /**
  * Two sampled searches of `policy` with the same seed over `pool`: `plain`
@@ -146,4 +146,67 @@ Deno.test("dtr-eq's kept floors pick the plain sample's victims as classes grow 
   }
   assert.ok(trials >= 20, `enough pools to sample (${trials})`);
   assert.ok(spared > 0, "kept floors spared scoring");
+});
+
+/** `dtr-eq` without the floors its victims give their neighbours (the searches before them). */
+class DtrEqUnraised extends DtrEqPolicy {
+  protected override evictedFloor(): undefined {
+    return undefined;
+  }
+}
+
+/**
+ * Evicts `seed`'s random pool down to 17 members, each victim chosen by a
+ * sampled `dtr-eq` search over slots (`ranked`) and checked against the plain
+ * search (the same draws, every candidate scored), storages outside the pool
+ * evicted and re-materialized now and then; returns the victims' ids and the
+ * storages `ranked` scored in all (undefined when the pool is too small).
+ */
+function evictDown(seed: number, ranked: ScorePolicy) {
+  const rng = mulberry32(2000 + seed);
+  const { lineage, pool: resident, clock } = randomState(seed, 150 + seed * 5);
+  const items = resident.filter((_, i) => i % 3 !== 0);
+  const others = resident.filter((_, i) => i % 3 === 0);
+  if (items.length <= 40) return undefined;
+  // One member list under both pools; a victim leaves it as the runtime's pool moves its
+  // last member (with its slot) in.
+  const pool = { ...slotPool(items), positionOf: (s: StorageNode) => items.indexOf(s) };
+  Object.defineProperty(pool, "size", { get: () => items.length });
+  const plain = createPolicy("dtr-eq", { mode: "sqrt", seed }) as ScorePolicy;
+  const plainCtx = ctxOf(lineage, arrayPool(items), clock);
+  const rankedCtx = ctxOf(lineage, pool, clock);
+  const victims: number[] = [];
+  let scored = 0;
+  while (items.length > 17) {
+    const want = plain.choose(plainCtx)[0]!.storage;
+    assert.equal(ranked.choose(rankedCtx)[0]?.storage.id, want.id, `seed ${seed}`);
+    scored += ranked.scored;
+    victims.push(want.id);
+    want.residency = "evicted";
+    lineage.joinEvictedClass(want);
+    const i = items.indexOf(want), last = items.length - 1;
+    pool.slots!.copyWithin(i * SLOT_STRIDE, last * SLOT_STRIDE, (last + 1) * SLOT_STRIDE);
+    items[i] = items[last]!;
+    items.pop();
+    churn(lineage, others, rng, 0.1, 0.2);
+  }
+  return { victims, scored };
+}
+
+Deno.test("dtr-eq's floors raised next to its victims pick the plain sample's victims as they are evicted", () => {
+  let raisedScored = 0, unraisedScored = 0, trials = 0;
+  for (let seed = 1; seed <= 30; seed++) {
+    const raised = evictDown(seed, createPolicy("dtr-eq", { mode: "sqrt", seed }) as ScorePolicy);
+    const unraised = evictDown(seed, new DtrEqUnraised({ mode: "sqrt", seed }));
+    if (raised === undefined || unraised === undefined) continue;
+    trials++;
+    assert.deepEqual(raised.victims, unraised.victims);
+    raisedScored += raised.scored;
+    unraisedScored += unraised.scored;
+  }
+  assert.ok(trials >= 20, `enough pools to sample (${trials})`);
+  assert.ok(
+    raisedScored < unraisedScored,
+    `raised floors spared scoring (${raisedScored} vs ${unraisedScored})`,
+  );
 });

@@ -312,7 +312,7 @@ export class Lineage {
     if (this.cachesNeighborLists) {
       // The evicted members of the kept neighbour list: what a walk would find, in its order.
       ns = this.#scratch;
-      const all = s.neighborListAt === this.#edgeEpoch ? s.neighborList! : this.#neighborList(s);
+      const all = this.neighbors(s);
       for (let i = 0; i < all.length; i++) {
         const n = all[i]!;
         if (n.residency === "evicted") ns.push(n);
@@ -462,6 +462,22 @@ export class Lineage {
     return s.eq;
   }
 
+  /** The value of `s`'s `dtr-eq` class (see {@link StorageNode.eq}), or `undefined` without one. */
+  classValueOf(s: StorageNode): number | undefined {
+    return s.eq === null ? undefined : find(s.eq).value;
+  }
+
+  /**
+   * `s`'s neighbours: the storages of the inputs of the calls producing its
+   * tensors and of the outputs of the calls consuming them, each once, but
+   * `s` and freed ones (the kept list while {@link cachesNeighborLists}: it
+   * may name storages freed since it was made). Not to be modified.
+   */
+  neighbors(s: StorageNode): readonly StorageNode[] {
+    if (!this.cachesNeighborLists) return this.#walkNeighbors(s, []);
+    return s.neighborListAt === this.#edgeEpoch ? s.neighborList! : this.#neighborList(s);
+  }
+
   /**
    * Walks and keeps `s`'s neighbours (see {@link StorageNode.neighborList}),
    * but for freed ones: those are never evicted again, and a list naming none
@@ -469,9 +485,16 @@ export class Lineage {
    * for such lists next to the storages freed since the last one).
    */
   #neighborList(s: StorageNode): StorageNode[] {
+    const out = this.#walkNeighbors(s, []);
+    s.neighborList = out;
+    s.neighborListAt = this.#edgeEpoch;
+    return out;
+  }
+
+  /** Appends `s`'s neighbours but freed ones to `out`, each once (see {@link neighbors}). */
+  #walkNeighbors(s: StorageNode, out: StorageNode[]): StorageNode[] {
     const stamp = this.nextStamp();
     s.stamp = stamp;
-    const out: StorageNode[] = [];
     for (const t of s.tensors) {
       const p = t.producer;
       if (p !== null) {
@@ -493,8 +516,6 @@ export class Lineage {
         }
       }
     }
-    s.neighborList = out;
-    s.neighborListAt = this.#edgeEpoch;
     return out;
   }
 
