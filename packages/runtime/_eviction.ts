@@ -89,6 +89,22 @@ export function evictableBytes(e: Engine, k: EngineState): number {
 }
 
 /**
+ * The bytes on the device that no eviction can free now: `lockedBytes` of
+ * values locked as inputs of calls running or being re-materialized, and
+ * `keptBytes` of the others that are pinned, or neither droppable nor
+ * swappable (for {@link OutOfBudgetError}'s message).
+ */
+export function heldBytes(e: Engine, k: EngineState): { lockedBytes: number; keptBytes: number } {
+  let lockedBytes = 0, keptBytes = 0;
+  for (const s of e.lineage.storages.values()) {
+    if (s.residency !== "resident") continue;
+    if (s.locks > 0) lockedBytes += s.bytes;
+    else if (s.pinned || !(s.droppable || k.ctx.canSwap(s))) keptBytes += s.bytes;
+  }
+  return { lockedBytes, keptBytes };
+}
+
+/**
  * Throws {@link ThrashingError} when recomputation plus stalls passed
  * `(limit - 1)` x the budget-free compute (the check DTR's simulator makes
  * after every materialization).
@@ -189,6 +205,7 @@ export function reserve(e: Engine, k: EngineState, bytes: number): void {
         neededBytes: bytes,
         usedBytes: e.used,
         evictableBytes: evictableBytes(e, k),
+        ...heldBytes(e, k),
         budgetBytes: k.budget,
         // A budget at or below this one did not complete this step: not known to work.
         ...(k.knownFeasible !== undefined && k.knownFeasible > k.budget

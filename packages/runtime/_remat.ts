@@ -23,6 +23,7 @@ import {
   unlock,
 } from "./_eviction.ts";
 import { clearList } from "@libra/util/list";
+import { OutOfBudgetError } from "./errors.ts";
 
 interface Frame {
   t: TensorNode;
@@ -60,6 +61,9 @@ export function materialize(e: Engine, k: EngineState, target: TensorNode, remat
       try {
         if (e.used + p0.totalBytes > k.budget) reserve(e, k, p0.totalBytes);
         run(e, k, p0, remat);
+      } catch (err) {
+        if (remat && err instanceof OutOfBudgetError) err.rematerializing(1);
+        throw err;
       } finally {
         for (let i = 0; i < ins.length; i++) unlock(k, ins[i]!.storage);
       }
@@ -128,6 +132,9 @@ export function materialize(e: Engine, k: EngineState, target: TensorNode, remat
       stack.pop();
     }
   } catch (err) {
+    // The frames re-materializing are the stack less the target when it is the program's
+    // own call's input (`remat` false: the bottom frame runs a call the program made).
+    if (err instanceof OutOfBudgetError) err.rematerializing(stack.length - (remat ? 0 : 1));
     for (const f of stack) {
       for (const s of f.locked) unlock(k, s);
       clearList(f.locked);

@@ -549,3 +549,51 @@ Deno.test("Engine: an in-place update of a value a view's call read leaves the v
   // Held through v and cut from w: its storage can no longer be dropped, only swapped.
   assert.equal(x!.storage.droppable, false);
 });
+
+Deno.test("OutOfBudgetError names the locked bytes and the chain of re-materializations it failed in", () => {
+  // x (pinned) feeds p1..p3 and a; b = g(a, p1), c = g(b, p2), d = g(c, p3); a..d evicted.
+  // Bringing d back recomputes c, b, a in turn, each frame locking its input on the device
+  // (p3, p2, p1, then x) while it waits: 32 bytes locked, nothing evictable for a's 8.
+  const e = engine(64);
+  const x = e.leaf(8, "x", { pinned: true });
+  const ps = [1, 2, 3].map((i) =>
+    (e.compute("p", [], [x], [{ bytes: 8, name: `p${i}` }], 5) as [TensorNode])[0]
+  );
+  const [a] = e.compute("g", [], [x], [{ bytes: 8, name: "a" }], 10) as [TensorNode];
+  const [b] = e.compute("g", [], [a, ps[0]!], [{ bytes: 8, name: "b" }], 10) as [TensorNode];
+  const [c] = e.compute("g", [], [b, ps[1]!], [{ bytes: 8, name: "c" }], 10) as [TensorNode];
+  const [d] = e.compute("g", [], [c, ps[2]!], [{ bytes: 8, name: "d" }], 10) as [TensorNode];
+  for (const t of [a, b, c, d]) e.evict(t.storage, "drop", "policy");
+  e.setBudget(36);
+  const err = thrown(() => e.materialize(d));
+  assert.ok(err instanceof OutOfBudgetError, String(err));
+  assert.equal(err.usedBytes, 32);
+  assert.equal(err.evictableBytes, 0);
+  assert.equal(err.lockedBytes, 32);
+  assert.equal(err.keptBytes, 0);
+  assert.equal(err.rematDepth, 4);
+  assert.match(err.message, /32 locked as inputs of calls running or being re-materialized/);
+  assert.match(
+    err.message,
+    /a chain of 4 evicted values.* Raise the budget or use a policy that can swap\.$/,
+  );
+  // Nothing stays locked. Under 12 bytes a's recomputation evicts the p's and fails alone.
+  assert.deepEqual([x, ...ps].map((t) => t.storage.locks), [0, 0, 0, 0]);
+  e.setBudget(12);
+  const one = thrown(() => e.materialize(a));
+  assert.ok(one instanceof OutOfBudgetError, String(one));
+  assert.equal(one.rematDepth, 1);
+  assert.equal(one.lockedBytes, 8); // x, a's input
+  assert.equal(one.usedBytes, 8);
+  assert.match(one.message, /re-materializing an evicted value a call needed/);
+});
+
+/** What `f` throws (undefined when it returns). */
+function thrown(f: () => void): unknown {
+  try {
+    f();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}

@@ -19,6 +19,17 @@ export interface OutOfBudgetInfo {
    * under it (a budget-free peak, or the largest budget a step completed under).
    */
   knownFeasibleBytes?: number;
+  /**
+   * Of the bytes in use, those of values locked as the inputs of calls running
+   * or being re-materialized (none of them may be evicted until their call runs).
+   */
+  lockedBytes?: number;
+  /**
+   * Of the bytes in use and not locked, those of values no policy may evict:
+   * pinned ones, and leaves (no producer to recompute them) with no host
+   * memory to swap them to.
+   */
+  keptBytes?: number;
 }
 
 /**
@@ -27,6 +38,9 @@ export interface OutOfBudgetInfo {
  * (`"thrashing"`, see {@link ThrashingError}).
  */
 export type InfeasibleReason = "out of memory" | "thrashing";
+
+/** The end of {@link OutOfBudgetError}'s message. */
+const ADVICE = " Raise the budget or use a policy that can swap.";
 
 /**
  * Thrown when no eviction can make room for a call under the budget. The
@@ -45,13 +59,26 @@ export class OutOfBudgetError extends Error {
   readonly budgetBytes: number;
   /** A larger budget every step so far completed under, when known. */
   readonly knownFeasibleBytes: number | undefined;
+  /** Of the bytes in use, those locked as inputs of calls running or being re-materialized, when known. */
+  readonly lockedBytes: number | undefined;
+  /** Of the bytes in use and not locked, those no policy may evict (pinned, unswappable leaves), when known. */
+  readonly keptBytes: number | undefined;
+  /**
+   * How many evicted values were being re-materialized, one for the next,
+   * when the call failed (0 when it was none of theirs: the program's own call).
+   * Each keeps its inputs that are on the device locked until it runs.
+   */
+  rematDepth = 0;
   /** The error for `info`, with a message naming every figure. */
   constructor(info: OutOfBudgetInfo) {
     const known = info.knownFeasibleBytes !== undefined
       ? `; a budget of ${info.knownFeasibleBytes} bytes is known to work (every step so far completed under it)`
       : "; no larger budget is known to work yet (run a step without a budget to measure its peak)";
+    const parts = info.lockedBytes !== undefined && info.keptBytes !== undefined
+      ? ` (${info.lockedBytes} locked as inputs of calls running or being re-materialized, ${info.keptBytes} pinned or leaves that cannot be evicted)`
+      : "";
     super(
-      `out of budget: ${info.neededBytes} bytes needed with ${info.usedBytes} of ${info.budgetBytes} in use and only ${info.evictableBytes} evictable${known}. Raise the budget or use a policy that can swap.`,
+      `out of budget: ${info.neededBytes} bytes needed with ${info.usedBytes} of ${info.budgetBytes} in use${parts} and only ${info.evictableBytes} evictable${known}.${ADVICE}`,
     );
     this.name = "OutOfBudgetError";
     this.neededBytes = info.neededBytes;
@@ -59,6 +86,25 @@ export class OutOfBudgetError extends Error {
     this.evictableBytes = info.evictableBytes;
     this.budgetBytes = info.budgetBytes;
     this.knownFeasibleBytes = info.knownFeasibleBytes;
+    this.lockedBytes = info.lockedBytes;
+    this.keptBytes = info.keptBytes;
+  }
+
+  /**
+   * Records that the failed call was the re-materialization of the last of
+   * `depth` evicted values, each needed by the one before (see
+   * {@link rematDepth}), and says so in the message. Once: the innermost
+   * re-materialization knows the chain.
+   */
+  rematerializing(depth: number): void {
+    if (this.rematDepth > 0 || depth <= 0 || this.reason !== "out of memory") return;
+    this.rematDepth = depth;
+    const why = depth === 1
+      ? " It failed re-materializing an evicted value a call needed."
+      : ` It failed re-materializing a chain of ${depth} evicted values, each needed to recompute the one before, whose inputs on the device stay locked until they run: a policy that evicts fewer of a chain's values, or a planner, may fit where this one does not.`;
+    this.message = this.message.endsWith(ADVICE)
+      ? this.message.slice(0, -ADVICE.length) + why + ADVICE
+      : this.message + why;
   }
 }
 

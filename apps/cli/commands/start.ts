@@ -415,6 +415,12 @@ export function formatTable(rows: DemoRow[]): string {
   for (const r of failed) {
     lines.push(`${label(r.model, r.policy, r.ratio)} ${r.status}: ${r.note ?? "no reason given"}`);
   }
+  // Why each budget was infeasible: the runtime's error says where the memory was.
+  const infeasible = rows.filter((r) => r.status === "succeeded" && r.feasible === false);
+  if (infeasible.length > 0) lines.push("", "why infeasible:");
+  for (const r of infeasible) {
+    lines.push(`  ${label(r.model, r.policy, r.ratio)}: ${r.note ?? "no reason given"}`);
+  }
   return lines.join("\n");
 }
 

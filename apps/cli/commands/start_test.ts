@@ -233,4 +233,5 @@ Deno.test("formatTable() shows feasible and infeasible runs", () => {
     /gpt\s+libra\s+0\.25\s+infeasible\s+-\s+-\s+-\s+-\s+1\s+3\s+2\s+run_0\.25/,
   );
   assert.match(table, /gpt libra: 1\.00/);
+  assert.match(table, /why infeasible:\n {2}gpt libra @ 0\.25: out of budget$/);
 });
