@@ -338,3 +338,36 @@ Deno.test("Lineage keeps the neighbour lists a new call extends equal to a walk'
     assert.ok(kept > 100 && extended > 10, `lists kept (${kept}) and extended (${extended})`);
   }
 });
+
+Deno.test("Lineage.neighbors() lists the storages a call joins to each, as a walk of the edges finds them", () => {
+  for (const kept of [true, false]) {
+    const { g, x, a, b, c, d, e } = diamond();
+    g.cachesNeighborLists = kept;
+    const of = (t: TensorNode) => names([...g.neighbors(t.storage)]);
+    // From the edges drawn above: producer inputs, consumer outputs.
+    assert.deepEqual(of(x), ["a"]);
+    assert.deepEqual(of(a), ["b", "c", "x"]);
+    assert.deepEqual(of(d), ["b", "c", "e"]);
+    assert.deepEqual(of(e), ["d"]);
+    assert.equal(new Set(g.neighbors(a.storage)).size, g.neighbors(a.storage).length, "each once");
+    // A freed storage is left out of a list made after it was freed.
+    c.storage.residency = "freed";
+    if (kept) g.invalidateNeighborhoods();
+    assert.deepEqual(of(a), ["b", "x"], `kept lists ${kept}`);
+    assert.deepEqual(of(b), ["a", "d"]);
+  }
+});
+
+Deno.test("Lineage.classValueOf() is the value of an evicted storage's class", () => {
+  const { g, a, b, c, d } = diamond();
+  assert.equal(g.classValueOf(b.storage), undefined);
+  evict(b, c);
+  g.joinEvictedClass(b.storage);
+  g.joinEvictedClass(c.storage);
+  // b and c are not adjacent: two classes; d joins both (2 + 4 + 8).
+  assert.equal(g.classValueOf(b.storage), 2);
+  evict(d);
+  g.joinEvictedClass(d.storage);
+  assert.equal(g.classValueOf(c.storage), 14);
+  assert.equal(g.classValueOf(a.storage), undefined);
+});
