@@ -322,8 +322,10 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       return {
         backend: () => getBackend(s.device),
         unlimitedRuntime: (b) => new Runtime({ backend: b, timeline: false }),
-        evictingRuntime: (b, budget) =>
-          new Runtime({ backend: b, timeline: false, budget, search: { mode: "sqrt" } }),
+        evictingRuntime: (b, budget) => {
+          const rt = new Runtime({ backend: b, timeline: false, budget, search: { mode: "sqrt" } });
+          return { backend: rt, searchNs: () => rt.stats.policyNs, calls: () => rt.stats.calls };
+        },
       };
     },
 

@@ -111,7 +111,17 @@ export interface MicroDeps {
    * A runtime wrapping `backend` under `budgetBytes`, `dtr-eq` choosing
    * victims from a sample of ceil(sqrt(n)) of its n evictable storages.
    */
-  evictingRuntime(backend: Backend, budgetBytes: number): Backend | string;
+  evictingRuntime(backend: Backend, budgetBytes: number): EvictingRuntime | string;
+}
+
+/** A runtime under a budget, with what its statistics say of its policy's searches. */
+export interface EvictingRuntime {
+  /** The runtime, as the backend the stream calls. */
+  readonly backend: Backend;
+  /** Time in the policy's searches so far, ns (as the runtime counts it: a timed sample, weighted). */
+  searchNs(): number;
+  /** Kernel calls so far. */
+  calls(): number;
 }
 
 /** What the suite needs from the packages it measures. */

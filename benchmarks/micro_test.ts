@@ -56,8 +56,15 @@ Deno.test({
     const deps = {
       backend: () => cpuBackend(),
       unlimitedRuntime: (b: Backend) => new Runtime({ backend: b, timeline: false }),
-      evictingRuntime: (b: Backend, budget: number) =>
-        evicting = new Runtime({ backend: b, timeline: false, budget, search: { mode: "sqrt" } }),
+      evictingRuntime: (b: Backend, budget: number) => {
+        const rt = evicting = new Runtime({
+          backend: b,
+          timeline: false,
+          budget,
+          search: { mode: "sqrt" },
+        });
+        return { backend: rt, searchNs: () => rt.stats.policyNs, calls: () => rt.stats.calls };
+      },
     };
     const d = dispatchBench(deps, true);
     assert.equal(d.skipped, false, d.note);
@@ -71,6 +78,12 @@ Deno.test({
     assert.equal(e.ratio, e.subjectValue! / e.referenceValue!);
     const st = evicting!.stats;
     assert.ok(st.evictions > 0.2 * st.calls, `${st.evictions} evictions in ${st.calls} calls`);
+    // The searches' share: counted, positive, below what the runtime added in all (the note's
+    // two numbers come from the same run).
+    const [added, search] = e.note.match(/added (-?\d+) ns\/call .*searches ~(\d+)/)!.slice(1)
+      .map(Number);
+    assert.ok(st.policyNs > 0 && search! > 0, e.note);
+    assert.ok(search! < Math.max(added!, 0) + 2000, e.note);
     assert.ok(st.peakBytes <= 0.9 * 1000 * STREAM_VALUE_BYTES, `peak ${st.peakBytes}`);
     const g = sgemmBench(deps, true);
     if (g.skipped) {
