@@ -181,8 +181,16 @@ export interface PlanHooks {
 
 /** How the shared candidate search looks at the pool. */
 export interface SearchOptions {
-  /** `"full"` scans every storage; `"sqrt"` scores ceil(sqrt(N)) random ones. Default `"full"`. */
+  /**
+   * `"full"` scans every storage; `"sqrt"` scores ceil(sqrt(N)) random ones
+   * of a pool of N above {@link fullUpTo}. Default `"full"`.
+   */
   mode?: "full" | "sqrt";
+  /**
+   * With `"sqrt"`: a pool of at most this many storages is scanned in full,
+   * as `"full"` does (a non-negative integer, or Infinity). Default 16.
+   */
+  fullUpTo?: number;
   /** Storages smaller than this are skipped unless nothing else is evictable. Default 0. */
   minBytes?: number;
   /** Seed of the sampling generator. Default 1. */
@@ -205,6 +213,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
   /** What the score reads (none by default; see {@link PolicyNeeds}). */
   readonly needs: PolicyNeeds = NO_NEEDS;
   readonly #mode: "full" | "sqrt";
+  readonly #fullUpTo: number;
   readonly #minBytes: number;
   readonly #rng: () => number;
   /** Storages scored by the last `choose` (bookkeeping statistics). */
@@ -213,6 +222,13 @@ export abstract class ScorePolicy implements EvictionPolicy {
   /** A policy whose candidate search follows `search`. */
   constructor(search: SearchOptions = {}) {
     this.#mode = search.mode ?? "full";
+    const upTo = search.fullUpTo ?? 16;
+    if (!(upTo === Infinity || (Number.isInteger(upTo) && upTo >= 0))) {
+      throw new RangeError(
+        `search.fullUpTo must be a non-negative integer or Infinity, got ${search.fullUpTo}`,
+      );
+    }
+    this.#fullUpTo = upTo;
     this.#minBytes = search.minBytes ?? 0;
     this.#rng = seededRandom(search.seed ?? 1);
   }
@@ -333,7 +349,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
     let best: StorageNode | null = null;
     let bestScore = Infinity;
     let scored = 0;
-    if (this.#mode === "sqrt" && n > 16) {
+    if (this.#mode === "sqrt" && n > this.#fullUpTo) {
       const k = Math.ceil(Math.sqrt(n));
       const slots = pool.slots;
       if (

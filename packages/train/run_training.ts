@@ -55,6 +55,7 @@ import {
 } from "@libra/nn";
 import type { Trace } from "@libra/lineage/trace";
 import {
+  DEFAULT_SEARCH,
   formatTrace,
   OutOfBudgetError,
   plannerContext,
@@ -637,7 +638,9 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   const rt = new Runtime({
     backend,
     policy: needs !== undefined ? needs.fallback : o.policy,
-    search: { seed: o.seed ?? 0 },
+    // The runtime's default search (a full scan up to 1024 evictable storages, sampling
+    // above), with the run's seed for the samples.
+    search: { ...DEFAULT_SEARCH, seed: o.seed ?? 0 },
     timeline: o.timeline ?? false,
     // Recording starts before the last budgeted step (`startRecording`): every step
     // recorded would cost each measured one an event per call.
@@ -736,7 +739,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
         live = new LivePlan(
           plan,
           recorded,
-          createPolicy(needs.fallback, { seed: o.seed ?? 0 }),
+          createPolicy(needs.fallback, { ...DEFAULT_SEARCH, seed: o.seed ?? 0 }),
         );
         rt.engine.setPolicy(live.policy);
         live.attach(rt.engine);
