@@ -69,12 +69,8 @@ for (const policy of ["dtr-eq", "dtr-local"]) {
       if (pool.length <= 16) continue;
       trials++;
       const drawn: StorageNode[] = [];
-      const base = arrayPool(pool);
       const recording = {
-        ...base,
-        get size() {
-          return pool.length;
-        },
+        ...arrayPool(pool),
         at: (i: number) => {
           drawn.push(pool[i]!);
           return pool[i]!;

@@ -474,7 +474,7 @@ export class Lineage {
    * may name storages freed since it was made). Not to be modified.
    */
   neighbors(s: StorageNode): readonly StorageNode[] {
-    if (!this.cachesNeighborLists) return this.#walkNeighbors(s, []);
+    if (!this.cachesNeighborLists) return this.#walkNeighbors(s);
     return s.neighborListAt === this.#edgeEpoch ? s.neighborList! : this.#neighborList(s);
   }
 
@@ -485,14 +485,15 @@ export class Lineage {
    * for such lists next to the storages freed since the last one).
    */
   #neighborList(s: StorageNode): StorageNode[] {
-    const out = this.#walkNeighbors(s, []);
+    const out = this.#walkNeighbors(s);
     s.neighborList = out;
     s.neighborListAt = this.#edgeEpoch;
     return out;
   }
 
-  /** Appends `s`'s neighbours but freed ones to `out`, each once (see {@link neighbors}). */
-  #walkNeighbors(s: StorageNode, out: StorageNode[]): StorageNode[] {
+  /** A new list of `s`'s neighbours but freed ones, each once (see {@link neighbors}). */
+  #walkNeighbors(s: StorageNode): StorageNode[] {
+    const out: StorageNode[] = [];
     const stamp = this.nextStamp();
     s.stamp = stamp;
     for (const t of s.tensors) {

@@ -69,6 +69,8 @@ export class OutOfBudgetError extends Error {
    * Each keeps its inputs that are on the device locked until it runs.
    */
   rematDepth = 0;
+  /** The message without its closing advice (see {@link rematerializing}). */
+  readonly #facts: string;
   /** The error for `info`, with a message naming every figure. */
   constructor(info: OutOfBudgetInfo) {
     const known = info.knownFeasibleBytes !== undefined
@@ -77,9 +79,10 @@ export class OutOfBudgetError extends Error {
     const parts = info.lockedBytes !== undefined && info.keptBytes !== undefined
       ? ` (${info.lockedBytes} locked as inputs of calls running or being re-materialized, ${info.keptBytes} pinned or leaves that cannot be evicted)`
       : "";
-    super(
-      `out of budget: ${info.neededBytes} bytes needed with ${info.usedBytes} of ${info.budgetBytes} in use${parts} and only ${info.evictableBytes} evictable${known}.${ADVICE}`,
-    );
+    const facts =
+      `out of budget: ${info.neededBytes} bytes needed with ${info.usedBytes} of ${info.budgetBytes} in use${parts} and only ${info.evictableBytes} evictable${known}.`;
+    super(facts + ADVICE);
+    this.#facts = facts;
     this.name = "OutOfBudgetError";
     this.neededBytes = info.neededBytes;
     this.usedBytes = info.usedBytes;
@@ -102,9 +105,7 @@ export class OutOfBudgetError extends Error {
     const why = depth === 1
       ? " It failed re-materializing an evicted value a call needed."
       : ` It failed re-materializing a chain of ${depth} evicted values, each needed to recompute the one before, whose inputs on the device stay locked until they run: a policy that evicts fewer of a chain's values, or a planner, may fit where this one does not.`;
-    this.message = this.message.endsWith(ADVICE)
-      ? this.message.slice(0, -ADVICE.length) + why + ADVICE
-      : this.message + why;
+    this.message = this.#facts + why + ADVICE;
   }
 }
 

@@ -49,7 +49,7 @@ export type Budget = number | { ratio: number; peakBytes?: number };
  * published DTR heuristics would make), and scores ceil(sqrt(N)) sampled
  * ones of a larger pool, as DTR's own runtime did. A full scan costs ~7 ns a
  * member on the 2-core development VM: with 10k values live and `dtr-eq`
- * evicting on ~43% of the calls it added ~25 us a call, sampling ~2.
+ * evicting on ~43% of the calls it added ~25 us a call, sampling ~4.
  */
 export const DEFAULT_SEARCH: Readonly<SearchOptions> = Object.freeze({
   mode: "sqrt",
