@@ -346,6 +346,18 @@ export class Lineage {
   joinEvictedClass(s: StorageNode): void {
     if (!(s.compute >= 0)) this.classesNonNegative = false;
     const eq = s.eq = new EqNode(s.compute, s);
+    if (this.cachesNeighborLists && s.neighborListAt === this.#edgeEpoch) {
+      // The evicted members of the kept list, in a walk's order (the merges, and so every
+      // class's root and the order of its sums, are a walk's): the list is one array in
+      // the cache where the walk reads each tensor, call and edge list of a storage that
+      // has usually not been touched for thousands of calls.
+      const all = s.neighborList!;
+      for (let i = 0; i < all.length; i++) {
+        const n = all[i]!;
+        if (n.residency === "evicted" && n.eq !== null) merge(n.eq, eq);
+      }
+      return;
+    }
     const ns = this.evictedNeighbors(s, this.#scratch);
     for (let i = 0; i < ns.length; i++) {
       const n = ns[i]!;
@@ -590,6 +602,13 @@ export class Lineage {
    * evicted neighbour, so none is known to have none.
    */
   evictedNeighborAppeared(v: StorageNode): void {
+    if (this.cachesNeighborLists && v.neighborListAt === this.#edgeEpoch) {
+      // The kept list names every neighbour but freed ones (which are never scored), in
+      // one array (see `joinEvictedClass`).
+      const all = v.neighborList!;
+      for (let i = 0; i < all.length; i++) all[i]!.noEvictedNeighbors = 0;
+      return;
+    }
     for (const t of v.tensors) {
       const p = t.producer;
       if (p !== null) {
