@@ -633,6 +633,8 @@ export abstract class ScorePolicy implements EvictionPolicy {
     const floors = this.floorEpoch !== undefined;
     const keep = this.#readyFloors(ctx, slots, n), slack = this.#slack;
     if (this.#sampled.length < k) {
+      this.#draws = new Int32Array(2 * k);
+      this.#drawBytes = new Float64Array(2 * k);
       this.#sampled = new Int32Array(2 * k);
       this.#sampleBounds = new Float64Array(2 * k);
       this.#open = new Int32Array(2 * k);
@@ -640,11 +642,21 @@ export abstract class ScorePolicy implements EvictionPolicy {
     // Candidate t (in sampling order, t < m): pool position sampled[t], bound
     // bounds[t] (a NaN bound as -Infinity: such a candidate is always scored).
     const sampled = this.#sampled, bounds = this.#sampleBounds;
-    let m = 0, first = -1, firstBound = Infinity;
+    const draws = this.#draws, drawBytes = this.#drawBytes;
+    // The draws first, each reading its member's slot once: a short loop keeps many of
+    // those reads (mostly cache misses: the slots of a large pool are seldom all cached
+    // between searches) in flight at once, where the loop that computes the bounds kept
+    // few, being long; it then finds the slots cached.
     for (let j = 0; j < k; j++) {
       const i = Math.floor(this.#rng() * n);
+      draws[j] = i;
+      drawBytes[j] = slots[i * SLOT_STRIDE + SLOT_BYTES]!;
+    }
+    let m = 0, first = -1, firstBound = Infinity;
+    for (let j = 0; j < k; j++) {
+      const i = draws[j]!;
       const o = i * SLOT_STRIDE;
-      const bytes = slots[o + SLOT_BYTES]!;
+      const bytes = drawBytes[j]!;
       if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
       sampled[m] = i;
       // The local bound (see `localBound`), as `localScore` in policies.ts computes it,
@@ -790,6 +802,9 @@ export abstract class ScorePolicy implements EvictionPolicy {
     );
   }
 
+  /** `#boundedSample`'s draws (pool positions) and their members' bytes. */
+  #draws: Int32Array = new Int32Array(0);
+  #drawBytes: Float64Array = new Float64Array(0);
   #sampled: Int32Array = new Int32Array(0);
   #sampleBounds: Float64Array = new Float64Array(0);
   /** `#boundedSample`'s candidates not yet scored nor ruled out. */
