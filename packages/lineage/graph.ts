@@ -395,7 +395,7 @@ export class Lineage {
         // storage: every floor falls then.
         if (u === DEPARTED) continue;
         if (u === null) unknown = true;
-        else if ((u as StorageNode).eq === x) nameNeighbors(u as StorageNode, out);
+        else if ((u as StorageNode).eq === x) this.#nameNeighbors(u as StorageNode, out);
       }
       if (unknown) this.classDecrease += s.compute;
       this.#checkLapsed();
@@ -435,8 +435,22 @@ export class Lineage {
       this.neighborCostEpoch++;
       return;
     }
-    nameNeighbors(v, this.floorsLapsed);
+    this.#nameNeighbors(v, this.floorsLapsed);
     this.#checkLapsed();
+  }
+
+  /**
+   * Pushes the storages next to `v` onto `out`: its kept neighbour list where
+   * valid (each once, no freed one: a freed storage keeps no floor), else those
+   * a walk of its edges finds, with repeats. The kept list is one array where
+   * the walk reads `v`'s tensors, calls and edge lists, cold when `v` is freed
+   * long after it was evicted.
+   */
+  #nameNeighbors(v: StorageNode, out: StorageNode[]): void {
+    if (this.cachesNeighborLists && v.neighborListAt === this.#edgeEpoch) {
+      const all = v.neighborList!;
+      for (let i = 0; i < all.length; i++) out.push(all[i]!);
+    } else nameNeighbors(v, out);
   }
 
   /** Past {@link LAPSED_LIMIT} storages in {@link floorsLapsed}: the epoch changes instead. */
