@@ -346,12 +346,12 @@ export class Lineage {
   joinEvictedClass(s: StorageNode): void {
     if (!(s.compute >= 0)) this.classesNonNegative = false;
     const eq = s.eq = new EqNode(s.compute, s);
-    if (this.cachesNeighborLists && s.neighborListAt === this.#edgeEpoch) {
+    const all = this.#keptList(s);
+    if (all !== null) {
       // The evicted members of the kept list, in a walk's order (the merges, and so every
       // class's root and the order of its sums, are a walk's): the list is one array in
       // the cache where the walk reads each tensor, call and edge list of a storage that
       // has usually not been touched for thousands of calls.
-      const all = s.neighborList!;
       for (let i = 0; i < all.length; i++) {
         const n = all[i]!;
         if (n.residency === "evicted" && n.eq !== null) merge(n.eq, eq);
@@ -447,10 +447,9 @@ export class Lineage {
    * long after it was evicted.
    */
   #nameNeighbors(v: StorageNode, out: StorageNode[]): void {
-    if (this.cachesNeighborLists && v.neighborListAt === this.#edgeEpoch) {
-      const all = v.neighborList!;
-      for (let i = 0; i < all.length; i++) out.push(all[i]!);
-    } else nameNeighbors(v, out);
+    const all = this.#keptList(v);
+    if (all === null) nameNeighbors(v, out);
+    else for (let i = 0; i < all.length; i++) out.push(all[i]!);
   }
 
   /** Past {@link LAPSED_LIMIT} storages in {@link floorsLapsed}: the epoch changes instead. */
@@ -501,7 +500,12 @@ export class Lineage {
    */
   neighbors(s: StorageNode): readonly StorageNode[] {
     if (!this.cachesNeighborLists) return this.#walkNeighbors(s);
-    return s.neighborListAt === this.#edgeEpoch ? s.neighborList! : this.#neighborList(s);
+    return this.#keptList(s) ?? this.#neighborList(s);
+  }
+
+  /** `s`'s kept neighbour list while it is valid (see {@link neighbors}), else `null`. */
+  #keptList(s: StorageNode): StorageNode[] | null {
+    return this.cachesNeighborLists && s.neighborListAt === this.#edgeEpoch ? s.neighborList : null;
   }
 
   /**
@@ -616,10 +620,10 @@ export class Lineage {
    * evicted neighbour, so none is known to have none.
    */
   evictedNeighborAppeared(v: StorageNode): void {
-    if (this.cachesNeighborLists && v.neighborListAt === this.#edgeEpoch) {
+    const all = this.#keptList(v);
+    if (all !== null) {
       // The kept list names every neighbour but freed ones (which are never scored), in
       // one array (see `joinEvictedClass`).
-      const all = v.neighborList!;
       for (let i = 0; i < all.length; i++) all[i]!.noEvictedNeighbors = 0;
       return;
     }
