@@ -904,22 +904,19 @@ function clearFloors(slots: Float64Array, size: number): void {
 /**
  * The floor a slot's `kept` number gives with `slack` (see
  * {@link ScorePolicy.floorSlack}): `kept - slack`, less a margin for the
- * rounding of both sums, and never below zero.
+ * rounding of both sums, and never below zero (zero for a NaN `kept`).
  */
 function floorOf(kept: number, slack: number): number {
-  if (!(kept > slack)) return 0;
-  const f = kept - slack - (kept + slack) * 2 ** -50;
-  return f > 0 ? f : 0;
+  return kept > slack ? sampledFloor(kept, slack) : 0;
 }
 
 /**
  * {@link floorOf} without a branch, for the sampled search, whose draws land on
  * members with and without a kept floor at random: there the branch was
  * mispredicted about as often as taken (a loop of 95 draws over bounds with
- * floors on half the members: 19 ns a draw, 8 this way). The same number
- * (`kept - slack` less the margin, or zero where that is not positive) for
- * every floor a search keeps (non-negative, as the slack); NaN for a NaN
- * one, whose bound is then read as -Infinity: that member is scored.
+ * floors on half the members: 19 ns a draw, 8 this way). The same number for
+ * every floor a search keeps (non-negative, as the slack); NaN for a NaN one,
+ * whose bound is then read as -Infinity: that member is scored.
  */
 function sampledFloor(kept: number, slack: number): number {
   const f = kept - slack - (kept + slack) * 2 ** -50;
