@@ -77,11 +77,16 @@ export function unlock(k: EngineState, s: StorageNode): void {
   if (s.locks === 0 && k.pooled && evictable(k, s)) k.pool.add(s);
 }
 
+/** Whether some action may evict `s` now (dropped, or swapped where the host has room). */
+function actionable(k: EngineState, s: StorageNode): boolean {
+  return s.droppable || k.ctx.canSwap(s);
+}
+
 /** Bytes of the evictable pool that some action may evict now. */
 export function evictableBytes(e: Engine, k: EngineState): number {
   let b = 0;
   const count = (s: StorageNode) => {
-    if (s.droppable || k.ctx.canSwap(s)) b += s.bytes;
+    if (actionable(k, s)) b += s.bytes;
   };
   if (!k.pool.deferred) { for (const s of k.pool.items) count(s); }
   else for (const s of e.lineage.storages.values()) if (s.poolIndex === -2) count(s);
@@ -99,7 +104,7 @@ export function heldBytes(e: Engine, k: EngineState): { lockedBytes: number; kep
   for (const s of e.lineage.storages.values()) {
     if (s.residency !== "resident") continue;
     if (s.locks > 0) lockedBytes += s.bytes;
-    else if (s.pinned || !(s.droppable || k.ctx.canSwap(s))) keptBytes += s.bytes;
+    else if (s.pinned || !actionable(k, s)) keptBytes += s.bytes;
   }
   return { lockedBytes, keptBytes };
 }
