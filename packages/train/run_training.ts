@@ -635,12 +635,13 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
   }
 
   const cost = costModelOf(o, device);
+  // The runtime's default search (a full scan up to 1024 evictable storages, sampling
+  // above), with the run's seed for the samples: the runtime's policy's, and the fallback's.
+  const search = { ...DEFAULT_SEARCH, seed: o.seed ?? 0 };
   const rt = new Runtime({
     backend,
     policy: needs !== undefined ? needs.fallback : o.policy,
-    // The runtime's default search (a full scan up to 1024 evictable storages, sampling
-    // above), with the run's seed for the samples.
-    search: { ...DEFAULT_SEARCH, seed: o.seed ?? 0 },
+    search,
     timeline: o.timeline ?? false,
     // Recording starts before the last budgeted step (`startRecording`): every step
     // recorded would cost each measured one an event per call.
@@ -739,7 +740,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
         live = new LivePlan(
           plan,
           recorded,
-          createPolicy(needs.fallback, { ...DEFAULT_SEARCH, seed: o.seed ?? 0 }),
+          createPolicy(needs.fallback, search),
         );
         rt.engine.setPolicy(live.policy);
         live.attach(rt.engine);
