@@ -44,6 +44,19 @@ if [ -z "${LIBRA_CUBLAS_PATH:-}" ]; then
     done
   done
 fi
+# Anywhere else a Python environment keeps one (PyTorch's nvidia-cublas wheel, in a venv under /opt
+# or with CUDA 13's nvidia/cu13/lib layout): search the usual roots, .so.13 first, shallowest first.
+if [ -z "${LIBRA_CUBLAS_PATH:-}" ]; then
+  for v in 13 12; do
+    f=$(find /opt /usr/local /usr/lib "$HOME" -maxdepth 9 -name "libcublas.so.$v" 2>/dev/null |
+      awk '{ print gsub("/", "/"), $0 }' | sort -n | head -1 | cut -d' ' -f2-)
+    [ -n "$f" ] && break
+  done
+  if [ -n "$f" ]; then
+    export LIBRA_CUBLAS_PATH="$f"
+    export LD_LIBRARY_PATH="$(dirname "$f")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+fi
 echo "cuBLAS candidate: ${LIBRA_CUBLAS_PATH:-none found (libcublas.so.13/.12 from the loader path if any)}"
 
 echo "== build (deno task build:native)"
