@@ -23,6 +23,12 @@
  * deno run -A benchmarks/vs_pytorch.ts --models gpt --preset small --rounds 5
  * ```
  *
+ * `--device cuda` runs both sides on the GPU: ours on the cuda library, PyTorch's
+ * model and optimizer with `.cuda()`. Each step of either side uploads its
+ * batch from host memory and ends synchronized (ours: `trainStep`'s sync;
+ * PyTorch: `torch.cuda.synchronize()`), so wall times are whole steps.
+ * `--threads` then only sets the CPU threads of the PyTorch process.
+ *
  * `--preset issue13` (default) is MLP 784-1024-1024-10 batch 256; GPT 4
  * layers, width 256, 4 heads, context 128, vocabulary 256, batch 8; ResNet-32
  * (CIFAR) batch 32. Any zoo preset name works too.
@@ -56,6 +62,7 @@ const { values: opts } = parseArgs({
     "per-round": { type: "string", default: "2" },
     warmup: { type: "string", default: "2" },
     threads: { type: "string", default: "1" },
+    device: { type: "string", default: "cpu" },
     profile: { type: "boolean", default: false },
     "profile-steps": { type: "string", default: "3" },
     top: { type: "string", default: "14" },
@@ -68,7 +75,7 @@ const { values: opts } = parseArgs({
 if (opts.help) {
   console.log(
     "usage: deno run -A benchmarks/vs_pytorch.ts [--models mlp,gpt,resnet,unet,lstm] [--preset issue13|tiny|small|...] " +
-      "[--rounds 7] [--per-round 2] [--steps N (= --rounds N --per-round 1)] [--warmup 2] [--threads 1] [--profile] [--profile-steps 3] [--top 14] " +
+      "[--rounds 7] [--per-round 2] [--steps N (= --rounds N --per-round 1)] [--warmup 2] [--threads 1] [--device cpu|cuda] [--profile] [--profile-steps 3] [--top 14] " +
       "[--python PATH] [--json OUT]",
   );
   Deno.exit(0);
@@ -94,6 +101,11 @@ for (
     Deno.exit(2);
   }
 }
+if (opts.device !== "cpu" && opts.device !== "cuda") {
+  console.error(`vs_pytorch: --device must be cpu or cuda, got "${opts.device}"`);
+  Deno.exit(2);
+}
+const device: "cpu" | "cuda" = opts.device;
 const models = opts.models.split(",").map((s) => s.trim()) as ModelName[];
 for (const m of models) {
   if (!MODEL_NAMES.includes(m)) {
@@ -154,11 +166,14 @@ import torch.nn.functional as F
 import make_torch_fixtures as M
 torch.use_deterministic_algorithms(False)
 state = {}
+dev = "cpu"
 def reply(obj):
     sys.stdout.write(json.dumps(obj) + "\\n")
     sys.stdout.flush()
 def step():
     model, x, t, opt = state["model"], state["x"], state["t"], state["opt"]
+    if dev == "cuda":
+        x, t = x.to(dev), t.to(dev)
     out = model(x)
     if out.dim() == 4:
         out = out.permute(0, 2, 3, 1)
@@ -166,6 +181,8 @@ def step():
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
+    if dev == "cuda":
+        torch.cuda.synchronize()
     return loss.item()
 for line in sys.stdin:
     job = json.loads(line)
@@ -173,15 +190,23 @@ for line in sys.stdin:
     if cmd == "setup":
         torch.set_num_threads(job["threads"])
         torch.manual_seed(0)
+        dev = job["device"]
+        if dev == "cuda" and not torch.cuda.is_available():
+            reply({"error": "torch.cuda.is_available() is False: PyTorch sees no GPU"})
+            continue
         cls = {"mlp": M.MLP, "resnet": M.ResNet, "gpt": M.GPT, "unet": M.UNet, "lstm": M.LSTMLM}[job["name"]]
-        model = cls(job["config"])
+        # float32 on both sides: no TF32 in PyTorch's convolutions either (its matmuls default to none)
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        model = cls(job["config"]).to(dev)
         model.train()
         x = torch.randint(0, job["config"].get("vocabSize", 1), job["x"]) if job["ids"] else torch.randn(job["x"])
         t = torch.randint(0, job["classes"], job["targets"])
         state.update(model=model, x=x, t=t, opt=torch.optim.AdamW(model.parameters(), lr=1e-3))
         for _ in range(job["warmup"]):
             step()
-        reply({"torch": torch.__version__, "threads": torch.get_num_threads()})
+        reply({"torch": torch.__version__, "threads": torch.get_num_threads(),
+               "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None})
     elif cmd == "steps":
         wall, cpu = [], []
         for _ in range(job["n"]):
@@ -192,7 +217,8 @@ for line in sys.stdin:
         reply({"wall": wall, "cpu": cpu})
     elif cmd == "profile":
         from torch.profiler import profile, ProfilerActivity
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
+        with profile(activities=acts) as prof:
             for _ in range(job["n"]):
                 step()
         rows = [{"name": e.key, "calls": e.count, "ms": e.self_cpu_time_total / 1000.0}
@@ -318,15 +344,18 @@ if (typeof py === "string") {
   Deno.exit(0);
 }
 
-let cpuBackend: typeof import("@libra/native").cpuBackend;
+let openBackend: () => import("@libra/native").NativeBackend;
 try {
-  ({ cpuBackend } = await import("@libra/native"));
-  cpuBackend({ threads });
+  const native = await import("@libra/native");
+  openBackend = device === "cuda"
+    ? () => native.cudaBackend()
+    : () => native.cpuBackend({ threads });
+  openBackend();
 } catch (e) {
   console.log(
-    `vs_pytorch: skipped: native cpu backend unavailable (${
+    `vs_pytorch: skipped: native ${device} backend unavailable (${
       (e as Error).message.split("\n")[0]
-    }); run \`deno task build:native\``,
+    })${device === "cpu" ? "; run `deno task build:native`" : ""}`,
   );
   Deno.exit(0);
 }
@@ -356,6 +385,7 @@ interface Row {
   torchMs: number;
   ratio: number;
   threads: number;
+  device: "cpu" | "cuda";
   ours: { wallMs: number; cpuMs: number; wall: number[]; cpu: number[] };
   torch: { wallMs: number; cpuMs: number; wall: number[]; cpu: number[] };
   wallRatio: number;
@@ -370,7 +400,9 @@ interface Row {
 
 const rows: Row[] = [];
 console.log(
-  `vs_pytorch: preset ${opts.preset}, ${threads} thread(s), ${warmup} warm-up steps, ${rounds} rounds x ${perRound} steps per side, interleaved; PyTorch ${py.version} (${py.python}); ${await uptime()}`,
+  `vs_pytorch: preset ${opts.preset}, device ${device}${
+    device === "cuda" ? ` (${openBackend().deviceName})` : ""
+  }, ${threads} thread(s), ${warmup} warm-up steps, ${rounds} rounds x ${perRound} steps per side, interleaved; PyTorch ${py.version} (${py.python}); ${await uptime()}`,
 );
 console.log(
   "times are medians per step in ms with 95% intervals; cpu = user+system of the process, all threads; " +
@@ -380,7 +412,7 @@ const worker = new TorchWorker(py.python);
 try {
   for (const name of models) {
     const w = workload(name);
-    const backend = cpuBackend({ threads });
+    const backend = openBackend();
     manualSeed(0);
     const model = createModel(name, w.config, { backend });
     const data = createData(name, w.config, w.input);
@@ -401,6 +433,7 @@ try {
       classes: data.classes,
       threads,
       warmup,
+      device,
     });
 
     const ours: Side = { wall: [], cpu: [] }, torch: Side = { wall: [], cpu: [] };
@@ -429,6 +462,7 @@ try {
       torchMs: median(flat(torch.wall)),
       ratio: median(flat(ours.wall)) / median(flat(torch.wall)),
       threads,
+      device,
       ours: {
         wallMs: median(flat(ours.wall)),
         cpuMs: median(flat(ours.cpu)),
@@ -446,7 +480,7 @@ try {
       cpuRatio: median(flat(ours.cpu)) / median(flat(torch.cpu)),
       cpuRatioInterval: ratioInterval(ours.cpu, torch.cpu),
     };
-    console.log(`\n${name} (${row.input}), ${threads} thread(s)`);
+    console.log(`\n${name} (${row.input}), ${device === "cuda" ? "cuda" : `${threads} thread(s)`}`);
     console.log(`  wall ms: ours ${iv(row.ours.wall)}   pytorch ${iv(row.torch.wall)}`);
     console.log(`  cpu ms:  ours ${iv(row.ours.cpu)}   pytorch ${iv(row.torch.cpu)}`);
     console.log(
@@ -515,6 +549,10 @@ console.log(`\nvs_pytorch: done; ${await uptime()}`);
 if (opts.json) {
   await Deno.writeTextFile(
     opts.json,
-    JSON.stringify({ threads, rounds, perRound, warmup, torch: py.version, rows }, null, 2) + "\n",
+    JSON.stringify(
+      { device, threads, rounds, perRound, warmup, torch: py.version, rows },
+      null,
+      2,
+    ) + "\n",
   );
 }

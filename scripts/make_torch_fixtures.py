@@ -192,7 +192,7 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.n_head, hd).transpose(1, 2)
         v = v.view(B, T, self.n_head, hd).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1)
         att = att.masked_fill(mask, float("-inf"))
         att = F.softmax(att, dim=-1)
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
@@ -239,7 +239,7 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         B, T = idx.shape
-        x = self.wte(idx) + self.wpe(torch.arange(T))
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
         for blk in self.h:
             x = blk(x)
         x = self.ln_f(x)
