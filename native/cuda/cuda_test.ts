@@ -8,7 +8,8 @@
  * CUDA device" as a typed error. With a GPU: bitwise determinism of the
  * reductions, GEMMs and scatter-adds, out-of-range indices found by device code
  * and named in the error, asynchronous copies through pinned memory, and
- * element counts above 2^31 (64-bit indexing). Tests that need what is absent
+ * element counts above 2^31 (64-bit indexing), device memory freed without a
+ * wait yet reused only after the work that reads it. Tests that need what is absent
  * are skipped with the reason.
  */
 
@@ -232,6 +233,75 @@ Deno.test({
     b.write(ids, new Int32Array([1, 0, 3]));
     b.run("embedding", [w, ids], [y], [3, 4, 2]);
     b.sync();
+  },
+});
+
+Deno.test({
+  name:
+    "cuda device memory: 256-byte aligned, freed without waiting, and a block freed under an async copy is rewritten only after the copy",
+  ignore: gpu === null,
+  fn() {
+    const s = lib!.symbols;
+    const out = new BigUint64Array(1);
+    const ok = (st: number, what: string) =>
+      assert.equal(st, Status.OK, `${what}: ${cString(s.libra_last_error())}`);
+    const ptr = (a: bigint) => Deno.UnsafePointer.create(a);
+    const alloc = (bytes: number): bigint => {
+      ok(s.libra_alloc(BigInt(bytes), out), `libra_alloc(${bytes})`);
+      return out[0]!;
+    };
+    const seen = new Set<bigint>();
+    for (const bytes of [0, 1, 3, 255, 257, 4097, 1_000_003]) {
+      const p = alloc(bytes);
+      assert.equal(p % 256n, 0n, `libra_alloc(${bytes}) gave ${p.toString(16)}, not 256-aligned`);
+      seen.add(p);
+    }
+    assert.equal(seen.size, 7, "live allocations are distinct, the 0-byte one too");
+    for (const p of seen) ok(s.libra_free(ptr(p)), "libra_free");
+
+    // A 256 MiB block holding i at i is copied to pinned memory on a copy stream and freed at
+    // once, without waiting. A block of the same size (from the pool, usually the same memory)
+    // is then zeroed on a third stream, which orders only after the legacy default stream's
+    // work, where the free went. The copy must still deliver the first block's contents.
+    const n = 64 << 20, bytes = 4 * n;
+    const pattern = new Float32Array(n);
+    for (let i = 0; i < n; i++) pattern[i] = i;
+    const d = alloc(bytes);
+    ok(s.libra_copy_h2d(ptr(d), pattern, BigInt(bytes)), "libra_copy_h2d");
+    ok(s.libra_host_alloc(BigInt(bytes), out), "libra_host_alloc");
+    const host = out[0]!;
+    ok(s.libra_stream_create(out), "libra_stream_create");
+    const copyStream = ptr(out[0]!);
+    ok(s.libra_stream_create(out), "libra_stream_create");
+    const other = ptr(out[0]!);
+    try {
+      ok(s.libra_copy_d2h_async(ptr(host), ptr(d), BigInt(bytes), copyStream), "copy_d2h_async");
+      ok(s.libra_free(ptr(d)), "libra_free under a pending copy");
+      const e = alloc(bytes);
+      ok(s.libra_set_stream(other), "libra_set_stream");
+      ok(s.libra_memset(ptr(e), 0, BigInt(bytes)), "libra_memset");
+      ok(s.libra_set_stream(null), "libra_set_stream(null)");
+      ok(s.libra_sync(), "libra_sync");
+      const got = new Float32Array(Deno.UnsafePointerView.getArrayBuffer(ptr(host)!, bytes));
+      let bad = 0, first = -1;
+      for (let i = 0; i < n; i++) {
+        if (got[i] !== pattern[i]) {
+          bad++;
+          if (first < 0) first = i;
+        }
+      }
+      assert.equal(bad, 0, `${bad} of ${n} floats of the copy differ (first at ${first})`);
+      const back = new Float32Array(1024);
+      ok(s.libra_copy_d2h(back, ptr(e), 4096n), "libra_copy_d2h");
+      assert.deepEqual(back, new Float32Array(1024), "the new block was zeroed");
+      console.log(`the new block ${e === d ? "reused" : "did not reuse"} the freed one`);
+      ok(s.libra_free(ptr(e)), "libra_free");
+    } finally {
+      s.libra_set_stream(null);
+      s.libra_stream_destroy(copyStream);
+      s.libra_stream_destroy(other);
+      s.libra_host_free(ptr(host));
+    }
   },
 });
 

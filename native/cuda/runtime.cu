@@ -79,6 +79,8 @@ static char init_msg[512];
 static char device_name[256];
 static char build_info[128] = "cuda (not initialized: libra_init picks cublas or tiled sgemm)";
 static std::atomic<void*> current{nullptr};
+/* libra_alloc / libra_free use the stream-ordered pool (set by libra_init; see "memory"). */
+static bool pooled_alloc = true;
 static int32_t thread_setting = 1;
 
 LIBRA_API const char* libra_build_info(void) { return build_info; }
@@ -104,6 +106,17 @@ LIBRA_API int32_t libra_init(void) {
       } else {
         snprintf(device_name, sizeof device_name, "%s (sm_%d%d, %d SMs)", prop.name, prop.major,
                  prop.minor, prop.multiProcessorCount);
+        /* Device tensors come from the default stream-ordered pool (libra_alloc), which keeps
+         * what is freed for reuse instead of handing it back at each synchronization.
+         * LIBRA_CUDA_SYNC_ALLOC=1 selects plain cudaMalloc / cudaFree instead. */
+        const char* sync_alloc = getenv("LIBRA_CUDA_SYNC_ALLOC");
+        pooled_alloc = !(sync_alloc && sync_alloc[0] == '1');
+        cudaMemPool_t pool;
+        if (pooled_alloc && cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess) {
+          uint64_t keep = UINT64_MAX;
+          cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        }
+        cudaGetLastError();
         libra_load_cublas();
         snprintf(build_info, sizeof build_info, "cuda (%s)",
                  libra_have_cublas() ? "cublas" : "tiled sgemm");
@@ -165,6 +178,16 @@ LIBRA_API int32_t libra_mem_info(uint64_t* free_bytes, uint64_t* total_bytes) {
   NEED_DEVICE("libra_mem_info");
   size_t f = 0, t = 0;
   API_CUDA("libra_mem_info", cudaMemGetInfo(&f, &t));
+  /* What the allocator's pool holds for reuse (reserved but not in use) is free to a caller. */
+  cudaMemPool_t pool;
+  uint64_t reserved = 0, used = 0;
+  if (cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess &&
+      reserved > used) {
+    f += (size_t)(reserved - used);
+  }
+  cudaGetLastError();
   *free_bytes = f;
   *total_bytes = t;
   return LIBRA_OK;
@@ -172,22 +195,38 @@ LIBRA_API int32_t libra_mem_info(uint64_t* free_bytes, uint64_t* total_bytes) {
 
 /* ---- memory ---- */
 
+/* Device memory is stream-ordered (cudaMallocAsync / cudaFreeAsync) on the legacy default
+ * stream, from the device's default pool, which libra_init tells to keep what is freed. So a
+ * free neither waits for the device (cudaFree synchronizes it: one stall per tensor freed) nor
+ * hands the memory back, and an allocation of a size seen before is served from the pool, as
+ * a framework's caching allocator does. It stays safe: the legacy default stream orders after
+ * the work already queued on every stream the library creates (they are blocking streams), so
+ * a block freed while a kernel or an async copy still reads it is reused only after that work,
+ * and work queued on any stream after an allocation sees it made. The library is built without
+ * per-thread default streams, so stream 0 is the legacy one. */
+static cudaStream_t const ALLOC_STREAM = 0;
+
+static cudaError_t device_alloc(void** p, uint64_t bytes) {
+  size_t n = bytes ? (size_t)bytes : 1;
+  return pooled_alloc ? cudaMallocAsync(p, n, ALLOC_STREAM) : cudaMalloc(p, n);
+}
+
 LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) {
   if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_alloc: out is NULL");
   NEED_DEVICE("libra_alloc");
-  /* cudaMalloc(1) gives a distinct 256-byte aligned block: the unique pointer for 0 bytes. */
+  /* An allocation of 1 byte gives a distinct 256-byte aligned block: the unique pointer for 0 bytes. */
   void* p = nullptr;
-  cudaError_t e = cudaMalloc(&p, bytes ? (size_t)bytes : 1);
+  cudaError_t e = device_alloc(&p, bytes);
   if (e == cudaErrorMemoryAllocation) {
-    /* Kernel temporaries (cudaMallocAsync) may still sit in the stream-ordered pool:
-     * wait for them, give the pool's memory back, and try once more. */
+    /* The pool may hold freed blocks that do not fit this request (or kernel temporaries):
+     * wait for the device, give the pool's unused memory back, and try once more. */
     cudaGetLastError();
     cudaMemPool_t pool;
     if (cudaDeviceSynchronize() == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess) {
       cudaMemPoolTrimTo(pool, 0);
     }
     cudaGetLastError();
-    e = cudaMalloc(&p, bytes ? (size_t)bytes : 1);
+    e = device_alloc(&p, bytes);
   }
   if (e != cudaSuccess) {
     cudaGetLastError();
@@ -195,8 +234,8 @@ LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) {
     cudaMemGetInfo(&f, &t);
     cudaGetLastError();
     return set_error(e == cudaErrorMemoryAllocation ? LIBRA_ERR_OUT_OF_MEMORY : LIBRA_ERR_DEVICE,
-                     "libra_alloc: cudaMalloc of %llu bytes failed: %s (%llu of %llu bytes free)",
-                     (unsigned long long)bytes, cudaGetErrorString(e), (unsigned long long)f,
+                     "libra_alloc: %s of %llu bytes failed: %s (%llu of %llu bytes free)",
+                     pooled_alloc ? "cudaMallocAsync" : "cudaMalloc", (unsigned long long)bytes, cudaGetErrorString(e), (unsigned long long)f,
                      (unsigned long long)t);
   }
   *out = p;
@@ -206,7 +245,11 @@ LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) {
 LIBRA_API int32_t libra_free(void* ptr) {
   if (!ptr) return LIBRA_OK;
   NEED_DEVICE("libra_free");
-  API_CUDA("libra_free", cudaFree(ptr));
+  if (pooled_alloc) {
+    API_CUDA("libra_free", cudaFreeAsync(ptr, ALLOC_STREAM));
+  } else {
+    API_CUDA("libra_free", cudaFree(ptr));
+  }
   return LIBRA_OK;
 }
 

@@ -64,12 +64,15 @@ LIBRA_API int32_t libra_get_threads(int32_t* out);
 
 /* Writes a NUL-terminated device name into buf (truncated to len - 1 bytes). */
 LIBRA_API int32_t libra_device_name(char* buf, int32_t len);
-/* Free and total device memory in bytes (CPU: from the OS). */
+/* Free and total device memory in bytes (CPU: from the OS; CUDA: memory the allocator's pool
+ * holds unused counts as free). */
 LIBRA_API int32_t libra_mem_info(uint64_t* free_bytes, uint64_t* total_bytes);
 
 /* ---- memory ----------------------------------------------------------------- */
 
-/* Device allocation, 256-byte aligned. bytes = 0 returns a unique non-NULL pointer. */
+/* Device allocation, 256-byte aligned. bytes = 0 returns a unique non-NULL pointer. The CUDA
+ * build allocates and frees in stream order from a caching pool: libra_free does not wait for
+ * the device, and a block is reused only after the work queued before its free. */
 LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out);
 LIBRA_API int32_t libra_free(void* ptr);
 /* Sets bytes of device memory to (uint8_t)value. */
