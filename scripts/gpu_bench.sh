@@ -10,6 +10,7 @@
 #
 # Logs go to the folder given (default: a new /tmp/gpu_bench.XXXXXX); the summary is printed.
 # Needs a GPU, deno (or npx) and a built or buildable native library (gpu_check.sh builds it).
+# On a machine without network: scripts/offline_bundle.sh here, then `source .offline/enter.sh` there.
 # About 3-4 minutes on an H200.
 #
 # Usage: scripts/gpu_bench.sh [LOG_DIR]
