@@ -214,7 +214,7 @@ static cudaError_t device_alloc(void** p, uint64_t bytes) {
 LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) {
   if (!out) return set_error(LIBRA_ERR_INVALID_ARGUMENT, "libra_alloc: out is NULL");
   NEED_DEVICE("libra_alloc");
-  /* An allocation of 1 byte gives a distinct 256-byte aligned block: the unique pointer for 0 bytes. */
+  /* 0 bytes allocate 1: a distinct 256-byte aligned block, the unique pointer for 0 bytes. */
   void* p = nullptr;
   cudaError_t e = device_alloc(&p, bytes);
   if (e == cudaErrorMemoryAllocation) {
@@ -235,8 +235,8 @@ LIBRA_API int32_t libra_alloc(uint64_t bytes, void** out) {
     cudaGetLastError();
     return set_error(e == cudaErrorMemoryAllocation ? LIBRA_ERR_OUT_OF_MEMORY : LIBRA_ERR_DEVICE,
                      "libra_alloc: %s of %llu bytes failed: %s (%llu of %llu bytes free)",
-                     pooled_alloc ? "cudaMallocAsync" : "cudaMalloc", (unsigned long long)bytes, cudaGetErrorString(e), (unsigned long long)f,
-                     (unsigned long long)t);
+                     pooled_alloc ? "cudaMallocAsync" : "cudaMalloc", (unsigned long long)bytes,
+                     cudaGetErrorString(e), (unsigned long long)f, (unsigned long long)t);
   }
   *out = p;
   return LIBRA_OK;
