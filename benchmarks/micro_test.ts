@@ -78,12 +78,12 @@ Deno.test({
     assert.equal(e.ratio, e.subjectValue! / e.referenceValue!);
     const st = evicting!.stats;
     assert.ok(st.evictions > 0.2 * st.calls, `${st.evictions} evictions in ${st.calls} calls`);
-    // The searches' share: counted, positive, below what the runtime added in all (the note's
-    // two numbers come from the same run).
-    const [added, search] = e.note.match(/added (-?\d+) ns\/call .*searches ~(\d+)/)!.slice(1)
-      .map(Number);
-    assert.ok(st.policyNs > 0 && search! > 0, e.note);
-    assert.ok(search! < Math.max(added!, 0) + 2000, e.note);
+    // The searches' share: counted and positive. (Not compared with the time added: that is
+    // the fastest round's difference of two timings, the share an average over every call of
+    // the run, warm-up included, so on a loaded machine the share can exceed it. CI once saw
+    // added 1196 ns/call with searches ~3986.)
+    const search = Number(e.note.match(/added -?\d+ ns\/call .*searches ~(\d+)/)![1]);
+    assert.ok(st.policyNs > 0 && search > 0, e.note);
     assert.ok(st.peakBytes <= 0.9 * 1000 * STREAM_VALUE_BYTES, `peak ${st.peakBytes}`);
     const g = sgemmBench(deps, true);
     if (g.skipped) {
