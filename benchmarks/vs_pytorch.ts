@@ -345,12 +345,13 @@ if (typeof py === "string") {
 }
 
 let openBackend: () => import("@libra/native").NativeBackend;
+let deviceName: string;
 try {
   const native = await import("@libra/native");
   openBackend = device === "cuda"
     ? () => native.cudaBackend()
     : () => native.cpuBackend({ threads });
-  openBackend();
+  deviceName = openBackend().deviceName;
 } catch (e) {
   console.log(
     `vs_pytorch: skipped: native ${device} backend unavailable (${
@@ -401,7 +402,7 @@ interface Row {
 const rows: Row[] = [];
 console.log(
   `vs_pytorch: preset ${opts.preset}, device ${device}${
-    device === "cuda" ? ` (${openBackend().deviceName})` : ""
+    device === "cuda" ? ` (${deviceName})` : ""
   }, ${threads} thread(s), ${warmup} warm-up steps, ${rounds} rounds x ${perRound} steps per side, interleaved; PyTorch ${py.version} (${py.python}); ${await uptime()}`,
 );
 console.log(

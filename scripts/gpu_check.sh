@@ -30,6 +30,10 @@ else
 fi
 
 # cuBLAS is optional (dlopen at libra_init). Make a pip- or toolkit-installed one findable.
+use_cublas() {
+  export LIBRA_CUBLAS_PATH="$1"
+  export LD_LIBRARY_PATH="$(dirname "$1")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
 if [ -z "${LIBRA_CUBLAS_PATH:-}" ]; then
   for pattern in /usr/local/cuda*/lib64/libcublas.so.1[23] /usr/lib/x86_64-linux-gnu/libcublas.so.1[23] \
     /usr/local/lib/python3*/dist-packages/nvidia/cublas/lib/libcublas.so.1[23] \
@@ -37,8 +41,7 @@ if [ -z "${LIBRA_CUBLAS_PATH:-}" ]; then
     "$HOME"/.local/lib/python3*/site-packages/nvidia/cublas/lib/libcublas.so.1[23]; do
     for f in $pattern; do
       if [ -e "$f" ]; then
-        export LIBRA_CUBLAS_PATH="$f"
-        export LD_LIBRARY_PATH="$(dirname "$f")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        use_cublas "$f"
         break 2
       fi
     done
@@ -52,10 +55,7 @@ if [ -z "${LIBRA_CUBLAS_PATH:-}" ]; then
       awk '{ print gsub("/", "/"), $0 }' | sort -n | head -1 | cut -d' ' -f2-)
     [ -n "$f" ] && break
   done
-  if [ -n "$f" ]; then
-    export LIBRA_CUBLAS_PATH="$f"
-    export LD_LIBRARY_PATH="$(dirname "$f")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  fi
+  if [ -n "$f" ]; then use_cublas "$f"; fi
 fi
 echo "cuBLAS candidate: ${LIBRA_CUBLAS_PATH:-none found (libcublas.so.13/.12 from the loader path if any)}"
 

@@ -20,7 +20,7 @@ if [ -z "$DENO_BIN" ]; then
 fi
 DENO_BIN=$(readlink -f "$DENO_BIN")
 if ! head -c 4 "$DENO_BIN" | grep -q ELF; then
-  echo "offline_bundle: $DENO_BIN is not the deno executable (a wrapper?); pass PATH to the binary" >&2
+  echo "offline_bundle: $DENO_BIN is not the deno executable (a wrapper?); put the deno binary first on PATH" >&2
   exit 2
 fi
 mkdir -p "$OUT"
