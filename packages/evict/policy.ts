@@ -322,7 +322,10 @@ export abstract class ScorePolicy implements EvictionPolicy {
 
   /** Action for a chosen victim; default: drop when allowed, else swap. */
   action(s: StorageNode, ctx: EvictionContext): EvictAction {
-    return ctx.canDrop(s) ? "drop" : "swap";
+    // With only droppable members in the pool, no need to ask (a storage's `droppable`
+    // reads its producer through its first tensor: ~0.2 us a search of the 10k-live
+    // dispatch stream, on nodes seldom cached).
+    return ctx.onlyDroppable === true || ctx.canDrop(s) ? "drop" : "swap";
   }
 
   /** True when the context allows some action on `s` (a pool member). */
