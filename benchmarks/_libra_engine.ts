@@ -31,9 +31,11 @@ import {
 } from "@libra/nn";
 import {
   DEFAULT_LINK,
+  DEFAULT_SEARCH,
   plannerContext,
   PUBLISHED_LEAF_RELEASE,
   readTrace,
+  RECORDED_STEP_REPLAY,
   type ReplayResult,
   replayTrace,
   Runtime,
@@ -144,7 +146,7 @@ function prepareTrace(trace: Trace, analytic: boolean, published: boolean): Prep
   const base = replayTrace(trace, {
     budgetBytes: Infinity,
     ...(analytic ? { costModel: new AnalyticCostModel() } : {}),
-    ...(published ? { leafRelease: PUBLISHED_LEAF_RELEASE.baseline } : {}),
+    ...(published ? { leafRelease: PUBLISHED_LEAF_RELEASE.baseline } : RECORDED_STEP_REPLAY),
   });
   if (!base.feasible) {
     throw new Error(
@@ -358,9 +360,18 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
     simulate(trace, policy, budgetBytes, s) {
       const h = trace.handle as TraceHandle;
       const costs = h.analytic ? { costModel: new AnalyticCostModel() } : {};
-      // Budgeted replays of an imported log: pinned constants, swaps on the copy stream.
-      const published = h.published ? { leafRelease: PUBLISHED_LEAF_RELEASE.budgeted } : {};
+      // Budgeted replays of an imported log: pinned constants, swaps on the copy stream, a
+      // full scan (the published figures'). A step this runtime recorded replays as the
+      // runtime ran it (updates in place, copy-on-write where needed; its leaves released
+      // as the runtime releases them) with its default search: the live rows' decisions.
+      // (With the published simulator's MUTATE, a new version of each value an optimizer
+      // updates, mlp tiny's steady-state step ran out of memory at ratio 0.9 where its live
+      // steps fit.)
+      const published = h.published
+        ? { leafRelease: PUBLISHED_LEAF_RELEASE.budgeted }
+        : RECORDED_STEP_REPLAY;
       const link = h.published ? { link: DEFAULT_LINK } : {};
+      const search = h.published ? { seed: s.seed } : { ...DEFAULT_SEARCH, seed: s.seed };
       const w = watchdog(s.timeLimitMs);
       try {
         if (!isPlannerName(policy)) {
@@ -370,7 +381,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
             ...(policy.endsWith("+swap") ? link : {}),
             budgetBytes,
             policy,
-            search: { seed: s.seed },
+            search,
             timeline: s.timeline,
             knownFeasibleBytes: trace.peakBytes,
             onEvent: w.onEvent,
@@ -408,7 +419,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
           ...link,
           budgetBytes,
           hostLimitBytes: planHostLimit(planned.plan, host),
-          policy: planPolicy(planned.plan, createPolicy(needs.fallback, { seed: s.seed })),
+          policy: planPolicy(planned.plan, createPolicy(needs.fallback, search)),
           timeline: s.timeline,
           knownFeasibleBytes: trace.peakBytes,
           onEvent: w.onEvent,
