@@ -480,6 +480,9 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       const st = r.stats;
       const mm = r.measurement;
       const feasible = r.outOfBudget === undefined && mm !== undefined;
+      // The counters cover the measured budgeted steps: per step, as a `sim:` row counts its
+      // one replayed step (a run out of budget mid-way: over the steps it began).
+      const per = Math.max(1, r.stepTimesMs.length + (r.outOfBudget !== undefined ? 1 : 0));
       return Promise.resolve({
         feasible,
         overhead: feasible ? mm.wall.median : null,
@@ -491,10 +494,10 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
             accountedOverhead: mm.accounted.overhead,
           }
           : {}),
-        evictions: st.evictions,
-        remats: st.remats,
-        swapBytes: st.swapOutBytes,
-        bookkeepingMs: st.bookkeepingNs / 1e6,
+        evictions: st.evictions / per,
+        remats: st.remats / per,
+        swapBytes: st.swapOutBytes / per,
+        bookkeepingMs: st.bookkeepingNs / 1e6 / per,
         peakBytes: st.peakBytes,
         timeMs: feasible ? r.timeMs : null,
         baselineTimeMs: r.baselineTimeMs,

@@ -53,6 +53,11 @@ export interface MeasurementJson {
   feasible: boolean;
   /** Time under the budget over time without it; null when infeasible. */
   overhead: number | null;
+  /**
+   * Evictions in one step: the replayed step of a simulation, the mean over the
+   * measured budgeted steps of a live run (over the steps it began, when it
+   * ran out of budget); as are `remats`, `swapBytes` and `bookkeepingMs`.
+   */
   evictions: number;
   remats: number;
   swapBytes: number;
@@ -226,8 +231,9 @@ const reasonSchema = z.enum(INFEASIBLE_KINDS).nullable()
 const measurement = z.object({
   feasible: z.boolean(),
   overhead: z.number().positive().nullable(),
-  evictions: count,
-  remats: count,
+  // Per step: a live run's mean over its measured steps need not be whole.
+  evictions: z.number().nonnegative(),
+  remats: z.number().nonnegative(),
   swapBytes: bytes,
   bookkeepingMs: z.number().nonnegative(),
   peakBytes: bytes,

@@ -295,13 +295,13 @@ export interface BenchResult {
   baselinePeakBytes?: number | undefined;
   /** Peak under the budget. */
   peakBytes?: number | undefined;
-  /** Evictions. */
+  /** Evictions in one step (`deno task bench`: a live row's mean over its measured steps). */
   evictions?: number | undefined;
-  /** Re-materializations. */
+  /** Re-materializations in one step. */
   remats?: number | undefined;
-  /** Bytes swapped. */
+  /** Bytes swapped in one step. */
   swapBytes?: number | undefined;
-  /** Bookkeeping time (policy search + cost upkeep), ms. */
+  /** Bookkeeping time (policy search + cost upkeep) of one step, ms. */
   bookkeepingMs?: number | undefined;
   /** Training steps measured. */
   steps?: number | undefined;
