@@ -481,7 +481,8 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       const mm = r.measurement;
       const feasible = r.outOfBudget === undefined && mm !== undefined;
       // The counters cover the measured budgeted steps: per step, as a `sim:` row counts its
-      // one replayed step (a run out of budget mid-way: over the steps it began).
+      // one replayed step (out of budget while measuring: over the steps it began; before
+      // measuring, the counters are the warm-up's, reported whole).
       const per = Math.max(1, r.stepTimesMs.length + (r.outOfBudget !== undefined ? 1 : 0));
       return Promise.resolve({
         feasible,

@@ -56,7 +56,10 @@ export interface MeasurementJson {
   /**
    * Evictions in one step: the replayed step of a simulation, the mean over the
    * measured budgeted steps of a live run (over the steps it began, when it
-   * ran out of budget); as are `remats`, `swapBytes` and `bookkeepingMs`.
+   * ran out of budget while measuring); as are `remats`, `swapBytes` and
+   * `bookkeepingMs`. An infeasible live run stopped before its measured steps
+   * (out of budget in the warm-up, or past the time limit) reports what it made
+   * up to then, whole.
    */
   evictions: number;
   remats: number;
