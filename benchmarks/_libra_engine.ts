@@ -50,6 +50,7 @@ import {
   warmupGoesOn,
 } from "@libra/train/run-training";
 import { stepTrace } from "@libra/train/live-plan";
+import { OLDEST_FIRST } from "@libra/runtime/dispatch-stream";
 import { type Backend, manualSeed, withBackend } from "@libra/tensor";
 import type {
   DeviceInfo,
@@ -325,8 +326,15 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
       return {
         backend: () => getBackend(s.device),
         unlimitedRuntime: (b) => new Runtime({ backend: b, timeline: false }),
-        evictingRuntime: (b, budget) => {
-          const rt = new Runtime({ backend: b, timeline: false, budget, search: { mode: "sqrt" } });
+        evictingRuntime: (b, budget, choice) => {
+          const rt = new Runtime({
+            backend: b,
+            timeline: false,
+            budget,
+            ...(choice === "oldest-first"
+              ? { policy: OLDEST_FIRST }
+              : { search: { mode: "sqrt" } }),
+          });
           return { backend: rt, searchNs: () => rt.stats.policyNs, calls: () => rt.stats.calls };
         },
       };

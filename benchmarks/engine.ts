@@ -108,11 +108,20 @@ export interface MicroDeps {
   /** A runtime wrapping `backend` with no budget limit. */
   unlimitedRuntime(backend: Backend): Backend | string;
   /**
-   * A runtime wrapping `backend` under `budgetBytes`, `dtr-eq` choosing
-   * victims from a sample of ceil(sqrt(n)) of its n evictable storages.
+   * A runtime wrapping `backend` under `budgetBytes`, its victims chosen by
+   * `choice`: `"dtr-eq"` from a sample of ceil(sqrt(n)) of its n evictable
+   * storages, `"oldest-first"` the oldest evictable storage (a choice costing
+   * nothing: `OLDEST_FIRST` of `@libra/runtime/dispatch-stream`).
    */
-  evictingRuntime(backend: Backend, budgetBytes: number): EvictingRuntime | string;
+  evictingRuntime(
+    backend: Backend,
+    budgetBytes: number,
+    choice: EvictingChoice,
+  ): EvictingRuntime | string;
 }
+
+/** How an {@link MicroDeps.evictingRuntime} chooses its victims. */
+export type EvictingChoice = "dtr-eq" | "oldest-first";
 
 /** A runtime under a budget, with what its statistics say of its policy's searches. */
 export interface EvictingRuntime {

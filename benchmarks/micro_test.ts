@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { cpuBackend } from "@libra/native";
 import { Runtime } from "@libra/runtime";
-import { STREAM_VALUE_BYTES } from "@libra/runtime/dispatch-stream";
+import { OLDEST_FIRST, STREAM_VALUE_BYTES } from "@libra/runtime/dispatch-stream";
 import type { Backend } from "@libra/tensor";
 import { dispatchBench, evictingDispatchBench, sgemmBench, sideBySide } from "./micro.ts";
 import { vsPytorch } from "./micro_suite.ts";
 import { parseOptions } from "./options.ts";
+import type { EvictingChoice } from "./engine.ts";
 
 const native = (() => {
   try {
@@ -56,12 +57,12 @@ Deno.test({
     const deps = {
       backend: () => cpuBackend(),
       unlimitedRuntime: (b: Backend) => new Runtime({ backend: b, timeline: false }),
-      evictingRuntime: (b: Backend, budget: number) => {
+      evictingRuntime: (b: Backend, budget: number, choice: EvictingChoice) => {
         const rt = evicting = new Runtime({
           backend: b,
           timeline: false,
           budget,
-          search: { mode: "sqrt" },
+          ...(choice === "oldest-first" ? { policy: OLDEST_FIRST } : { search: { mode: "sqrt" } }),
         });
         return { backend: rt, searchNs: () => rt.stats.policyNs, calls: () => rt.stats.calls };
       },
@@ -85,6 +86,15 @@ Deno.test({
     const search = Number(e.note.match(/added -?\d+ ns\/call .*searches ~(\d+)/)![1]);
     assert.ok(st.policyNs > 0 && search > 0, e.note);
     assert.ok(st.peakBytes <= 0.9 * 1000 * STREAM_VALUE_BYTES, `peak ${st.peakBytes}`);
+    // The oldest-first row evicts on every call once the budget is reached (the value a call
+    // frees was evicted long before): all but the first 899 of the stream's calls (the budget
+    // holds 900 values, one of them the stream's input).
+    const o = evictingDispatchBench(deps, true, 1000, "oldest-first");
+    assert.equal(o.skipped, false, o.note);
+    assert.match(o.name, /oldest first/);
+    assert.match(o.note, /^added -?\d+ ns\/call evicting on every call/);
+    const so = evicting!.stats;
+    assert.equal(so.evictions, so.calls - 899, `${so.evictions} evictions in ${so.calls} calls`);
     const g = sgemmBench(deps, true);
     if (g.skipped) {
       assert.match(g.note, /OpenBLAS not found/);

@@ -17,7 +17,42 @@
  */
 
 import type { Backend, DeviceBuffer } from "@libra/tensor/backend";
+import type { EvictionPolicy } from "@libra/evict";
 import { Runtime } from "./runtime.ts";
+
+/**
+ * Evicts the oldest evictable storage (the runtime's pool iterates oldest
+ * first): a choice that costs nothing, so a {@link dispatchStream} through a
+ * runtime with it measures what the runtime does around a policy (eviction,
+ * lineage, pool, collection), not a policy's search. Under a budget the
+ * stream exceeds, it evicts on every call: the value it frees is always one
+ * it evicted already.
+ *
+ * @example
+ * ```ts
+ * import { dispatchStream, OLDEST_FIRST, STREAM_VALUE_BYTES } from "@libra/runtime/dispatch-stream";
+ * import { Runtime } from "@libra/runtime";
+ * import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
+ * const rt = new Runtime({
+ *   backend: new ReferenceBackend(),
+ *   budget: 90 * STREAM_VALUE_BYTES,
+ *   policy: OLDEST_FIRST,
+ * });
+ * const step = dispatchStream(rt, 100);
+ * for (let i = 0; i < 200; i++) step();
+ * if (rt.stats.evictions < 200) throw new Error(`${rt.stats.evictions} evictions`);
+ * ```
+ */
+export const OLDEST_FIRST: EvictionPolicy = Object.freeze(
+  {
+    name: "oldest-first",
+    needs: Object.freeze({}),
+    choose(ctx) {
+      for (const s of ctx.pool) return [{ storage: s, action: "drop" as const }];
+      return [];
+    },
+  } satisfies EvictionPolicy,
+);
 
 /** Bytes of one value of a {@link dispatchStream} (16 floats). */
 export const STREAM_VALUE_BYTES = 64;

@@ -12,7 +12,7 @@
  */
 
 import { AnalyticCostModel } from "@libra/cost";
-import { createPolicy, type EvictionContext, type EvictionPolicy } from "@libra/evict";
+import { createPolicy, type EvictionContext } from "@libra/evict";
 import { arrayPool } from "@libra/evict/conformance";
 import { type CallNode, Lineage, type StorageNode, type TensorNode } from "@libra/lineage";
 import { mulberry32 } from "@libra/util/rng";
@@ -21,7 +21,7 @@ import { Engine, type Executor } from "./engine.ts";
 import { parseTrace, type Trace } from "./trace.ts";
 import { replayTrace } from "./simulator.ts";
 import { Runtime, type RuntimeOptions } from "./runtime.ts";
-import { dispatchStream, STREAM_VALUE_BYTES } from "./dispatch_stream.ts";
+import { dispatchStream, OLDEST_FIRST, STREAM_VALUE_BYTES } from "./dispatch_stream.ts";
 import type { Backend } from "@libra/tensor/backend";
 
 /**
@@ -35,20 +35,6 @@ function lazily(make: () => () => void): () => void {
   let f: (() => void) | null = null;
   return () => (f ??= make())();
 }
-
-/**
- * Evicts the oldest evictable storage (the pool iterates oldest first): a
- * choice that costs nothing, so its row measures what the runtime does around
- * a policy (eviction, lineage, re-materialization), not the policy's search.
- */
-const OLDEST: EvictionPolicy = {
-  name: "oldest",
-  needs: {},
-  choose(ctx) {
-    for (const s of ctx.pool) return [{ storage: s, action: "drop" }];
-    return [];
-  },
-};
 
 let native: Backend | null = null;
 try {
@@ -99,7 +85,7 @@ if (native !== null) {
     });
     runtimeRow(
       `runtime: the same, 90% budget, the oldest storage evicted (a choice costing nothing), every call`,
-      { budget, policy: OLDEST },
+      { budget, policy: OLDEST_FIRST },
     );
   }
 }
