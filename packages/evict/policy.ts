@@ -654,7 +654,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
     // before each search there saved nothing: its slot reads do not miss much.)
     const rngState = this.#rngState;
     let st = rngState[0]!;
-    let m = 0, first = -1, firstBound = Infinity;
+    let m = 0;
     for (let j = 0; j < k; j++) {
       st = (st + 0x6d2b79f5) | 0;
       let r = Math.imul(st ^ (st >>> 15), st | 1);
@@ -675,15 +675,21 @@ export abstract class ScorePolicy implements EvictionPolicy {
       const den = bytes * (clock - slots[o + SLOT_LAST_ACCESS]!);
       let b = den > 0 ? c / den : Infinity;
       if (b !== b) b = -Infinity;
-      bounds[m] = b;
-      if (first < 0 || b < firstBound) {
-        first = m;
-        firstBound = b;
-      }
-      m++;
+      bounds[m++] = b;
     }
     rngState[0] = st;
     if (m === 0) return null;
+    // The candidate of least bound (the first of them), found by a pass of its own: tracked
+    // in the loop above, a standalone copy of the two took 830 against 765 ns a search of 95
+    // draws.
+    let first = 0, firstBound = bounds[0]!;
+    for (let t = 1; t < m; t++) {
+      const b = bounds[t]!;
+      if (b < firstBound) {
+        first = t;
+        firstBound = b;
+      }
+    }
     let best = -1, bestScore = Infinity;
     let sc = this.#keptScore(pool, slots, sampled[first]!, ctx, keep, slack);
     let scored = 1;
