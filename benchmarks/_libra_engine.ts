@@ -50,7 +50,6 @@ import {
   warmupGoesOn,
 } from "@libra/train/run-training";
 import { stepTrace } from "@libra/train/live-plan";
-import { OLDEST_FIRST } from "@libra/runtime/dispatch-stream";
 import { type Backend, manualSeed, withBackend } from "@libra/tensor";
 import type {
   DeviceInfo,
@@ -63,6 +62,7 @@ import type {
 } from "./engine.ts";
 import type { BenchOptions } from "./options.ts";
 import { spread } from "./stats.ts";
+import { evictingRuntimeOptions } from "./micro.ts";
 
 function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0]!;
@@ -331,9 +331,7 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
             backend: b,
             timeline: false,
             budget,
-            ...(choice === "oldest-first"
-              ? { policy: OLDEST_FIRST }
-              : { search: { mode: "sqrt" } }),
+            ...evictingRuntimeOptions(choice),
           });
           return { backend: rt, searchNs: () => rt.stats.policyNs, calls: () => rt.stats.calls };
         },

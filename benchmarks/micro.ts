@@ -15,7 +15,8 @@
 import type { EvictingChoice, MicroDeps } from "./engine.ts";
 import type { MicroJson } from "./schema.ts";
 import { spread } from "./stats.ts";
-import { dispatchStream, STREAM_VALUE_BYTES } from "@libra/runtime/dispatch-stream";
+import { dispatchStream, OLDEST_FIRST, STREAM_VALUE_BYTES } from "@libra/runtime/dispatch-stream";
+import type { RuntimeOptions } from "@libra/runtime";
 
 function skipped(
   name: string,
@@ -117,6 +118,34 @@ export function dispatchBench(deps: MicroDeps, quick: boolean): MicroJson {
   };
 }
 
+/** How each {@link EvictingChoice} chooses, as runtime options and in a row's words. */
+const EVICTING: Record<
+  EvictingChoice,
+  { options: Pick<RuntimeOptions, "policy" | "search">; name: string; policy: string }
+> = {
+  "dtr-eq": {
+    options: { search: { mode: "sqrt" } },
+    name: "evicting",
+    policy: "dtr-eq, sqrt sampling",
+  },
+  "oldest-first": {
+    options: { policy: OLDEST_FIRST },
+    name: "evicting every call, oldest first",
+    policy: "oldest first",
+  },
+};
+
+/**
+ * The options that make a runtime choose its victims as `choice` says, for an
+ * {@link MicroDeps.evictingRuntime}: `dtr-eq` with sqrt sampling, or
+ * `OLDEST_FIRST`.
+ */
+export function evictingRuntimeOptions(
+  choice: EvictingChoice,
+): Pick<RuntimeOptions, "policy" | "search"> {
+  return EVICTING[choice].options;
+}
+
 /**
  * The runtime's cost per call while it evicts, with 10k values live (`live`),
  * against the backend called directly: the same stream
@@ -134,13 +163,9 @@ export function evictingDispatchBench(
   live = 10_000,
   choice: EvictingChoice = "dtr-eq",
 ): MicroJson {
-  const dtr = choice === "dtr-eq";
-  const name = dtr
-    ? `runtime dispatch, evicting (${live} live, relu of 16 floats)`
-    : `runtime dispatch, evicting every call, oldest first (${live} live, relu of 16 floats)`;
-  const subject = dtr
-    ? "Runtime at a 90% budget (dtr-eq, sqrt sampling)"
-    : "Runtime at a 90% budget (oldest first)";
+  const how = EVICTING[choice];
+  const name = `runtime dispatch, ${how.name} (${live} live, relu of 16 floats)`;
+  const subject = `Runtime at a 90% budget (${how.policy})`;
   const unit = "ns/call";
   const backend = deps.backend();
   if (typeof backend === "string") return skipped(name, subject, "backend direct", unit, backend);
@@ -163,7 +188,7 @@ export function evictingDispatchBench(
   runtime.sync();
   return {
     name,
-    subject: `${runtime.name}, 90% budget, ${dtr ? "dtr-eq (sqrt sampling)" : "oldest first"}`,
+    subject: `${runtime.name}, 90% budget (${how.policy})`,
     reference: `${backend.name} direct`,
     unit,
     subjectValue: r,
@@ -171,7 +196,7 @@ export function evictingDispatchBench(
     ratio: r / d,
     // The searches' share is their counted time over every call of the run (the subject is
     // the fastest round's): what of the added time is the policy's, the rest the runtime's.
-    note: dtr
+    note: choice === "dtr-eq"
       ? `added ${(r - d).toFixed(0)} ns/call (the target: 2000), of which dtr-eq's searches ~${
         search.toFixed(0)
       }`

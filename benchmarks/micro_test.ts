@@ -1,9 +1,15 @@
 import assert from "node:assert/strict";
 import { cpuBackend } from "@libra/native";
 import { Runtime } from "@libra/runtime";
-import { OLDEST_FIRST, STREAM_VALUE_BYTES } from "@libra/runtime/dispatch-stream";
+import { STREAM_VALUE_BYTES } from "@libra/runtime/dispatch-stream";
 import type { Backend } from "@libra/tensor";
-import { dispatchBench, evictingDispatchBench, sgemmBench, sideBySide } from "./micro.ts";
+import {
+  dispatchBench,
+  evictingDispatchBench,
+  evictingRuntimeOptions,
+  sgemmBench,
+  sideBySide,
+} from "./micro.ts";
 import { vsPytorch } from "./micro_suite.ts";
 import { parseOptions } from "./options.ts";
 import type { EvictingChoice } from "./engine.ts";
@@ -62,7 +68,7 @@ Deno.test({
           backend: b,
           timeline: false,
           budget,
-          ...(choice === "oldest-first" ? { policy: OLDEST_FIRST } : { search: { mode: "sqrt" } }),
+          ...evictingRuntimeOptions(choice),
         });
         return { backend: rt, searchNs: () => rt.stats.policyNs, calls: () => rt.stats.calls };
       },
