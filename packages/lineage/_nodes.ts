@@ -244,15 +244,59 @@ export class StorageNode {
   }
 }
 
+/**
+ * A scope a tensor's name may be carried out of (see
+ * {@link TensorNode.carryName}): open while {@link prefix} is `null`; once
+ * closed, the names given in it read as `<prefix><name>`.
+ *
+ * @example
+ * ```ts
+ * import { Lineage, NameScope } from "@libra/lineage";
+ * const g = new Lineage();
+ * const x = g.addLeaf(16, "w0");
+ * const step = new NameScope();
+ * x.carryName(step);
+ * step.prefix = "s0.";
+ * if (x.name !== "s0.w0") throw new Error(x.name);
+ * ```
+ */
+export class NameScope {
+  /** `null` while open; the prefix its names take once closed (set once). */
+  prefix: string | null = null;
+}
+
 /** A value: a tensor produced by a call (or a leaf), living in a storage. */
 export class TensorNode {
   /** Unique id. */
   readonly id: number;
+  #name: string;
+  #scope: NameScope | null = null;
   /**
    * Name (trace name or `t<id>`). The live runtime renames values that outlive
-   * a step (see `Runtime.endStep`), so it is not readonly.
+   * a step (see `Runtime.endStep`), so it is not readonly; a name carried out
+   * of a closed {@link NameScope} takes its prefix when first read.
    */
-  name: string;
+  get name(): string {
+    const scope = this.#scope;
+    if (scope !== null && scope.prefix !== null) {
+      this.#name = scope.prefix + this.#name;
+      this.#scope = null;
+    }
+    return this.#name;
+  }
+  set name(name: string) {
+    this.#name = name;
+    this.#scope = null;
+  }
+  /**
+   * Carries the name out of `scope`: once `scope` closes, the name (as it is
+   * then, unless set again) reads `<prefix><name>`. One write, where renaming
+   * every value a step named when it ends touched each (thousands of objects
+   * long out of the caches, and a new string each that lived on).
+   */
+  carryName(scope: NameScope): void {
+    this.#scope = scope;
+  }
   /** Storage holding the bytes. */
   storage: StorageNode;
   /** The call that produced it; `null` for leaves (constants, host writes). */
@@ -275,7 +319,7 @@ export class TensorNode {
     index: number,
   ) {
     this.id = id;
-    this.name = name;
+    this.#name = name;
     this.storage = storage;
     this.producer = producer;
     this.index = index;

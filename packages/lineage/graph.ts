@@ -17,6 +17,7 @@ import { StorageTable } from "./_storage_table.ts";
 import {
   CallNode,
   type EvictedComponent,
+  NameScope,
   newRegionCache,
   type RegionCache,
   type Residency,
@@ -28,6 +29,7 @@ import { clearList } from "@libra/util/list";
 export {
   CallNode,
   type EvictedComponent,
+  NameScope,
   type RegionCache,
   type Residency,
   StorageNode,

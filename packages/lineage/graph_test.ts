@@ -3,6 +3,7 @@ import {
   type CallNode,
   CLASS_LAPSE_LIMIT,
   Lineage,
+  NameScope,
   type StorageNode,
   type TensorNode,
 } from "./graph.ts";
@@ -370,4 +371,25 @@ Deno.test("Lineage.classValueOf() is the value of an evicted storage's class", (
   g.joinEvictedClass(d.storage);
   assert.equal(g.classValueOf(c.storage), 14);
   assert.equal(g.classValueOf(a.storage), undefined);
+});
+
+Deno.test("a name carried out of a scope takes its prefix once the scope closes, once", () => {
+  const g = new Lineage();
+  const x = g.addLeaf(16, "c3.0");
+  const y = g.addLeaf(16, "w1");
+  const step1 = new NameScope();
+  x.carryName(step1);
+  y.carryName(step1);
+  assert.equal(x.name, "c3.0", "open: the name as given");
+  y.name = "w2"; // set again: carried no more
+  step1.prefix = "s1.";
+  assert.equal(x.name, "s1.c3.0");
+  assert.equal(y.name, "w2");
+  const step2 = new NameScope();
+  step2.prefix = "s2.";
+  assert.equal(x.name, "s1.c3.0", "a closed scope renames once");
+  const z = g.addLeaf(16, "c0.0");
+  z.carryName(step2);
+  assert.equal(z.name, "s2.c0.0", "carried out of a scope closed already");
+  assert.deepEqual(g.toJSON().storages.map((s) => s.tensors[0]), ["s1.c3.0", "w2", "s2.c0.0"]);
 });

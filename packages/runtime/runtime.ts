@@ -21,7 +21,7 @@ import {
   planPolicy,
   type SearchOptions,
 } from "@libra/evict";
-import { type Lineage, StorageNode, type TensorNode } from "@libra/lineage";
+import { type Lineage, NameScope, StorageNode, type TensorNode } from "@libra/lineage";
 import type { Trace, TraceEvent } from "@libra/lineage/trace";
 import {
   type Backend,
@@ -157,10 +157,6 @@ function stepLocal(name: string): boolean {
   const c = name.charCodeAt(0), d = name.charCodeAt(1);
   return (c === 99 || c === 119) && d >= 48 && d <= 57; // [cw]\d
 }
-/** Gives `t`, when it has a step-local name, the name `<prefix><name>` (see `Runtime.endStep`). */
-function carryName(t: TensorNode, prefix: string): void {
-  if (stepLocal(t.name)) t.name = prefix + t.name;
-}
 /** A step's call output name `c<i>.<k>`. */
 const STEP_OUTPUT = /^c(\d+)\.(\d+)$/;
 
@@ -276,18 +272,14 @@ export class Runtime implements Backend {
   /** Output names `c<index>.<k>` by call index in the step. */
   readonly #outNames: string[][] = [];
   /**
-   * The tensors given a step-local name (`c<i>.<k>`, `w<n>`) since the last
-   * {@link endStep}, which renames those still alive: a walk of these rather
-   * than of the whole table (10k live storages walked at every step's end cost
-   * the dispatch bench ~0.3 us a call). Once it is as long as the table, the
-   * list is emptied and the next `endStep` walks the table: that walk is then
-   * the shorter, and the list would keep dead lineage from dying young (a
-   * 4096-call step with 64 values live spent 0.2-0.7 instead of ~0.05 us a
-   * call in garbage collection, in some runs).
+   * The scope of this step's local names (`c<i>.<k>`, `w<n>`), closed by
+   * {@link endStep} with the prefix `s<step>.`: a tensor given such a name
+   * carries it out of the step (see `TensorNode.carryName`), renamed when its
+   * name is next read. (Renaming them all at the step's end, by a list of
+   * them or a walk of the table, touched each: ~0.1 us a call of the 10k-live
+   * dispatch stream under `dtr-eq`, a string each promoted with its tensor.)
    */
-  readonly #stepNamed: TensorNode[] = [];
-  /** {@link #stepNamed} overflowed: the next step's end renames by a walk of the table. */
-  #stepNamedLost = false;
+  #scope = new NameScope();
   /** Scratch of `run`: its input and output buffers and output specs. */
   readonly #ins: StorageNode[] = [];
   readonly #outs: StorageNode[] = [];
@@ -484,8 +476,9 @@ export class Runtime implements Backend {
 
   /**
    * Gives every value named after this step's numbering (`c<i>.<k>`, `w<n>`)
-   * the name `<prefix><name>`, so the next step can reuse the short names.
-   * Values already prefixed keep their names.
+   * the name `<prefix><name>` (when its name is next read: see
+   * {@link #scope}), so the next step can reuse the short names. Values
+   * already prefixed keep their names.
    */
   #renameCarried(prefix: string): void {
     // A new map rather than `clear()`: a cleared map's old table keeps pointing at its
@@ -493,36 +486,13 @@ export class Runtime implements Backend {
     this.#names = new Map();
     this.#namesStale = true;
     this.#callOuts.length = 0;
-    if (this.#stepNamedLost) {
-      this.#stepNamedLost = false;
-      this.engine.lineage.storages.forEach((s) => {
-        const ts = s.tensors;
-        for (let i = 0; i < ts.length; i++) carryName(ts[i]!, prefix);
-      });
-      return;
-    }
-    // A tensor's storage is in the table unless freed (tombstones included); one named
-    // twice (an in-place update keeps its value's name) is renamed once.
-    const named = this.#stepNamed;
-    for (let i = 0; i < named.length; i++) {
-      const t = named[i]!;
-      if (t.storage.residency !== "freed") carryName(t, prefix);
-    }
-    // Emptied in place: a dropped list promoted to the old generation would keep what it
-    // named alive through minor collections, with the lineage behind it, until a full one.
-    clearList(named);
+    this.#scope.prefix = prefix;
+    this.#scope = new NameScope();
   }
 
-  /** Notes that `t` took a step-local name (see {@link #stepNamed}). */
+  /** Notes that `t` took a step-local name: it carries it out of the step (see {@link #scope}). */
   #named1(t: TensorNode): void {
-    if (this.#stepNamedLost) return;
-    const list = this.#stepNamed;
-    if (list.length >= this.engine.lineage.storages.size) {
-      clearList(list);
-      this.#stepNamedLost = true;
-      return;
-    }
-    list.push(t);
+    t.carryName(this.#scope);
   }
 
   /** {@link #names}, built first if a step ended since it was. */
