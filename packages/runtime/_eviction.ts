@@ -316,7 +316,8 @@ function drop(
     if (timed) st.bookkeepingNs += (now() - t0) * 1e6;
   }
   if (e.recordDecisions && why !== "eager") e.decisions.push(`drop:${s.name}`);
-  if (why !== "eager") e.timeline.mark(e.callIndex, e.used, "drop", s.name);
+  // Names read only where kept: a carried name is made when first read (see `NameScope`).
+  if (why !== "eager" && e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "drop", s.name);
   if (k.onEvent) {
     emit(k, {
       type: "evict",
@@ -358,7 +359,7 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
   st.swapStallNs += stall;
   e.clock += stall;
   if (e.recordDecisions) e.decisions.push(`swap:${s.name}`);
-  e.timeline.mark(e.callIndex, e.used, "swap-out", s.name);
+  if (e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "swap-out", s.name);
   if (k.onEvent) {
     emit(k, { type: "evict", action: "swap", name: s.name, bytes: s.bytes, eager: false });
   }
@@ -400,7 +401,7 @@ export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   st.swapStallNs += stall;
   e.clock += stall;
   refreshPool(k, s);
-  e.timeline.mark(e.callIndex, e.used, "swap-in", s.name);
+  if (e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "swap-in", s.name);
   if (k.onEvent) emit(k, { type: "remat", how: "swap", name: s.name, bytes: s.bytes });
   checkThrash(e, k);
 }

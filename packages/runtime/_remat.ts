@@ -241,7 +241,9 @@ function run(e: Engine, k: EngineState, call: CallNode, remat: boolean): void {
   }
   if (fresh.length > 0) clearList(fresh);
   if (remat) {
-    e.timeline.mark(e.callIndex, e.used, "remat", call.outputs[0]?.name ?? call.op);
+    if (e.timeline.enabled) {
+      e.timeline.mark(e.callIndex, e.used, "remat", call.outputs[0]?.name ?? call.op);
+    }
     if (k.onEvent) {
       emit(k, {
         type: "remat",
