@@ -144,6 +144,14 @@ export class StorageNode {
   poolSeq: number = 0;
   /** Temporary pins (inputs of the running call, reads); a locked storage is never evicted. */
   locks = 0;
+  /**
+   * A hint of how many calls read this storage's tensors (the summed lengths
+   * of their consumer lists): the lineage adds each call it records, and a
+   * runtime that prunes a storage's lists sets it to what they hold then. Not
+   * kept exact (tensors move between storages): only for a reader that
+   * checks the lists themselves when it reads 0.
+   */
+  readers = 0;
   /** Permanently pinned (constants, parameters, outputs): never evicted. */
   pinned = false;
   /** External references (handles held by the program) over all tensors of the storage. */

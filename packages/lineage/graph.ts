@@ -172,6 +172,7 @@ export class Lineage {
       const inp = inputs[i]!;
       if (inp.consumers.length === 0) inp.consumers = [call];
       else inp.consumers.push(call);
+      inp.storage.readers++;
     }
     for (let i = 0; i < n; i++) {
       const s = outs[i]!.storage;

@@ -81,10 +81,13 @@ export function release(e: Engine, k: EngineState, t: TensorNode): void {
  * True when no call reads any of `s`'s tensors: its consumer lists are empty
  * (a call whose outputs are all freed leaves them when the edges next to
  * what was freed are pruned), so nothing is computed from it. Reads the
- * lists' lengths alone: on every release, where following a list to the
- * storages a call computed cost a cache miss per object on the way.
+ * storage's `readers` hint first, then the lists' lengths alone where it is
+ * 0: this runs on every release, where following a list to the storages a
+ * call computed cost a cache miss per object on the way.
  */
 function unread(s: StorageNode): boolean {
+  // The hint first: on the storage, read already, where the lists are objects of their own.
+  if (s.readers > 0) return false;
   const ts = s.tensors;
   for (let i = 0; i < ts.length; i++) if (ts[i]!.consumers.length > 0) return false;
   return true;
@@ -880,16 +883,22 @@ function markInputs(cur: StorageNode, needed: number, stack: StorageNode[]): voi
  */
 function pruneDeadConsumers(s: StorageNode): void {
   const ts = s.tensors;
+  let readers = 0;
   for (let i = 0; i < ts.length; i++) {
     const t = ts[i]!;
     const cs = t.consumers;
     let j = 0;
     while (j < cs.length && !allFreed(cs[j]!)) j++;
-    if (j === cs.length) continue;
+    if (j === cs.length) {
+      readers += j;
+      continue;
+    }
     const kept = cs.slice(0, j);
     for (j++; j < cs.length; j++) if (!allFreed(cs[j]!)) kept.push(cs[j]!);
     t.consumers = kept;
+    readers += kept.length;
   }
+  s.readers = readers;
 }
 
 function allFreed(call: CallNode): boolean {
