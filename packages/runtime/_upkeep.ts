@@ -99,6 +99,20 @@ function unread(s: StorageNode): boolean {
  * anyone may read can need it recomputed.
  */
 function hasNoDependants(s: StorageNode): boolean {
+  return !readBy(s, EXISTING);
+}
+
+/** {@link readBy}: a storage neither freed nor empty. */
+const EXISTING = 0;
+/** {@link readBy}: a held droppable storage, not freed. */
+const HELD_DROPPABLE = 1;
+
+/**
+ * True when a replayable call reading `s` computed a storage other than `s`
+ * that is {@link EXISTING} or {@link HELD_DROPPABLE} (`what`: a mode, not a
+ * callback, on the path of releases and collections).
+ */
+function readBy(s: StorageNode, what: typeof EXISTING | typeof HELD_DROPPABLE): boolean {
   const ts = s.tensors;
   for (let i = 0; i < ts.length; i++) {
     const cs = ts[i]!.consumers;
@@ -108,11 +122,12 @@ function hasNoDependants(s: StorageNode): boolean {
       const outs = c.outputs;
       for (let l = 0; l < outs.length; l++) {
         const n = outs[l]!.storage;
-        if (n !== s && n.residency !== "freed" && n.residency !== "empty") return false;
+        if (n === s || n.residency === "freed") continue;
+        if (what === EXISTING ? n.residency !== "empty" : held(n) && n.droppable) return true;
       }
     }
   }
-  return true;
+  return false;
 }
 
 /**
@@ -123,7 +138,7 @@ function hasNoDependants(s: StorageNode): boolean {
  * free of them. Then prunes the edges next to what it freed, as that
  * collection would (see `pruneNextTo`; around every storage there instead
  * when edges were cut or tensors moved since the last, which covers these
- * too), but around values many calls read (see {@link pruneNextToNow}):
+ * too), but around values many calls read (see {@link PRUNE_NOW_READERS}):
  * the values they were computed from are left {@link unread} where they
  * were their last readers.
  */
@@ -154,10 +169,13 @@ function freeChain(e: Engine, k: EngineState, s: StorageNode): void {
   const lineage = e.lineage, seen = lineage.nextStamp();
   for (let i = 0; i < freed.length; i++) {
     const d = freed[i]!;
-    if (!pruneNextToNow(lineage, d, seen)) noteFreed(e, k, d);
+    if (!pruneNextTo(lineage, d, seen, PRUNE_NOW_READERS)) noteFreed(e, k, d);
   }
   clearList(freed);
 }
+
+/** {@link freeChain}'s scratch: what it freed (not re-entered). */
+const chainFreed: StorageNode[] = [];
 
 /**
  * Past this many calls reading a storage, {@link freeChain} leaves the
@@ -166,50 +184,6 @@ function freeChain(e: Engine, k: EngineState, s: StorageNode): void {
  * each chain it lost, where the collection walks it once for all.
  */
 const PRUNE_NOW_READERS = 4;
-
-/**
- * {@link pruneNextTo}, at a release: prunes around each unfreed neighbour of
- * freed `d` not stamped `seen` yet, but those read by more than
- * {@link PRUNE_NOW_READERS} calls; returns false when it left one (for the
- * next collection, to which `d` is then to be listed).
- */
-function pruneNextToNow(lineage: Lineage, d: StorageNode, seen: number): boolean {
-  let all = true;
-  const ts = d.tensors;
-  for (let i = 0; i < ts.length; i++) {
-    const t = ts[i]!;
-    const p = t.producer;
-    if (p !== null) {
-      const ins = p.inputs;
-      for (let j = 0; j < ins.length; j++) {
-        if (!pruneNowAround(lineage, ins[j]!.storage, seen)) all = false;
-      }
-    }
-    const cs = t.consumers;
-    for (let j = 0; j < cs.length; j++) {
-      const outs = cs[j]!.outputs;
-      for (let l = 0; l < outs.length; l++) {
-        if (!pruneNowAround(lineage, outs[l]!.storage, seen)) all = false;
-      }
-    }
-  }
-  return all;
-}
-
-/** {@link pruneNextToNow} for one neighbour `n`: false when it is left to the collection. */
-function pruneNowAround(lineage: Lineage, n: StorageNode, seen: number): boolean {
-  if (n.stamp === seen || n.residency === "freed") return true;
-  const ts = n.tensors;
-  let readers = 0;
-  for (let i = 0; i < ts.length; i++) readers += ts[i]!.consumers.length;
-  if (readers > PRUNE_NOW_READERS) return false;
-  n.stamp = seen;
-  pruneAround(lineage, n);
-  return true;
-}
-
-/** {@link freeChain}'s scratch: what it freed (not re-entered). */
-const chainFreed: StorageNode[] = [];
 
 /**
  * A leaf found needed within the last 256 releases is not checked again: a
@@ -792,8 +766,18 @@ export function collect(e: Engine, k: EngineState): number {
   return freed;
 }
 
-/** {@link collect}: prunes around each unfreed neighbour of freed `d` not stamped `seen` yet. */
-function pruneNextTo(lineage: Lineage, d: StorageNode, seen: number): void {
+/**
+ * {@link collect} (and {@link freeChain}): prunes around each unfreed
+ * neighbour of freed `d` not stamped `seen` yet, but those read by more than
+ * `maxReaders` calls; returns false when it left one.
+ */
+function pruneNextTo(
+  lineage: Lineage,
+  d: StorageNode,
+  seen: number,
+  maxReaders = Infinity,
+): boolean {
+  let all = true;
   const ts = d.tensors;
   for (let i = 0; i < ts.length; i++) {
     const t = ts[i]!;
@@ -801,23 +785,36 @@ function pruneNextTo(lineage: Lineage, d: StorageNode, seen: number): void {
     if (p !== null) {
       const ins = p.inputs;
       for (let j = 0; j < ins.length; j++) {
-        const n = ins[j]!.storage;
-        if (n.stamp === seen || n.residency === "freed") continue;
-        n.stamp = seen;
-        pruneAround(lineage, n);
+        if (!pruneOnce(lineage, ins[j]!.storage, seen, maxReaders)) all = false;
       }
     }
     const cs = t.consumers;
     for (let j = 0; j < cs.length; j++) {
       const outs = cs[j]!.outputs;
       for (let l = 0; l < outs.length; l++) {
-        const n = outs[l]!.storage;
-        if (n.stamp === seen || n.residency === "freed") continue;
-        n.stamp = seen;
-        pruneAround(lineage, n);
+        if (!pruneOnce(lineage, outs[l]!.storage, seen, maxReaders)) all = false;
       }
     }
   }
+  return all;
+}
+
+/**
+ * {@link pruneNextTo} for one neighbour `n`: prunes around it unless it is
+ * freed or stamped `seen` already; false (leaving it) when more than
+ * `maxReaders` calls read it.
+ */
+function pruneOnce(lineage: Lineage, n: StorageNode, seen: number, maxReaders: number): boolean {
+  if (n.stamp === seen || n.residency === "freed") return true;
+  if (maxReaders !== Infinity) {
+    const ts = n.tensors;
+    let readers = 0;
+    for (let i = 0; i < ts.length; i++) readers += ts[i]!.consumers.length;
+    if (readers > maxReaders) return false;
+  }
+  n.stamp = seen;
+  pruneAround(lineage, n);
+  return true;
 }
 
 /**
@@ -836,23 +833,9 @@ function pruneAround(lineage: Lineage, s: StorageNode): void {
  * storage would reach first).
  */
 function markIfHeldNeeds(u: StorageNode, needed: number, stack: StorageNode[]): void {
-  const ts = u.tensors;
-  for (let i = 0; i < ts.length; i++) {
-    const cs = ts[i]!.consumers;
-    for (let j = 0; j < cs.length; j++) {
-      const c = cs[j]!;
-      if (!c.replayable) continue;
-      const outs = c.outputs;
-      for (let l = 0; l < outs.length; l++) {
-        const n = outs[l]!.storage;
-        if (n.residency !== "freed" && held(n) && n.droppable) {
-          u.stamp = needed;
-          stack.push(u);
-          return;
-        }
-      }
-    }
-  }
+  if (!readBy(u, HELD_DROPPABLE)) return;
+  u.stamp = needed;
+  stack.push(u);
 }
 
 /**
