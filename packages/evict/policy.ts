@@ -526,7 +526,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
         }
         stop = sc === 0;
       }
-      if (stop || bestScore < 0) return this.#scanned(pool, best, scored, slots, keep);
+      if (stop || bestScore < 0) return this.#scanned(pool, best, scored, keep);
       ranked = true;
     } else {
       bestScore = this.#keptScore(pool, slots, first, ctx, keep, slack);
@@ -591,7 +591,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
         if (rank[i]! > rank[best]!) best = i;
       }
     }
-    return this.#scanned(pool, best, scored, slots, keep);
+    return this.#scanned(pool, best, scored, keep);
   }
 
   /** {@link slotScan}'s end: floors marked, statistics set, the victim at position `best` (or none). */
@@ -599,10 +599,9 @@ export abstract class ScorePolicy implements EvictionPolicy {
     pool: EvictablePool,
     best: number,
     scored: number,
-    slots: Float64Array,
     keep: boolean,
   ): StorageNode | null {
-    if (keep) markFloors(slots);
+    if (keep) this.#floorState!.dirty = true;
     this.scored = scored;
     return best < 0 ? null : pool.at(best);
   }
@@ -646,20 +645,26 @@ export abstract class ScorePolicy implements EvictionPolicy {
     // Candidate t (in sampling order, t < m): pool position sampled[t], bound
     // bounds[t] (a NaN bound as -Infinity: such a candidate is always scored).
     const sampled = this.#sampled, bounds = this.#sampleBounds;
-    // One pass draws and bounds. The draws are `#rng`'s (mulberry32) with its steps
-    // written out, as is `sampledFloor`: neither was inlined here, and the calls cost as
-    // much as the rest. (Draws first in a short loop, then the bounds, to keep more slot
-    // reads in flight, cost more in isolation: 1030 against 845 ns a search of 95 draws;
-    // in the 10k-live dispatch stream both took ~3 us a search, and reading every slot
-    // before each search there saved nothing: its slot reads do not miss much.)
+    // A pass draws the positions, a second bounds them (compacted in place: m <= j). The
+    // draws are `#rng`'s (mulberry32) with its steps written out, as is `sampledFloor`:
+    // neither was inlined here, and the calls cost as much as the rest. Two passes, where
+    // one did both: 1.36 against 1.70 us a search of 100 draws over a 10k-member pool
+    // (interleaved runs, the best of five each), and in the 10k-live dispatch stream
+    // ~1.0 against 1.1-2.2 us of searches a call. (An earlier engine measured the
+    // opposite, 1030 against 845 ns, with the index from `Math.floor`: the truncation
+    // below is the same number for a draw in [0, n).)
     const rngState = this.#rngState;
     let st = rngState[0]!;
-    let m = 0;
     for (let j = 0; j < k; j++) {
       st = (st + 0x6d2b79f5) | 0;
       let r = Math.imul(st ^ (st >>> 15), st | 1);
       r ^= r + Math.imul(r ^ (r >>> 7), r | 61);
-      const i = Math.floor((((r ^ (r >>> 14)) >>> 0) / 4294967296) * n);
+      // Math.floor of a number in [0, n), exactly (`| 0` truncates, the same below 2^31).
+      sampled[j] = ((((r ^ (r >>> 14)) >>> 0) / 4294967296) * n) | 0;
+    }
+    let m = 0;
+    for (let j = 0; j < k; j++) {
+      const i = sampled[j]!;
       const o = i * SLOT_STRIDE;
       const bytes = slots[o + SLOT_BYTES]!;
       if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
@@ -725,7 +730,7 @@ export abstract class ScorePolicy implements EvictionPolicy {
         best = t;
       }
     }
-    if (keep) markFloors(slots);
+    if (keep) this.#floorState!.dirty = true;
     if (best < 0) return null;
     this.scored = scored;
     return pool.at(sampled[best]!);
@@ -743,8 +748,15 @@ export abstract class ScorePolicy implements EvictionPolicy {
       return false;
     }
     this.#slack = this.floorSlack?.(ctx) ?? 0;
+    // The state of the slots of the last search, kept here: the pool's array changes only
+    // as the pool grows, and a lookup in the weak map on every search cost two.
+    if (this.#floorSlots !== slots) {
+      this.#floorSlots = slots;
+      this.#floorState = floorStateOf(slots);
+    }
     const keep = keptFloors(
       slots,
+      this.#floorState!,
       this,
       ctx.lineage,
       this.floorEpoch(ctx),
@@ -786,6 +798,9 @@ export abstract class ScorePolicy implements EvictionPolicy {
 
   /** The {@link floorSlack} of the search under way (see {@link #readyFloors}). */
   #slack = 0;
+  /** The slots of the last search that read floors, and their {@link FloorState}. */
+  #floorSlots: Float64Array | null = null;
+  #floorState: FloorState | null = null;
 
   /**
    * {@link slotScore} of the member at position `i`, keeping in its slot the
@@ -867,15 +882,30 @@ interface FloorState {
 const FLOORS = new WeakMap<Float64Array, FloorState>();
 
 /**
- * Makes the floors of `slots` (a pool of `size` members) hold for `policy`'s
- * kind, `owner` (the lineage) and `epoch`, clearing them when they may be
- * another's (an array not seen before may be a grown pool's copy), and
- * clearing those of the members `lapsed` names (every floor, without the
- * pool's `positionOf`), which it empties; returns whether they held already,
- * so that the search may keep more.
+ * The {@link FloorState} of `slots`, made for an array not seen before (its
+ * floors are then cleared before they are first read: it may be a grown
+ * pool's copy).
+ */
+function floorStateOf(slots: Float64Array): FloorState {
+  let st = FLOORS.get(slots);
+  if (st === undefined) {
+    st = { kind: null, owner: null, epoch: NaN, dirty: true };
+    FLOORS.set(slots, st);
+  }
+  return st;
+}
+
+/**
+ * Makes the floors of `slots` (a pool of `size` members, their state `st`)
+ * hold for `policy`'s kind, `owner` (the lineage) and `epoch`, clearing them
+ * when they may be another's (an array not seen before may be a grown pool's
+ * copy), and clearing those of the members `lapsed` names (every floor,
+ * without the pool's `positionOf`), which it empties; returns whether they
+ * held already, so that the search may keep more.
  */
 function keptFloors(
   slots: Float64Array,
+  st: FloorState,
   policy: object,
   owner: unknown,
   epoch: number,
@@ -884,8 +914,7 @@ function keptFloors(
   pool: EvictablePool,
 ): boolean {
   const kind = policy.constructor;
-  const st = FLOORS.get(slots);
-  if (st !== undefined && st.kind === kind && st.owner === owner && st.epoch === epoch) {
+  if (st.kind === kind && st.owner === owner && st.epoch === epoch) {
     if (lapsed !== undefined && lapsed.length > 0) {
       if (pool.positionOf === undefined) clearFloors(slots, size);
       else {
@@ -899,14 +928,11 @@ function keptFloors(
     return true;
   }
   if (lapsed !== undefined) clearList(lapsed);
-  if (st === undefined || st.dirty) clearFloors(slots, size);
-  if (st === undefined) FLOORS.set(slots, { kind, owner, epoch, dirty: false });
-  else {
-    st.kind = kind;
-    st.owner = owner;
-    st.epoch = epoch;
-    st.dirty = false;
-  }
+  if (st.dirty) clearFloors(slots, size);
+  st.kind = kind;
+  st.owner = owner;
+  st.epoch = epoch;
+  st.dirty = false;
   return false;
 }
 
@@ -935,9 +961,4 @@ function sampledFloor(kept: number, slack: number): number {
   const f = kept - slack - (kept + slack) * 2 ** -50;
   // (f + |f|) / 2 is f where f is positive and zero otherwise (exact: 2f is exact).
   return (f + Math.abs(f)) * 0.5;
-}
-
-/** Floors of `slots` were written (see {@link keptFloors}). */
-function markFloors(slots: Float64Array): void {
-  FLOORS.get(slots)!.dirty = true;
 }
