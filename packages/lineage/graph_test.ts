@@ -152,8 +152,14 @@ Deno.test("Lineage.leaveClass() names the neighbours of a small class's members;
     }
     // A member freed: its node stays in the class, without it.
     const a1 = chain[1]!.storage, node1 = a1.eq!;
+    // Its neighbours from its kept list (class of 3) or a walk of its edges (the others).
+    if (n === 3) assert.equal(g.neighbors(a1).length, 2);
+    g.floorsLapsed.length = 0;
     g.forgetClass(a1);
     assert.equal(node1.item, DEPARTED);
+    // a0 (resident again) and a2 (evicted) are next to it: only a0 is named, as no storage
+    // but a resident one keeps a floor.
+    assert.deepEqual(new Set(g.floorsLapsed), new Set([a0]), `class of ${n}: named`);
   }
 });
 
