@@ -792,18 +792,21 @@ export abstract class ScorePolicy implements EvictionPolicy {
       const f = this.evictedFloor!(v, ctx);
       if (f === undefined || !(f > 0)) continue;
       const kept = f * FLOOR_MARGIN + slack;
-      const ns = ctx.lineage.neighbors(v);
+      const ns = ctx.lineage.neighborsInto(v, this.#neighbors);
       for (let k = 0; k < ns.length; k++) {
         const i: number = pool.positionOf(ns[k]!);
         if (i < 0 || i >= n) continue;
         const o = i * SLOT_STRIDE + SLOT_FLOOR;
         if (!(slots[o]! >= kept)) slots[o] = kept;
       }
+      clearList(ns);
     }
   }
 
   /** The {@link floorSlack} of the search under way (see {@link #readyFloors}). */
   #slack = 0;
+  /** {@link #raiseFloors}' list of a victim's neighbours. */
+  readonly #neighbors: StorageNode[] = [];
   /** The slots of the last search that read floors, and their {@link FloorState}. */
   #floorSlots: Float64Array | null = null;
   #floorState: FloorState | null = null;

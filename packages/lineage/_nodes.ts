@@ -73,7 +73,7 @@ const NO_CALLS: CallNode[] = [];
  * - the lineage's cost caches, kept by its cost functions and by nothing
  *   else: {@link regions} (`dtr`'s evicted regions, one record made on first
  *   use, off the per-call path), {@link noEvictedNeighbors},
- *   {@link neighborList}, {@link neighborListAt} and {@link eq} (`dtr-eq`,
+ *   {@link nbCount} (the kept neighbour list), {@link neighborListAt} and {@link eq} (`dtr-eq`,
  *   read for every scored candidate and its evicted neighbours; the runtime
  *   keeps the classes only through {@link Lineage.joinEvictedClass},
  *   {@link Lineage.leaveClass} and {@link Lineage.forgetClass});
@@ -118,12 +118,24 @@ export class StorageNode {
    */
   eq: EqNode | null = null;
   /**
-   * Every neighbour (evicted or not) in the order {@link Lineage.evictedNeighbors}
-   * walks them, kept by {@link Lineage.neighborClassCost} while the edges stay
-   * as they were (valid when {@link neighborListAt} is the lineage's edge epoch).
+   * The length of the kept list of every neighbour (evicted or not), in the
+   * order {@link Lineage.evictedNeighbors} walks them, or -1 when none is
+   * kept: kept by the lineage while the edges stay as they were (valid when
+   * {@link neighborListAt} is the lineage's edge epoch). Its first two
+   * entries are {@link nb0} and {@link nb1}, on the node, and the others
+   * {@link nbMore}: a list in an array of its own cost two cache misses more
+   * where a storage's neighbours are read cold (an array object, then its
+   * elements), as an eviction's or a free's are. Read through
+   * {@link neighborAt}; written only by the lineage.
    */
-  neighborList: StorageNode[] | null = null;
-  /** See {@link neighborList}; 0 when it lapsed. */
+  nbCount: number = -1;
+  /** The kept list's first entry (see {@link nbCount}), or `null`. */
+  nb0: StorageNode | null = null;
+  /** The kept list's second entry (see {@link nbCount}), or `null`. */
+  nb1: StorageNode | null = null;
+  /** The kept list's entries past the second (see {@link nbCount}), or `null`. */
+  nbMore: StorageNode[] | null = null;
+  /** See {@link nbCount}; 0 when the list lapsed. */
   neighborListAt = 0;
   /**
    * Tensors living in this storage; `tensors[0]` is the root (owner), the others
@@ -223,6 +235,50 @@ export class StorageNode {
   constructor(id: number, bytes: number) {
     this.id = id;
     this.bytes = bytes;
+  }
+
+  /** Entry `i` of the kept neighbour list (0 <= i < {@link nbCount}). */
+  neighborAt(i: number): StorageNode {
+    return i === 0 ? this.nb0! : i === 1 ? this.nb1! : this.nbMore![i - 2]!;
+  }
+
+  /** Appends `n` to the kept neighbour list (which must be kept: {@link nbCount} >= 0). */
+  pushNeighbor(n: StorageNode): void {
+    const c = this.nbCount;
+    if (c === 0) this.nb0 = n;
+    else if (c === 1) this.nb1 = n;
+    else if (c === 2) this.nbMore = [n];
+    else this.nbMore!.push(n);
+    this.nbCount = c + 1;
+  }
+
+  /** Makes `list` the kept neighbour list (copied). */
+  setNeighbors(list: readonly StorageNode[]): void {
+    const c = list.length;
+    this.nb0 = c > 0 ? list[0]! : null;
+    this.nb1 = c > 1 ? list[1]! : null;
+    this.nbMore = c > 2 ? list.slice(2) : null;
+    this.nbCount = c;
+  }
+
+  /** Keeps no neighbour list (and holds none of its storages). */
+  clearNeighbors(): void {
+    this.nb0 = this.nb1 = null;
+    this.nbMore = null;
+    this.nbCount = -1;
+  }
+
+  /**
+   * A copy of the kept neighbour list (see {@link nbCount}), valid or lapsed,
+   * or `null` when none is kept (for tests and tools; the lineage reads the
+   * entries in place).
+   */
+  get neighborList(): StorageNode[] | null {
+    const c = this.nbCount;
+    if (c < 0) return null;
+    const out: StorageNode[] = [];
+    for (let i = 0; i < c; i++) out.push(this.neighborAt(i));
+    return out;
   }
 
   /**

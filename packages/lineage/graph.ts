@@ -214,34 +214,30 @@ export class Lineage {
     }
     const epoch = this.#edgeEpoch;
     const stamp = this.nextStamp();
-    // The outputs' list: the distinct input storages. With one input it is made with room
-    // for one more, the storage a next call computes from it (a push onto a full list, or
-    // onto an empty one, reserves 17 slots).
-    let ins: StorageNode[] = [];
-    if (inputs.length === 1) {
-      const only = inputs[0]!.storage;
-      ins = [only, only];
-      ins.length = 1;
-    }
+    // The outputs' list: the distinct input storages (on the node, with no array, for one or
+    // two of them).
+    const ins = this.#inputScratch;
     for (let i = 0; i < inputs.length; i++) {
       const s = inputs[i]!.storage;
       if (s.stamp === stamp) continue;
       s.stamp = stamp;
-      if (inputs.length !== 1) ins.push(s);
+      ins.push(s);
       s.noEvictedNeighbors = 0;
-      const list = s.neighborList;
-      if (list !== null && s.neighborListAt === epoch && s.tensors.length === 1) {
-        for (let k = 0; k < outs.length; k++) list.push(outs[k]!.storage);
+      if (s.nbCount >= 0 && s.neighborListAt === epoch && s.tensors.length === 1) {
+        for (let k = 0; k < outs.length; k++) s.pushNeighbor(outs[k]!.storage);
       } else s.neighborListAt = 0;
     }
     for (let k = 0; k < outs.length; k++) {
       const s = outs[k]!.storage;
       s.noEvictedNeighbors = 0;
-      // Each its own list: a list grows in place when its storage is read.
-      s.neighborList = k === 0 ? ins : ins.slice();
+      s.setNeighbors(ins);
       s.neighborListAt = epoch;
     }
+    clearList(ins);
   }
+
+  /** {@link #newEdges}' list of a call's distinct input storages. */
+  readonly #inputScratch: StorageNode[] = [];
 
   /**
    * A storage that is `freed` from the start and not kept in {@link storages}
@@ -315,9 +311,10 @@ export class Lineage {
     if (this.cachesNeighborLists) {
       // The evicted members of the kept neighbour list: what a walk would find, in its order.
       ns = this.#scratch;
-      const all = this.neighbors(s);
-      for (let i = 0; i < all.length; i++) {
-        const n = all[i]!;
+      if (!this.#kept(s)) this.#keepNeighbors(s);
+      const c = s.nbCount;
+      for (let i = 0; i < c; i++) {
+        const n = s.neighborAt(i);
         if (n.residency === "evicted") ns.push(n);
       }
     } else ns = this.evictedNeighbors(s, this.#scratch);
@@ -349,14 +346,14 @@ export class Lineage {
   joinEvictedClass(s: StorageNode): void {
     if (!(s.compute >= 0)) this.classesNonNegative = false;
     const eq = s.eq = new EqNode(s.compute, s);
-    const all = this.#keptList(s);
-    if (all !== null) {
+    if (this.#kept(s)) {
       // The evicted members of the kept list, in a walk's order (the merges, and so every
-      // class's root and the order of its sums, are a walk's): the list is one array in
-      // the cache where the walk reads each tensor, call and edge list of a storage that
-      // has usually not been touched for thousands of calls.
-      for (let i = 0; i < all.length; i++) {
-        const n = all[i]!;
+      // class's root and the order of its sums, are a walk's): the list is on the node where
+      // the walk reads each tensor, call and edge list of a storage that has usually not
+      // been touched for thousands of calls.
+      const c = s.nbCount;
+      for (let i = 0; i < c; i++) {
+        const n = s.neighborAt(i);
         if (n.residency === "evicted" && n.eq !== null) merge(n.eq, eq);
       }
       return;
@@ -454,11 +451,11 @@ export class Lineage {
    * search to find it in no pool.
    */
   #nameNeighbors(v: StorageNode, out: StorageNode[]): void {
-    const all = this.#keptList(v);
-    if (all === null) nameNeighbors(v, out);
+    if (!this.#kept(v)) nameNeighbors(v, out);
     else {
-      for (let i = 0; i < all.length; i++) {
-        const n = all[i]!;
+      const c = v.nbCount;
+      for (let i = 0; i < c; i++) {
+        const n = v.neighborAt(i);
         if (n.residency === "resident") out.push(n);
       }
     }
@@ -512,32 +509,46 @@ export class Lineage {
    * `s` and freed ones (the kept list while {@link cachesNeighborLists}: it
    * may name storages freed since it was made). Not to be modified.
    */
-  neighbors(s: StorageNode): readonly StorageNode[] {
-    if (!this.cachesNeighborLists) return this.#walkNeighbors(s);
-    return this.#keptList(s) ?? this.#neighborList(s);
-  }
-
-  /** `s`'s kept neighbour list while it is valid (see {@link neighbors}), else `null`. */
-  #keptList(s: StorageNode): StorageNode[] | null {
-    return this.cachesNeighborLists && s.neighborListAt === this.#edgeEpoch ? s.neighborList : null;
+  neighbors(s: StorageNode): StorageNode[] {
+    return this.neighborsInto(s, []);
   }
 
   /**
-   * Walks and keeps `s`'s neighbours (see {@link StorageNode.neighborList}),
-   * but for freed ones: those are never evicted again, and a list naming none
-   * lapses only when a neighbour is freed later (a runtime's collection looks
-   * for such lists next to the storages freed since the last one).
+   * Pushes {@link neighbors} of `s` onto `out` (keeping `s`'s list where
+   * none is kept and valid) and returns it: for a caller with a list of its
+   * own to reuse.
    */
-  #neighborList(s: StorageNode): StorageNode[] {
-    const out = this.#walkNeighbors(s);
-    s.neighborList = out;
-    s.neighborListAt = this.#edgeEpoch;
+  neighborsInto(s: StorageNode, out: StorageNode[]): StorageNode[] {
+    if (!this.cachesNeighborLists) return this.#walkNeighbors(s, out);
+    if (!this.#kept(s)) this.#keepNeighbors(s);
+    const c = s.nbCount;
+    for (let i = 0; i < c; i++) out.push(s.neighborAt(i));
     return out;
   }
 
-  /** A new list of `s`'s neighbours but freed ones, each once (see {@link neighbors}). */
-  #walkNeighbors(s: StorageNode): StorageNode[] {
-    const out: StorageNode[] = [];
+  /** True while `s`'s kept neighbour list is valid (see {@link neighbors}). */
+  #kept(s: StorageNode): boolean {
+    return this.cachesNeighborLists && s.neighborListAt === this.#edgeEpoch && s.nbCount >= 0;
+  }
+
+  /**
+   * Walks and keeps `s`'s neighbours (see {@link StorageNode.nbCount}), but
+   * for freed ones: those are never evicted again, and a list naming none
+   * lapses only when a neighbour is freed later (a runtime's collection looks
+   * for such lists next to the storages freed since the last one).
+   */
+  #keepNeighbors(s: StorageNode): void {
+    const list = this.#walkNeighbors(s, this.#walkScratch);
+    s.setNeighbors(list);
+    s.neighborListAt = this.#edgeEpoch;
+    clearList(list);
+  }
+
+  /** {@link #keepNeighbors}' walk. */
+  readonly #walkScratch: StorageNode[] = [];
+
+  /** Pushes `s`'s neighbours but freed ones, each once, onto `out` (see {@link neighbors}). */
+  #walkNeighbors(s: StorageNode, out: StorageNode[]): StorageNode[] {
     const stamp = this.nextStamp();
     s.stamp = stamp;
     for (const t of s.tensors) {
@@ -603,16 +614,16 @@ export class Lineage {
    * longer be next to `s`, so no later collection would look for it.
    */
   dropFreedNeighbors(s: StorageNode): void {
-    const list = s.neighborList;
-    if (list === null) return;
+    const c = s.nbCount;
+    if (c < 0) return;
     if (s.neighborListAt !== this.#edgeEpoch) {
-      s.neighborList = null;
+      s.clearNeighbors();
       s.neighborListAt = 0;
       return;
     }
-    for (let i = 0; i < list.length; i++) {
-      if (list[i]!.residency === "freed") {
-        s.neighborList = null;
+    for (let i = 0; i < c; i++) {
+      if (s.neighborAt(i).residency === "freed") {
+        s.clearNeighbors();
         s.neighborListAt = 0;
         return;
       }
@@ -634,11 +645,11 @@ export class Lineage {
    * evicted neighbour, so none is known to have none.
    */
   evictedNeighborAppeared(v: StorageNode): void {
-    const all = this.#keptList(v);
-    if (all !== null) {
-      // The kept list names every neighbour but freed ones (which are never scored), in
-      // one array (see `joinEvictedClass`).
-      for (let i = 0; i < all.length; i++) all[i]!.noEvictedNeighbors = 0;
+    if (this.#kept(v)) {
+      // The kept list names every neighbour but freed ones (which are never scored), on the
+      // node (see `joinEvictedClass`).
+      const c = v.nbCount;
+      for (let i = 0; i < c; i++) v.neighborAt(i).noEvictedNeighbors = 0;
       return;
     }
     for (const t of v.tensors) {

@@ -303,7 +303,7 @@ Deno.test("Lineage keeps the neighbour lists a new call extends equal to a walk'
     const g = new Lineage();
     const ts: TensorNode[] = [g.addLeaf(16, "x")];
     ts[0]!.storage.residency = "resident";
-    let kept = 0, extended = 0;
+    let kept = 0, extended = 0, long = 0;
     for (let i = 0; i < 300; i++) {
       const pick = () => ts[Math.floor(rng() * ts.length)]!;
       const inputs = rng() < 0.4 ? [pick(), pick()] : [pick()];
@@ -335,6 +335,8 @@ Deno.test("Lineage keeps the neighbour lists a new call extends equal to a walk'
         if (!valid) continue;
         kept++;
         if ((before.get(s) ?? -1) >= 0 && s.neighborList.length > before.get(s)!) extended++;
+        // Past two entries a list goes on in an array of its own (`nbMore`).
+        if (s.nbCount > 2) long++;
         assert.deepEqual(
           s.neighborList.map((n) => n.id),
           walkNeighbors(s).map((n) => n.id),
@@ -342,7 +344,10 @@ Deno.test("Lineage keeps the neighbour lists a new call extends equal to a walk'
         );
       }
     }
-    assert.ok(kept > 100 && extended > 10, `lists kept (${kept}) and extended (${extended})`);
+    assert.ok(
+      kept > 100 && extended > 10 && long > 10,
+      `lists kept (${kept}), extended (${extended}) and longer than two (${long})`,
+    );
   }
 });
 
