@@ -105,7 +105,10 @@ export class Lineage {
     const id = this.#nextTensor++;
     const t = new TensorNode(id, name ?? `t${id}`, s, null, 0);
     if (s.tensors.length === 0) s.tensors = [t];
-    else s.tensors.push(t);
+    else {
+      s.tensors.push(t);
+      s.tensorsChanged();
+    }
     return t;
   }
 
@@ -165,7 +168,10 @@ export class Lineage {
       const id = this.#nextTensor++;
       const t = new TensorNode(id, spec.name ?? `t${id}`, s, call, i);
       if (s.tensors.length === 0) s.tensors = [t];
-      else s.tensors.push(t);
+      else {
+        s.tensors.push(t);
+        s.tensorsChanged();
+      }
       outs[i] = t;
     }
     for (let i = 0; i < inputs.length; i++) {
@@ -881,7 +887,7 @@ export class Lineage {
     const stack: StorageNode[] = [s];
     while (stack.length > 0) {
       const cur = stack.pop()!;
-      const p = cur.tensors[0]?.producer;
+      const p = cur.first?.producer;
       if (!p) continue;
       for (const inp of p.inputs) {
         const n = inp.storage;
