@@ -89,12 +89,8 @@ function unread(s: StorageNode): boolean {
   // The hint first: on the storage, read already, where the lists are objects of their own.
   if (s.readers > 0) return false;
   // The root, read on the node, unless views live here.
-  if (!s.hasViews) {
-    const t = s.first;
-    return t === undefined || t.consumers.length === 0;
-  }
-  const ts = s.tensors;
-  for (let i = 0; i < ts.length; i++) if (ts[i]!.consumers.length > 0) return false;
+  const nt = s.tensorCount;
+  for (let i = 0; i < nt; i++) if (s.tensorAt(i).consumers.length > 0) return false;
   return true;
 }
 
@@ -117,9 +113,9 @@ function freeChain(e: Engine, k: EngineState, s: StorageNode): void {
   freed.push(s);
   stack.push(s);
   while (stack.length > 0) {
-    const ts = stack.pop()!.tensors;
-    for (let i = 0; i < ts.length; i++) {
-      const p = ts[i]!.producer;
+    const top = stack.pop()!, nt = top.tensorCount;
+    for (let i = 0; i < nt; i++) {
+      const p = top.tensorAt(i).producer;
       if (p === null) continue;
       const ins = p.inputs;
       for (let j = 0; j < ins.length; j++) {
@@ -202,8 +198,8 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
   let budget = 16;
   while (stack.length > 0 && budget-- > 0) {
     const cur = stack.pop()!;
-    for (const t of cur.tensors) {
-      const p = t.producer;
+    for (let i = 0, nt = cur.tensorCount; i < nt; i++) {
+      const p = cur.tensorAt(i).producer;
       if (p === null) continue;
       for (const inp of p.inputs) {
         const n = inp.storage;
@@ -242,8 +238,7 @@ export function freeStorage(e: Engine, k: EngineState, s: StorageNode, note = tr
   k.pool.remove(s);
   s.residency = "freed";
   takeReady(k, s);
-  if (s.hasViews) { for (const t of s.tensors) t.defined = false; }
-  else if (s.first !== undefined) s.first.defined = false;
+  for (let i = 0, nt = s.tensorCount; i < nt; i++) s.tensorAt(i).defined = false;
   e.lineage.removeStorage(s);
   if (k.orphans.size > 0) k.orphans.delete(s);
   if (note) noteFreed(e, k, s);
@@ -299,8 +294,8 @@ function walkDependants(
   stack.push(s);
   while (stack.size > 0) {
     const cur = stack.pop()!;
-    for (const t of cur.tensors) {
-      for (const c of t.consumers) {
+    for (let i = 0, nt = cur.tensorCount; i < nt; i++) {
+      for (const c of cur.tensorAt(i).consumers) {
         if (!c.replayable) continue;
         for (const o of c.outputs) {
           const n = o.storage;
@@ -747,9 +742,9 @@ function pruneNextTo(
   maxReaders = Infinity,
 ): boolean {
   let all = true;
-  const ts = d.tensors;
-  for (let i = 0; i < ts.length; i++) {
-    const t = ts[i]!;
+  const nt = d.tensorCount;
+  for (let i = 0; i < nt; i++) {
+    const t = d.tensorAt(i);
     const p = t.producer;
     if (p !== null) {
       const ins = p.inputs;
@@ -776,9 +771,9 @@ function pruneNextTo(
 function pruneOnce(lineage: Lineage, n: StorageNode, seen: number, maxReaders: number): boolean {
   if (n.stamp === seen || n.residency === "freed") return true;
   if (maxReaders !== Infinity) {
-    const ts = n.tensors;
+    const nt = n.tensorCount;
     let readers = 0;
-    for (let i = 0; i < ts.length; i++) readers += ts[i]!.consumers.length;
+    for (let i = 0; i < nt; i++) readers += n.tensorAt(i).consumers.length;
     if (readers > maxReaders) return false;
   }
   n.stamp = seen;
@@ -802,9 +797,9 @@ function pruneAround(lineage: Lineage, s: StorageNode): void {
  * storage would reach first).
  */
 function markIfHeldNeeds(u: StorageNode, needed: number, stack: StorageNode[]): void {
-  const ts = u.tensors;
-  for (let i = 0; i < ts.length; i++) {
-    const cs = ts[i]!.consumers;
+  const nt = u.tensorCount;
+  for (let i = 0; i < nt; i++) {
+    const cs = u.tensorAt(i).consumers;
     for (let j = 0; j < cs.length; j++) {
       const c = cs[j]!;
       if (!c.replayable) continue;
@@ -827,9 +822,9 @@ function markIfHeldNeeds(u: StorageNode, needed: number, stack: StorageNode[]): 
  */
 function markInputs(cur: StorageNode, needed: number, stack: StorageNode[]): void {
   if (!cur.droppable) return;
-  const ts = cur.tensors;
-  for (let i = 0; i < ts.length; i++) {
-    const p = ts[i]!.producer;
+  const nt = cur.tensorCount;
+  for (let i = 0; i < nt; i++) {
+    const p = cur.tensorAt(i).producer;
     if (p === null || !p.replayable) continue;
     const ins = p.inputs;
     for (let j = 0; j < ins.length; j++) {
@@ -848,10 +843,10 @@ function markInputs(cur: StorageNode, needed: number, stack: StorageNode[]): voi
  * walk up the stack may be iterating this one).
  */
 function pruneDeadConsumers(s: StorageNode): void {
-  const ts = s.tensors;
+  const nt = s.tensorCount;
   let readers = 0;
-  for (let i = 0; i < ts.length; i++) {
-    const t = ts[i]!;
+  for (let i = 0; i < nt; i++) {
+    const t = s.tensorAt(i);
     const cs = t.consumers;
     let j = 0;
     while (j < cs.length && !allFreed(cs[j]!)) j++;
