@@ -168,14 +168,6 @@ export class StorageNode {
   get hasViews(): boolean {
     return this.#views;
   }
-  /** The number of {@link tensors} (the list itself is read only where views live here). */
-  get tensorCount(): number {
-    return this.#views ? this.#tensors.length : this.#first === undefined ? 0 : 1;
-  }
-  /** `tensors[i]` (0 <= i < {@link tensorCount}), read on the node where no views live here. */
-  tensorAt(i: number): TensorNode {
-    return this.#views ? this.#tensors[i]! : this.#first!;
-  }
   /** The list of {@link tensors} was changed in place (a view pushed, a tensor removed). */
   tensorsChanged(): void {
     const list = this.#tensors;

@@ -296,8 +296,9 @@ function drop(
   }
   k.exec.release(s);
   s.residency = "evicted";
-  // Read on the node where no views live here: a victim's list is cold.
-  for (let i = 0, nt = s.tensorCount; i < nt; i++) s.tensorAt(i).defined = false;
+  // The root alone, read on the node, unless views live here: a victim's list is cold.
+  if (s.hasViews) { for (const t of s.tensors) t.defined = false; }
+  else s.first!.defined = false;
   e.used -= s.bytes;
   k.pool.remove(s);
   s.evictions++;

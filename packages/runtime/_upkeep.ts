@@ -89,8 +89,12 @@ function unread(s: StorageNode): boolean {
   // The hint first: on the storage, read already, where the lists are objects of their own.
   if (s.readers > 0) return false;
   // The root, read on the node, unless views live here.
-  const nt = s.tensorCount;
-  for (let i = 0; i < nt; i++) if (s.tensorAt(i).consumers.length > 0) return false;
+  if (!s.hasViews) {
+    const t = s.first;
+    return t === undefined || t.consumers.length === 0;
+  }
+  const ts = s.tensors;
+  for (let i = 0; i < ts.length; i++) if (ts[i]!.consumers.length > 0) return false;
   return true;
 }
 
@@ -113,9 +117,9 @@ function freeChain(e: Engine, k: EngineState, s: StorageNode): void {
   freed.push(s);
   stack.push(s);
   while (stack.length > 0) {
-    const top = stack.pop()!, nt = top.tensorCount;
-    for (let i = 0; i < nt; i++) {
-      const p = top.tensorAt(i).producer;
+    const ts = stack.pop()!.tensors;
+    for (let i = 0; i < ts.length; i++) {
+      const p = ts[i]!.producer;
       if (p === null) continue;
       const ins = p.inputs;
       for (let j = 0; j < ins.length; j++) {
@@ -198,8 +202,8 @@ function reapAncestors(e: Engine, k: EngineState, s: StorageNode): void {
   let budget = 16;
   while (stack.length > 0 && budget-- > 0) {
     const cur = stack.pop()!;
-    for (let i = 0, nt = cur.tensorCount; i < nt; i++) {
-      const p = cur.tensorAt(i).producer;
+    for (const t of cur.tensors) {
+      const p = t.producer;
       if (p === null) continue;
       for (const inp of p.inputs) {
         const n = inp.storage;
@@ -238,7 +242,8 @@ export function freeStorage(e: Engine, k: EngineState, s: StorageNode, note = tr
   k.pool.remove(s);
   s.residency = "freed";
   takeReady(k, s);
-  for (let i = 0, nt = s.tensorCount; i < nt; i++) s.tensorAt(i).defined = false;
+  if (s.hasViews) { for (const t of s.tensors) t.defined = false; }
+  else if (s.first !== undefined) s.first.defined = false;
   e.lineage.removeStorage(s);
   if (k.orphans.size > 0) k.orphans.delete(s);
   if (note) noteFreed(e, k, s);
@@ -294,8 +299,8 @@ function walkDependants(
   stack.push(s);
   while (stack.size > 0) {
     const cur = stack.pop()!;
-    for (let i = 0, nt = cur.tensorCount; i < nt; i++) {
-      for (const c of cur.tensorAt(i).consumers) {
+    for (const t of cur.tensors) {
+      for (const c of t.consumers) {
         if (!c.replayable) continue;
         for (const o of c.outputs) {
           const n = o.storage;
@@ -742,9 +747,9 @@ function pruneNextTo(
   maxReaders = Infinity,
 ): boolean {
   let all = true;
-  const nt = d.tensorCount;
-  for (let i = 0; i < nt; i++) {
-    const t = d.tensorAt(i);
+  const ts = d.tensors;
+  for (let i = 0; i < ts.length; i++) {
+    const t = ts[i]!;
     const p = t.producer;
     if (p !== null) {
       const ins = p.inputs;
@@ -771,9 +776,9 @@ function pruneNextTo(
 function pruneOnce(lineage: Lineage, n: StorageNode, seen: number, maxReaders: number): boolean {
   if (n.stamp === seen || n.residency === "freed") return true;
   if (maxReaders !== Infinity) {
-    const nt = n.tensorCount;
+    const ts = n.tensors;
     let readers = 0;
-    for (let i = 0; i < nt; i++) readers += n.tensorAt(i).consumers.length;
+    for (let i = 0; i < ts.length; i++) readers += ts[i]!.consumers.length;
     if (readers > maxReaders) return false;
   }
   n.stamp = seen;
@@ -797,9 +802,9 @@ function pruneAround(lineage: Lineage, s: StorageNode): void {
  * storage would reach first).
  */
 function markIfHeldNeeds(u: StorageNode, needed: number, stack: StorageNode[]): void {
-  const nt = u.tensorCount;
-  for (let i = 0; i < nt; i++) {
-    const cs = u.tensorAt(i).consumers;
+  const ts = u.tensors;
+  for (let i = 0; i < ts.length; i++) {
+    const cs = ts[i]!.consumers;
     for (let j = 0; j < cs.length; j++) {
       const c = cs[j]!;
       if (!c.replayable) continue;
@@ -822,9 +827,9 @@ function markIfHeldNeeds(u: StorageNode, needed: number, stack: StorageNode[]): 
  */
 function markInputs(cur: StorageNode, needed: number, stack: StorageNode[]): void {
   if (!cur.droppable) return;
-  const nt = cur.tensorCount;
-  for (let i = 0; i < nt; i++) {
-    const p = cur.tensorAt(i).producer;
+  const ts = cur.tensors;
+  for (let i = 0; i < ts.length; i++) {
+    const p = ts[i]!.producer;
     if (p === null || !p.replayable) continue;
     const ins = p.inputs;
     for (let j = 0; j < ins.length; j++) {
@@ -843,10 +848,10 @@ function markInputs(cur: StorageNode, needed: number, stack: StorageNode[]): voi
  * walk up the stack may be iterating this one).
  */
 function pruneDeadConsumers(s: StorageNode): void {
-  const nt = s.tensorCount;
+  const ts = s.tensors;
   let readers = 0;
-  for (let i = 0; i < nt; i++) {
-    const t = s.tensorAt(i);
+  for (let i = 0; i < ts.length; i++) {
+    const t = ts[i]!;
     const cs = t.consumers;
     let j = 0;
     while (j < cs.length && !allFreed(cs[j]!)) j++;
