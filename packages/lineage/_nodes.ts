@@ -137,43 +137,12 @@ export class StorageNode {
   nbMore: StorageNode[] | null = null;
   /** See {@link nbCount}; 0 when the list lapsed. */
   neighborListAt = 0;
-  #tensors: TensorNode[] = NO_TENSORS;
   /**
-   * `tensors[0]`, kept on the node: read through {@link first} (a free, a
-   * drop's `droppable`, a name), it spares the two cache misses of the list
-   * (an array object, then its elements) where a storage is read cold.
+   * Tensors living in this storage; `tensors[0]` is the root (owner), the others
+   * are views. Starts as a shared empty list: replace it, never push onto it, while
+   * it is empty.
    */
-  #first: TensorNode | undefined = undefined;
-  /** More than one tensor lives here (views): see {@link hasViews}. */
-  #views = false;
-  /**
-   * Tensors living in this storage; `tensors[0]` is the root (owner), the
-   * others are views. Starts as a shared empty list: replace it, never push
-   * onto it, while it is empty. A writer that changes the list in place calls
-   * {@link tensorsChanged}.
-   */
-  get tensors(): TensorNode[] {
-    return this.#tensors;
-  }
-  set tensors(list: TensorNode[]) {
-    this.#tensors = list;
-    this.#first = list[0];
-    this.#views = list.length > 1;
-  }
-  /** `tensors[0]`, the root (owner), or `undefined` without tensors. */
-  get first(): TensorNode | undefined {
-    return this.#first;
-  }
-  /** True when views live here beside {@link first} (`tensors` is longer than one). */
-  get hasViews(): boolean {
-    return this.#views;
-  }
-  /** The list of {@link tensors} was changed in place (a view pushed, a tensor removed). */
-  tensorsChanged(): void {
-    const list = this.#tensors;
-    this.#first = list[0];
-    this.#views = list.length > 1;
-  }
+  tensors: TensorNode[] = NO_TENSORS;
   /**
    * Position in the runtime's evictable pool, or -1 (owned by the pool, which
    * keeps the rest of its state by this position); -2 for a member of a pool
@@ -324,18 +293,18 @@ export class StorageNode {
 
   /** The owning tensor (first created in this storage). */
   get root(): TensorNode {
-    return this.#first!;
+    return this.tensors[0]!;
   }
 
   /** True when the owning tensor has a replayable producer (so it may be dropped). */
   get droppable(): boolean {
-    const p = this.#first?.producer;
+    const p = this.tensors[0]?.producer;
     return p !== null && p !== undefined && p.replayable;
   }
 
   /** A name for messages: the root tensor's name. */
   get name(): string {
-    return this.#first?.name ?? `s${this.id}`;
+    return this.tensors[0]?.name ?? `s${this.id}`;
   }
 }
 
@@ -422,7 +391,7 @@ export class TensorNode {
 
   /** True when this tensor is a view of another tensor's storage. */
   get isAlias(): boolean {
-    return this.storage.first !== this;
+    return this.storage.tensors[0] !== this;
   }
 }
 

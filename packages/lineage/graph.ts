@@ -105,10 +105,7 @@ export class Lineage {
     const id = this.#nextTensor++;
     const t = new TensorNode(id, name ?? `t${id}`, s, null, 0);
     if (s.tensors.length === 0) s.tensors = [t];
-    else {
-      s.tensors.push(t);
-      s.tensorsChanged();
-    }
+    else s.tensors.push(t);
     return t;
   }
 
@@ -168,10 +165,7 @@ export class Lineage {
       const id = this.#nextTensor++;
       const t = new TensorNode(id, spec.name ?? `t${id}`, s, call, i);
       if (s.tensors.length === 0) s.tensors = [t];
-      else {
-        s.tensors.push(t);
-        s.tensorsChanged();
-      }
+      else s.tensors.push(t);
       outs[i] = t;
     }
     for (let i = 0; i < inputs.length; i++) {
@@ -887,7 +881,7 @@ export class Lineage {
     const stack: StorageNode[] = [s];
     while (stack.length > 0) {
       const cur = stack.pop()!;
-      const p = cur.first?.producer;
+      const p = cur.tensors[0]?.producer;
       if (!p) continue;
       for (const inp of p.inputs) {
         const n = inp.storage;

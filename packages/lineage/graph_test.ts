@@ -404,31 +404,3 @@ Deno.test("a name carried out of a scope takes its prefix once the scope closes,
   assert.equal(z.name, "s2.c0.0", "carried out of a scope closed already");
   assert.deepEqual(g.toJSON().storages.map((s) => s.tensors[0]), ["s1.c3.0", "w2", "s2.c0.0"]);
 });
-
-Deno.test("StorageNode.first and hasViews follow its tensors list however it changes", () => {
-  const g = new Lineage();
-  const x = g.addLeaf(16, "x");
-  const s = x.storage;
-  const check = (why: string) => {
-    assert.equal(s.first, s.tensors[0], `${why}: first`);
-    assert.equal(s.hasViews, s.tensors.length > 1, `${why}: hasViews`);
-  };
-  check("a leaf");
-  const [v] = g.addCall("view", [], [x], [{ bytes: 0, alias: 0 }], 1);
-  assert.equal(v!.storage, s);
-  check("a view pushed");
-  assert.equal(s.root, x);
-  // A writer removing the root in place says so.
-  s.tensors.splice(0, 1);
-  s.tensorsChanged();
-  check("the root removed");
-  assert.equal(s.first, v);
-  const taken = s.takeTensors();
-  assert.deepEqual(taken, [v]);
-  check("taken");
-  assert.equal(s.first, undefined);
-  assert.equal(s.droppable, false);
-  s.tensors = [x, v!];
-  check("replaced");
-  assert.equal(s.droppable, false, "a leaf's root has no producer");
-});

@@ -296,9 +296,7 @@ function drop(
   }
   k.exec.release(s);
   s.residency = "evicted";
-  // The root alone, read on the node, unless views live here: a victim's list is cold.
-  if (s.hasViews) { for (const t of s.tensors) t.defined = false; }
-  else s.first!.defined = false;
+  for (const t of s.tensors) t.defined = false;
   e.used -= s.bytes;
   k.pool.remove(s);
   s.evictions++;
@@ -394,7 +392,7 @@ export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   s.residency = "resident";
   e.hostUsed -= s.bytes;
   addUsed(e, s.bytes);
-  for (const t of swappedDefined.get(s) ?? [s.first!]) t.defined = true;
+  for (const t of swappedDefined.get(s) ?? [s.tensors[0]!]) t.defined = true;
   swappedDefined.delete(s);
   s.remats++;
   const st = e.stats;

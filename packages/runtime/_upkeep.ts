@@ -88,11 +88,6 @@ export function release(e: Engine, k: EngineState, t: TensorNode): void {
 function unread(s: StorageNode): boolean {
   // The hint first: on the storage, read already, where the lists are objects of their own.
   if (s.readers > 0) return false;
-  // The root, read on the node, unless views live here.
-  if (!s.hasViews) {
-    const t = s.first;
-    return t === undefined || t.consumers.length === 0;
-  }
   const ts = s.tensors;
   for (let i = 0; i < ts.length; i++) if (ts[i]!.consumers.length > 0) return false;
   return true;
@@ -242,8 +237,7 @@ export function freeStorage(e: Engine, k: EngineState, s: StorageNode, note = tr
   k.pool.remove(s);
   s.residency = "freed";
   takeReady(k, s);
-  if (s.hasViews) { for (const t of s.tensors) t.defined = false; }
-  else if (s.first !== undefined) s.first.defined = false;
+  for (const t of s.tensors) t.defined = false;
   e.lineage.removeStorage(s);
   if (k.orphans.size > 0) k.orphans.delete(s);
   if (note) noteFreed(e, k, s);
@@ -404,7 +398,7 @@ function invalidateWalked(
   const held: StorageNode[] = [];
   try {
     for (const n of referenced) {
-      if (n.residency === "evicted") materialize(e, k, n.first!, true);
+      if (n.residency === "evicted") materialize(e, k, n.tensors[0]!, true);
       // Its views as well: the call of one may read `s` (it is frozen below), and a view
       // left undefined could then never be brought back, its storage dropped or not.
       const ts = n.tensors;
@@ -413,7 +407,7 @@ function invalidateWalked(
       held.push(n);
     }
     for (const n of referenced) {
-      const p = n.first!.producer;
+      const p = n.tensors[0]!.producer;
       if (p !== null && p.replayable) {
         p.replayable = false;
         for (const o of p.outputs) {

@@ -211,7 +211,7 @@ export class Engine {
       restore: (name) => {
         const s = this.#findByName(name);
         if (!s || s.residency === "resident") return false;
-        const t = s.first;
+        const t = s.tensors[0];
         if (!t || (s.residency !== "evicted" && s.residency !== "swapped")) return false;
         materialize(this, k, t, true);
         return true;
@@ -374,10 +374,7 @@ export class Engine {
         s.extRefs -= t.extRefs;
         t.extRefs = 0;
         const j = s.tensors.indexOf(t);
-        if (j >= 0) {
-          s.tensors.splice(j, 1);
-          s.tensorsChanged();
-        }
+        if (j >= 0) s.tensors.splice(j, 1);
         if (s.tensors.length === 0 && !outputs.some((o) => o.storage === s)) {
           this.lineage.removeStorage(s);
         }

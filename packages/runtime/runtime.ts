@@ -184,7 +184,7 @@ function sameCall(
 /** The value in input buffer `i` of a call of `kernel`. */
 function inputTensor(kernel: KernelName, ins: readonly StorageNode[], i: number): TensorNode {
   const x = ins[i]!;
-  const t = x.first;
+  const t = x.tensors[0];
   if (t === undefined) {
     throw new KernelError(kernel, `input ${i} (buffer ${x.id}) was never written or computed`);
   }
@@ -332,7 +332,7 @@ export class Runtime implements Backend {
     this.#record = options.record ? [] : null;
     this.engine.resolveName = (name) => {
       const s = this.#stepOutput(name) ?? this.#named().get(name);
-      return s !== undefined && s.first?.name === name ? s : undefined;
+      return s !== undefined && s.tensors[0]?.name === name ? s : undefined;
     };
   }
 
@@ -341,7 +341,7 @@ export class Runtime implements Backend {
     const m = STEP_OUTPUT.exec(name);
     if (m === null) return undefined;
     const s = this.#callOuts[Number(m[1])]?.[Number(m[2])];
-    return s !== undefined && s.first?.name === name ? s : undefined;
+    return s !== undefined && s.tensors[0]?.name === name ? s : undefined;
   }
 
   #leafName(): string {
@@ -453,7 +453,7 @@ export class Runtime implements Backend {
   #liveConstants(): TraceEvent[] {
     const events: TraceEvent[] = [];
     for (const s of this.engine.lineage.storages.values()) {
-      const t = s.first;
+      const t = s.tensors[0];
       if (
         t === undefined || s.extRefs <= 0 || s.residency === "empty" || s.residency === "freed"
       ) continue;
@@ -501,7 +501,7 @@ export class Runtime implements Backend {
       this.#namesStale = false;
       const m = this.#names;
       this.engine.lineage.storages.forEach((s) => {
-        const root = s.first;
+        const root = s.tensors[0];
         if (root !== undefined && s.residency !== "freed") m.set(root.name, s);
       });
     }
@@ -524,7 +524,7 @@ export class Runtime implements Backend {
   /** Starts bringing a swapped buffer back ahead of use (asynchronous where the backend is). */
   prefetch(buf: DeviceBuffer): void {
     const s = this.#own(buf, "prefetch");
-    const t = s.first;
+    const t = s.tensors[0];
     if (t !== undefined && s.residency === "swapped") this.engine.materialize(t);
   }
 
@@ -545,7 +545,7 @@ export class Runtime implements Backend {
   free(buf: DeviceBuffer): void {
     const s = this.#own(buf, "free");
     s.buffer = 2;
-    const t = s.first;
+    const t = s.tensors[0];
     if (t === undefined) {
       this.engine.lineage.removeStorage(s);
       return;
@@ -561,7 +561,7 @@ export class Runtime implements Backend {
         `${this.name}.write: ${data.byteLength} bytes at offset ${offsetBytes} do not fit a buffer of ${s.bytes}`,
       );
     }
-    const old = s.first;
+    const old = s.tensors[0];
     let t: TensorNode;
     if (old === undefined) {
       t = this.engine.leaf(s.bytes, this.#leafName(), { storage: s });
@@ -590,7 +590,7 @@ export class Runtime implements Backend {
 
   read(buf: DeviceBuffer, bytes?: number): Uint8Array {
     const s = this.#own(buf, "read");
-    const t = s.first;
+    const t = s.tensors[0];
     if (t === undefined) {
       throw new Error(`${this.name}.read: buffer ${buf.id} was never written or computed`);
     }
@@ -684,7 +684,7 @@ export class Runtime implements Backend {
     const engine = this.engine;
     for (let k = 0; k < no; k++) {
       const s = outs[k]!;
-      const old = s.first;
+      const old = s.tensors[0];
       if (old !== undefined) {
         // A value nothing was computed from needs no dependents made independent.
         if (hasConsumers(s)) engine.invalidate(s);
@@ -879,7 +879,7 @@ export class Runtime implements Backend {
       if (s.stamp === stamp) continue;
       s.stamp = stamp;
       mutated.push(s);
-      oldNames.push(s.first!.name);
+      oldNames.push(s.tensors[0]!.name);
       bytes += s.bytes;
     }
     const names = this.#record === null ? null : tensors.map((t) => t.name);

@@ -345,7 +345,7 @@ function mutateInPlace(
     bytes += s.bytes;
   }
   engine.beforeInPlace();
-  const old = written.map((s) => s.first!);
+  const old = written.map((s) => s.tensors[0]!);
   const ext: number[] = [];
   const mark = engine.lockInputs(inputs);
   try {
