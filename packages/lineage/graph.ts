@@ -442,7 +442,7 @@ export class Lineage {
   /**
    * Pushes the resident storages next to `v` onto `out`: those of its kept
    * neighbour list where valid (each once), else those a walk of its edges
-   * finds, with repeats. The kept list is one array where the walk reads
+   * finds, with repeats. The kept list is on `v`'s node where the walk reads
    * `v`'s tensors, calls and edge lists, cold when `v` is freed long after it
    * was evicted. Only resident ones: no other keeps a floor (an evictable pool
    * holds resident storages, and a storage enters it with none). In the
@@ -507,7 +507,7 @@ export class Lineage {
    * `s`'s neighbours: the storages of the inputs of the calls producing its
    * tensors and of the outputs of the calls consuming them, each once, but
    * `s` and freed ones (the kept list while {@link cachesNeighborLists}: it
-   * may name storages freed since it was made). Not to be modified.
+   * may name storages freed since it was made), in a new list.
    */
   neighbors(s: StorageNode): StorageNode[] {
     return this.neighborsInto(s, []);
