@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { EqNode, merge } from "@libra/lineage";
 import { context, evictionPolicyConformance, fixture } from "./_conformance.ts";
 import {
   createPolicy,
@@ -57,12 +56,12 @@ Deno.test("dtr adds the evicted neighbourhood; dtr-eq the distinct neighbouring 
   const m = (i: number) => chain[i]!.bytes * (1000 - chain[i]!.lastAccess);
   assert.equal(new DtrPolicy().score(chain[2]!, ctx), (c[2]! + c[1]! + c[3]!) / m(2));
   assert.equal(new DtrPolicy().score(chain[4]!, ctx), (c[4]! + c[3]! + c[5]!) / m(4));
-  chain[1]!.eq = new EqNode(c[1]!);
-  chain[3]!.eq = new EqNode(c[3]!);
-  chain[5]!.eq = new EqNode(c[5]!);
+  chain[1]!.eq = lineage.classes.add(c[1]!);
+  chain[3]!.eq = lineage.classes.add(c[3]!);
+  chain[5]!.eq = lineage.classes.add(c[5]!);
   assert.equal(new DtrEqPolicy().score(chain[2]!, ctx), (c[2]! + c[1]! + c[3]!) / m(2));
-  merge(chain[3]!.eq, chain[5]!.eq);
-  merge(chain[1]!.eq, chain[3]!.eq);
+  lineage.classes.merge(chain[3]!.eq, chain[5]!.eq);
+  lineage.classes.merge(chain[1]!.eq, chain[3]!.eq);
   // One class {t1, t3, t5} now: counted once, at its full value.
   const all = c[1]! + c[3]! + c[5]!;
   assert.equal(new DtrEqPolicy().score(chain[2]!, ctx), (c[2]! + all) / m(2));

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { EqNode } from "./union_find.ts";
+import { NO_CLASS } from "./union_find.ts";
 import type { Lineage } from "./graph.ts";
 
 /**
@@ -113,10 +113,11 @@ export class StorageNode {
   noEvictedNeighbors = 0;
   #residency: Residency = "empty";
   /**
-   * `dtr-eq`'s equivalence-class node while evicted and classes are kept;
-   * `null` otherwise (written only through the lineage's class methods).
+   * `dtr-eq`'s equivalence-class node (in the lineage's `classes`) while
+   * evicted and classes are kept; `NO_CLASS` (-1) otherwise (written only
+   * through the lineage's class methods).
    */
-  eq: EqNode | null = null;
+  eq: number = NO_CLASS;
   /**
    * The length of the kept list of every neighbour (evicted or not), in the
    * order {@link Lineage.evictedNeighbors} walks them, or -1 when none is

@@ -12,7 +12,7 @@
  */
 
 import { jsonToDot, lineageToJSON } from "./_export.ts";
-import { addToClass, DEPARTED, EqNode, find, merge } from "./union_find.ts";
+import { ClassForest, DEPARTED, NO_CLASS } from "./union_find.ts";
 import { StorageTable } from "./_storage_table.ts";
 import {
   CallNode,
@@ -254,6 +254,14 @@ export class Lineage {
   /** Forgets a storage (after it is freed for good). */
   removeStorage(s: StorageNode): void {
     this.storages.remove(s.id);
+    // A class it still holds keeps its node and its value, and the node still names it (a
+    // walk of a small class's members names the neighbours of freed ones, as it always
+    // has), but the class is no longer held up by it: once every member has gone, its nodes
+    // are reused.
+    if (s.eq !== NO_CLASS) {
+      this.classes.depart(s.eq, true);
+      s.eq = NO_CLASS;
+    }
   }
 
   /** A fresh traversal stamp (storages whose `stamp` differs are unvisited). */
@@ -323,14 +331,14 @@ export class Lineage {
       return 0;
     }
     let sum = 0;
-    const roots = this.#roots;
+    const roots = this.#roots, f = this.classes;
     for (let i = 0; i < ns.length; i++) {
       const n = ns[i]!;
-      if (n.eq === null) continue;
-      const r = find(n.eq);
+      if (n.eq === NO_CLASS) continue;
+      const r = f.find(n.eq);
       if (!roots.includes(r)) {
         roots.push(r);
-        sum += r.value;
+        sum += f.value(r);
       }
     }
     clearList(ns);
@@ -345,7 +353,11 @@ export class Lineage {
    */
   joinEvictedClass(s: StorageNode): void {
     if (!(s.compute >= 0)) this.classesNonNegative = false;
-    const eq = s.eq = new EqNode(s.compute, s);
+    const f = this.classes;
+    if (s.eq !== NO_CLASS) {
+      throw new Error(`joinEvictedClass ${s.name}: the storage already holds a class`);
+    }
+    const eq = s.eq = f.add(s.compute, s);
     if (this.#kept(s)) {
       // The evicted members of the kept list, in a walk's order (the merges, and so every
       // class's root and the order of its sums, are a walk's): the list is on the node where
@@ -354,14 +366,14 @@ export class Lineage {
       const c = s.nbCount;
       for (let i = 0; i < c; i++) {
         const n = s.neighborAt(i);
-        if (n.residency === "evicted" && n.eq !== null) merge(n.eq, eq);
+        if (n.residency === "evicted" && n.eq !== NO_CLASS) f.merge(n.eq, eq);
       }
       return;
     }
     const ns = this.evictedNeighbors(s, this.#scratch);
     for (let i = 0; i < ns.length; i++) {
       const n = ns[i]!;
-      if (n.eq !== null) merge(n.eq, eq);
+      if (n.eq !== NO_CLASS) f.merge(n.eq, eq);
     }
     clearList(ns);
   }
@@ -382,29 +394,31 @@ export class Lineage {
    */
   leaveClass(s: StorageNode): void {
     const eq = s.eq;
-    if (eq === null) return;
+    if (eq === NO_CLASS) return;
+    const f = this.classes;
     if (!this.keepsFloors || !(s.compute >= 0)) this.neighborCostEpoch++;
-    else if (find(eq).size > CLASS_LAPSE_LIMIT) this.classDecrease += s.compute;
+    else if (f.size(eq) > CLASS_LAPSE_LIMIT) this.classDecrease += s.compute;
     else {
       const out = this.floorsLapsed;
       let unknown = false;
-      for (let x = eq.next; x !== eq; x = x.next) {
-        const u = x.item;
-        // Nodes of members that left the class (re-materialized, freed) are passed over:
-        // their neighbours were named when they left. A node made elsewhere names no
-        // storage: every floor falls then.
+      for (let x = f.next(eq); x !== eq; x = f.next(x)) {
+        const u = f.item(x);
+        // Nodes of members that left the class (re-materialized, or forgotten by a
+        // collection) are passed over: their neighbours were named when they left. Members
+        // freed holding their node (a chain freed at once) are named as the others are. A
+        // node made elsewhere names no storage: every floor falls then.
         if (u === DEPARTED) continue;
         if (u === null) unknown = true;
-        else if ((u as StorageNode).eq === x) this.#nameNeighbors(u as StorageNode, out);
+        else this.#nameNeighbors(u as StorageNode, out);
       }
       if (unknown) this.classDecrease += s.compute;
       this.#checkLapsed();
     }
-    addToClass(eq, -s.compute);
-    if (!(find(eq).value >= 0)) this.classesNonNegative = false;
+    f.addTo(eq, -s.compute);
+    if (!(f.value(eq) >= 0)) this.classesNonNegative = false;
     // The class keeps the node, not the storage (which may be freed long before the class).
-    eq.item = DEPARTED;
-    s.eq = null;
+    f.depart(eq);
+    s.eq = NO_CLASS;
   }
 
   /**
@@ -417,11 +431,11 @@ export class Lineage {
 
   /** `s`'s value is gone (freed or retired): it holds no class (the class keeps its value). */
   forgetClass(s: StorageNode): void {
-    if (s.eq !== null) {
+    if (s.eq !== NO_CLASS) {
       this.neighborCostFell(s);
-      s.eq.item = DEPARTED;
+      this.classes.depart(s.eq);
+      s.eq = NO_CLASS;
     }
-    s.eq = null;
   }
 
   /**
@@ -493,14 +507,20 @@ export class Lineage {
    */
   readonly floorsLapsed: StorageNode[] = [];
 
-  /** `s`'s `dtr-eq` class node, or `null` (see {@link StorageNode.eq}). */
-  classOf(s: StorageNode): EqNode | null {
+  /**
+   * `dtr-eq`'s equivalence classes: a node of this forest is the class of
+   * each evicted storage while classes are kept ({@link StorageNode.eq}).
+   */
+  readonly classes: ClassForest = new ClassForest();
+
+  /** `s`'s `dtr-eq` class node in {@link classes}, or `NO_CLASS` (see {@link StorageNode.eq}). */
+  classOf(s: StorageNode): number {
     return s.eq;
   }
 
   /** The value of `s`'s `dtr-eq` class (see {@link StorageNode.eq}), or `undefined` without one. */
   classValueOf(s: StorageNode): number | undefined {
-    return s.eq === null ? undefined : find(s.eq).value;
+    return s.eq === NO_CLASS ? undefined : this.classes.value(s.eq);
   }
 
   /**
@@ -631,7 +651,7 @@ export class Lineage {
   }
 
   readonly #scratch: StorageNode[] = [];
-  readonly #roots: EqNode[] = [];
+  readonly #roots: number[] = [];
 
   /**
    * True once {@link neighborClassCost} has been asked: it remembers the

@@ -7,7 +7,7 @@ import {
   type StorageNode,
   type TensorNode,
 } from "./graph.ts";
-import { classValue, DEPARTED, EqNode, find, merge } from "./union_find.ts";
+import { ClassForest, DEPARTED, NO_CLASS } from "./union_find.ts";
 
 /**
  * Diamond-and-tail graph, costs in brackets:
@@ -63,50 +63,122 @@ Deno.test("Lineage.evictedNeighborhood() follows evicted storages transitively",
 Deno.test("Lineage.neighborClassCost() counts each evicted equivalence class once", () => {
   const { g, a, b, c, d } = diamond();
   evict(b, c);
-  b.storage.eq = new EqNode(2);
-  c.storage.eq = new EqNode(4);
+  b.storage.eq = g.classes.add(2);
+  c.storage.eq = g.classes.add(4);
   assert.equal(g.neighborClassCost(d.storage), 6, "two classes");
-  merge(b.storage.eq, c.storage.eq);
+  g.classes.merge(b.storage.eq, c.storage.eq);
   assert.equal(g.neighborClassCost(d.storage), 6, "one class of 6, counted once");
   assert.equal(g.neighborClassCost(a.storage), 6);
 });
 
 Deno.test("union-find merges sum values, subtract on re-materialize, never split", () => {
-  const n = Array.from({ length: 5 }, (_, i) => new EqNode(2 ** i));
-  merge(n[0]!, n[1]!);
-  merge(n[2]!, n[3]!);
-  assert.equal(classValue(n[1]!), 3);
-  assert.equal(classValue(n[3]!), 12);
-  merge(n[1]!, n[3]!);
-  assert.equal(classValue(n[0]!), 15);
-  assert.equal(find(n[0]!), find(n[2]!));
-  merge(n[0]!, n[2]!);
-  assert.equal(classValue(n[0]!), 15, "merging one class twice adds nothing");
-  find(n[1]!).value -= 2; // n[1] re-materialized
-  assert.equal(classValue(n[3]!), 13);
-  assert.equal(classValue(n[4]!), 16, "untouched class");
+  const f = new ClassForest();
+  const n = Array.from({ length: 5 }, (_, i) => f.add(2 ** i));
+  f.merge(n[0]!, n[1]!);
+  f.merge(n[2]!, n[3]!);
+  assert.equal(f.value(n[1]!), 3);
+  assert.equal(f.value(n[3]!), 12);
+  f.merge(n[1]!, n[3]!);
+  assert.equal(f.value(n[0]!), 15);
+  assert.equal(f.find(n[0]!), f.find(n[2]!));
+  f.merge(n[0]!, n[2]!);
+  assert.equal(f.value(n[0]!), 15, "merging one class twice adds nothing");
+  f.addTo(n[1]!, -2); // n[1] re-materialized
+  assert.equal(f.value(n[3]!), 13);
+  assert.equal(f.value(n[4]!), 16, "untouched class");
 });
 
 Deno.test("union-find: next leads through every node of a class and back (oracle: find)", () => {
   let seed = 7;
   const rng = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
-  const nodes = Array.from({ length: 60 }, (_, i) => new EqNode(i));
-  for (let m = 0; m < 80; m++) {
-    merge(nodes[Math.floor(rng() * 60)]!, nodes[Math.floor(rng() * 60)]!);
+  const f = new ClassForest();
+  // Past the first capacity of the forest's arrays: they grow and keep what they held.
+  const nodes = Array.from({ length: 600 }, (_, i) => f.add(i));
+  for (let m = 0; m < 700; m++) {
+    f.merge(nodes[Math.floor(rng() * 600)]!, nodes[Math.floor(rng() * 600)]!);
+    if (m % 50 !== 49) continue;
     for (const a of nodes) {
-      const cycle = new Set<EqNode>();
+      const cycle = new Set<number>();
       let x = a;
       do {
         cycle.add(x);
-        x = x.next;
+        x = f.next(x);
       } while (x !== a && cycle.size <= nodes.length);
       assert.equal(x, a, "the cycle comes back");
-      const members = nodes.filter((n) => find(n) === find(a));
-      const at = (e: EqNode) => nodes.indexOf(e);
-      assert.deepEqual([...cycle].sort((p, q) => at(p) - at(q)), members, `merge ${m}`);
-      assert.equal(find(a).size, members.length);
+      const members = nodes.filter((n) => f.find(n) === f.find(a));
+      assert.deepEqual([...cycle].sort((p, q) => p - q), members, `merge ${m}`);
+      assert.equal(f.size(a), members.length);
+      assert.equal(f.value(a), members.reduce((s, n) => s + n, 0), "the sum of the values added");
     }
   }
+});
+
+Deno.test("union-find reuses a class's nodes once every member departed (oracle: a list of sets)", () => {
+  let seed = 11;
+  const rng = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const f = new ClassForest();
+  // The oracle: each class a set of [node, value] members, and the members not departed.
+  type Cls = { members: Map<number, number>; live: Set<number>; taken: number };
+  const of = new Map<number, Cls>();
+  const held: number[] = []; // nodes whose member is still in its class
+  const names = new Map<number, string>();
+  let highest = -1, adds = 0;
+  for (let step = 0; step < 4000; step++) {
+    const u = rng();
+    if (u < 0.4 || held.length < 2) {
+      const v = Math.floor(rng() * 100);
+      const x = f.add(v, `m${step}`);
+      names.set(x, `m${step}`);
+      adds++;
+      assert.ok(!of.has(x), `node ${x} handed out while its class is alive`);
+      of.set(x, { members: new Map([[x, v]]), live: new Set([x]), taken: 0 });
+      held.push(x);
+      highest = Math.max(highest, x);
+    } else if (u < 0.75) {
+      const a = held[Math.floor(rng() * held.length)]!, b = held[Math.floor(rng() * held.length)]!;
+      const ca = of.get(a)!, cb = of.get(b)!;
+      f.merge(a, b);
+      if (ca !== cb) {
+        for (const [n, v] of cb.members) {
+          ca.members.set(n, v);
+          of.set(n, ca);
+        }
+        for (const n of cb.live) ca.live.add(n);
+        ca.taken += cb.taken;
+      }
+    } else {
+      const i = Math.floor(rng() * held.length);
+      const x = held[i]!;
+      held[i] = held[held.length - 1]!;
+      held.pop();
+      const c = of.get(x)!;
+      const v = c.members.get(x)!;
+      f.addTo(x, -v); // re-materialized: its value leaves the class
+      c.taken += v;
+      assert.equal(f.item(x), names.get(x), "the node stands for what it was added for");
+      // A member re-materialized leaves DEPARTED in its place; one freed, its own item.
+      const keep = rng() < 0.5;
+      f.depart(x, keep);
+      c.live.delete(x);
+      if (c.live.size === 0) { for (const n of c.members.keys()) of.delete(n); }
+      else assert.equal(f.item(x), keep ? names.get(x) : DEPARTED, "the class keeps the node");
+    }
+    if (step % 97 === 0) {
+      for (const x of held) {
+        const c = of.get(x)!;
+        let sum = 0;
+        for (const v of c.members.values()) sum += v;
+        assert.equal(f.value(x), sum - c.taken, `step ${step}: class value`);
+        assert.equal(f.size(x), c.members.size, `step ${step}: class size`);
+      }
+      assert.equal(f.nodes, of.size, `step ${step}: nodes in use are those of live classes`);
+    }
+  }
+  assert.ok(highest + 1 < adds, `nodes reused: ${highest + 1} nodes for ${adds} classes made`);
+  const x = f.add(1), y = f.add(2);
+  f.merge(x, y);
+  f.depart(x, true);
+  assert.throws(() => f.depart(x), /class node \d+ has already departed/);
 });
 
 Deno.test("Lineage.leaveClass() names the neighbours of a small class's members; a large one adds to classDecrease", () => {
@@ -129,18 +201,18 @@ Deno.test("Lineage.leaveClass() names the neighbours of a small class's members;
       t.storage.residency = "evicted";
       g.joinEvictedClass(t.storage);
     }
-    assert.equal(find(chain[0]!.storage.eq!).size, n, "one class");
+    assert.equal(g.classes.size(chain[0]!.storage.eq), n, "one class");
     assert.equal(g.neighborClassCost(m.storage), (n * (n + 1)) / 2);
     g.floorsLapsed.length = 0;
     const before = g.classDecrease;
     // a0 comes back (the runtime's order: residency first, then the class).
     const a0 = chain[0]!.storage;
-    const node = a0.eq!;
-    assert.equal(node.item, a0);
+    const node = a0.eq;
+    assert.equal(g.classes.item(node), a0);
     a0.residency = "resident";
     g.leaveClass(a0);
-    assert.equal(node.item, DEPARTED, "the class keeps a0's node, not a0");
-    assert.equal(a0.eq, null);
+    assert.equal(g.classes.item(node), DEPARTED, "the class keeps a0's node, not a0");
+    assert.equal(a0.eq, NO_CLASS);
     assert.equal(g.neighborClassCost(m.storage), (n * (n + 1)) / 2 - 1, "the class fell by 1");
     const named = new Set(g.floorsLapsed);
     assert.ok(!named.has(q.storage), "q's cost did not change: not named");
@@ -151,24 +223,16 @@ Deno.test("Lineage.leaveClass() names the neighbours of a small class's members;
       assert.equal(g.classDecrease, before + 1, `class of ${n}: every floor falls by 1`);
     }
     // A member freed: its node stays in the class, without it.
-    const a1 = chain[1]!.storage, node1 = a1.eq!;
+    const a1 = chain[1]!.storage, node1 = a1.eq;
     // Its neighbours from its kept list (class of 3) or a walk of its edges (the others).
     if (n === 3) assert.equal(g.neighbors(a1).length, 2);
     g.floorsLapsed.length = 0;
     g.forgetClass(a1);
-    assert.equal(node1.item, DEPARTED);
+    assert.equal(g.classes.item(node1), DEPARTED);
     // a0 (resident again) and a2 (evicted) are next to it: only a0 is named, as no storage
     // but a resident one keeps a floor.
     assert.deepEqual(new Set(g.floorsLapsed), new Set([a0]), `class of ${n}: named`);
   }
-});
-
-Deno.test("union-find find() is iterative: a 200k-deep parent chain does not overflow", () => {
-  const nodes = Array.from({ length: 200_000 }, () => new EqNode(1));
-  for (let i = 1; i < nodes.length; i++) nodes[i - 1]!.parent = nodes[i]!;
-  nodes[nodes.length - 1]!.value = 7;
-  assert.equal(classValue(nodes[0]!), 7);
-  assert.equal(nodes[0]!.parent, nodes[nodes.length - 1], "path compressed");
 });
 
 Deno.test("Lineage.rematPlan() orders recomputation and survives a 100k evicted chain", () => {
@@ -239,10 +303,12 @@ Deno.test("Lineage.neighborClassCost() remembers storages without evicted neighb
       for (const c of t.consumers) for (const o of c.outputs) nbrs.add(o.storage);
     }
     nbrs.delete(s);
-    const roots = new Set<EqNode>();
-    for (const n of nbrs) if (n.residency === "evicted" && n.eq !== null) roots.add(find(n.eq));
+    const roots = new Set<number>();
+    for (const n of nbrs) {
+      if (n.residency === "evicted" && n.eq !== NO_CLASS) roots.add(g.classes.find(n.eq));
+    }
     let sum = 0;
-    for (const r of roots) sum += r.value;
+    for (const r of roots) sum += g.classes.value(r);
     return sum;
   };
   let hits = 0;
@@ -323,7 +389,9 @@ Deno.test("Lineage keeps the neighbour lists a new call extends equal to a walk'
       const made = g.addCall("f", [], inputs, outputs, 1 + Math.floor(rng() * 5));
       for (const t of made) {
         t.storage.residency = rng() < 0.4 ? "evicted" : "resident";
-        if (t.storage.residency === "evicted") g.joinEvictedClass(t.storage);
+        if (t.storage.residency === "evicted" && t.storage.eq === NO_CLASS) {
+          g.joinEvictedClass(t.storage);
+        }
         ts.push(t);
       }
       // Asking for class costs keeps lists (from the first question on).
@@ -382,6 +450,20 @@ Deno.test("Lineage.classValueOf() is the value of an evicted storage's class", (
   g.joinEvictedClass(d.storage);
   assert.equal(g.classValueOf(c.storage), 14);
   assert.equal(g.classValueOf(a.storage), undefined);
+  assert.throws(
+    () => g.joinEvictedClass(d.storage),
+    /joinEvictedClass d: the storage already holds a class/,
+  );
+  assert.equal(g.classValueOf(c.storage), 14, "nothing changed");
+  // Freed, it gives its node up: the class keeps its value while b and c hold it.
+  const nodes = g.classes.nodes;
+  g.removeStorage(d.storage);
+  assert.equal(d.storage.eq, NO_CLASS);
+  assert.equal(g.classValueOf(c.storage), 14);
+  assert.equal(g.classes.nodes, nodes);
+  g.forgetClass(b.storage);
+  g.forgetClass(c.storage);
+  assert.equal(g.classes.nodes, 0, "no member left: the class's nodes are reused");
 });
 
 Deno.test("a name carried out of a scope takes its prefix once the scope closes, once", () => {

@@ -8,7 +8,7 @@
  */
 
 import { type EvictAction, needsOf, type Victim } from "@libra/evict";
-import type { StorageNode, TensorNode } from "@libra/lineage";
+import { NO_CLASS, type StorageNode, type TensorNode } from "@libra/lineage";
 import type { Engine } from "./engine.ts";
 import type { EngineState } from "./_engine_state.ts";
 import { OutOfBudgetError, ThrashingError } from "./errors.ts";
@@ -258,7 +258,7 @@ export function keepClassesIfNeeded(e: Engine, k: EngineState): void {
   if (k.eqClasses || k.budget === Infinity || !needsOf(k.policy).equivalenceClasses) return;
   k.eqClasses = true;
   for (const s of e.lineage.storages.values()) {
-    if (s.residency === "evicted" && e.lineage.classOf(s) === null) {
+    if (s.residency === "evicted" && e.lineage.classOf(s) === NO_CLASS) {
       e.lineage.joinEvictedClass(s);
     }
   }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { AnalyticCostModel, DEVICE_PEAKS } from "@libra/cost";
 import { createPolicy, type EvictionPolicy } from "@libra/evict";
-import { classValue, type TensorNode } from "@libra/lineage";
+import { NO_CLASS, type TensorNode } from "@libra/lineage";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { Engine, RELEASE_SAMPLE } from "./engine.ts";
 import { SEARCH_SAMPLE } from "./_eviction.ts";
@@ -88,20 +88,20 @@ Deno.test("Engine keeps dtr-eq classes: merge on evict, subtract on re-materiali
   search(e, x);
   e.evict(c.storage, "drop", "policy");
   assert.notEqual(
-    classValue(e.lineage.classOf(a.storage)!),
-    classValue(e.lineage.classOf(c.storage)!) + 1,
+    e.lineage.classValueOf(a.storage),
+    e.lineage.classValueOf(c.storage)! + 1,
     "two classes",
   );
-  assert.equal(classValue(e.lineage.classOf(a.storage)!), 10);
-  assert.equal(classValue(e.lineage.classOf(c.storage)!), 40);
+  assert.equal(e.lineage.classValueOf(a.storage), 10);
+  assert.equal(e.lineage.classValueOf(c.storage), 40);
   assert.equal(e.lineage.neighborClassCost(b.storage), 50);
   e.evict(b.storage, "drop", "policy");
-  assert.equal(classValue(e.lineage.classOf(a.storage)!), 70, "b joined a and c into one class");
+  assert.equal(e.lineage.classValueOf(a.storage), 70, "b joined a and c into one class");
   assert.equal(e.lineage.neighborClassCost(d.storage), 70);
   e.materialize(b); // recomputes a then b
-  assert.equal(e.lineage.classOf(a.storage), null);
+  assert.equal(e.lineage.classOf(a.storage), NO_CLASS);
   assert.equal(
-    classValue(e.lineage.classOf(c.storage)!),
+    e.lineage.classValueOf(c.storage),
     40,
     "subtracted a and b; the class is not split",
   );
@@ -116,15 +116,14 @@ Deno.test("Engine keeps equivalence classes only for a policy that needs them", 
   const { x, a, b, c, d } = chain(e);
   e.evict(a.storage, "drop", "policy");
   e.evict(c.storage, "drop", "policy");
-  assert.equal(e.lineage.classOf(a.storage), null, "lru reads no classes: none kept");
-  assert.equal(e.lineage.classOf(c.storage), null);
+  assert.equal(e.lineage.classOf(a.storage), NO_CLASS, "lru reads no classes: none kept");
+  assert.equal(e.lineage.classOf(c.storage), NO_CLASS);
   const seen: (number | null)[] = [];
   const value = (t: TensorNode) => {
-    const eq = e.lineage.classOf(t.storage);
-    return eq === null ? null : classValue(eq);
+    return e.lineage.classValueOf(t.storage) ?? null;
   };
   e.setPolicy(probe(() => b, () => seen.push(value(a), value(c))));
-  assert.equal(e.lineage.classOf(a.storage), null, "none before the policy chooses");
+  assert.equal(e.lineage.classOf(a.storage), NO_CLASS, "none before the policy chooses");
   search(e, x);
   assert.deepEqual(seen, [10, 40], "{a} and {c} are separate regions when it chooses");
   assert.equal(value(a), 70, "kept from then on: its victim b joins a and c");
@@ -142,21 +141,20 @@ Deno.test("Engine keeps equivalence classes from the first search on, not for a 
   const { x, a, b, c, d } = chain(e);
   const seen: (number | null)[] = [];
   e.setPolicy(probe(() => c, () => {
-    const eq = e.lineage.classOf(b.storage);
-    seen.push(eq === null ? null : classValue(eq));
+    seen.push(e.lineage.classValueOf(b.storage) ?? null);
   }));
   e.evict(a.storage, "drop", "policy");
   e.evict(b.storage, "drop", "policy");
-  assert.equal(e.lineage.classOf(a.storage), null, "no search: no classes");
+  assert.equal(e.lineage.classOf(a.storage), NO_CLASS, "no search: no classes");
   e.setBudget(1024);
-  assert.equal(e.lineage.classOf(a.storage), null, "a budget alone starts none");
+  assert.equal(e.lineage.classOf(a.storage), NO_CLASS, "a budget alone starts none");
   search(e, x);
   assert.deepEqual(seen, [30], "{a, b} is one region when the policy chooses");
-  assert.equal(classValue(e.lineage.classOf(a.storage)!), 70, "kept from then on: c joins");
+  assert.equal(e.lineage.classValueOf(a.storage), 70, "kept from then on: c joins");
   assert.equal(e.lineage.neighborClassCost(d.storage), 70);
   e.materialize(c); // recomputes a, b, then c: each leaves the class
   assert.equal(e.stats.remats, 3);
-  for (const t of [a, b, c]) assert.equal(e.lineage.classOf(t.storage), null);
+  for (const t of [a, b, c]) assert.equal(e.lineage.classOf(t.storage), NO_CLASS);
 });
 
 Deno.test("Runtime gives host memory by a policy's declared needs, not its name", () => {
