@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a declaration in this file changes. */
-#define LIBRA_ABI_VERSION 1
+#define LIBRA_ABI_VERSION 2
 
 typedef enum {
   LIBRA_OK = 0,
@@ -116,6 +116,25 @@ LIBRA_API int32_t libra_now_ns(uint64_t* out);
 
 /* Philox4x32-10: out[0..3] = philox(counter = ctr[0..3], key = key[0..1]). For known-answer tests. */
 LIBRA_API int32_t libra_philox4x32(const uint32_t* ctr, const uint32_t* key, uint32_t* out);
+
+/* ---- eviction search -------------------------------------------------------- */
+
+/*
+ * The draws and bounds of a sampled eviction search over a pool of n members
+ * (packages/evict/sample_bounds.ts is the reference: the results are bitwise
+ * the same). slots holds 4 doubles a member: last access, compute, bytes, kept
+ * floor. Draws k positions in [0, n) with mulberry32 from rng[0] (advanced in
+ * place); keeps those of at least min_bytes bytes, in draw order, in
+ * sampled[0..m) with their local bounds in bounds[0..m): (compute + floor) /
+ * (bytes * (clock - last access)), Infinity where that product is not
+ * positive, -Infinity for NaN, the floor max(0, kept - slack - (kept + slack)
+ * * 2^-50) when floors != 0. out[0] = the index (in 0..m) of the first least
+ * bound, out[1] = the least bound of the others (Infinity if none). Returns m
+ * (no status; nothing is checked: the caller owns the sizes).
+ */
+LIBRA_API int32_t libra_sample_bounds(const double* slots, int32_t n, int32_t k, int32_t* rng,
+                                      int32_t* sampled, double* bounds, double min_bytes,
+                                      double slack, int32_t floors, double clock, double* out);
 
 /* ---- kernels ---------------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
  */
 
 export * from "./policy.ts";
+export * from "./sample_bounds.ts";
 export * from "./policies.ts";
 export * from "./planner.ts";
 export * from "./planners.ts";

@@ -25,23 +25,18 @@ export interface Victim {
   readonly action: EvictAction;
 }
 
-/** Numbers per position in {@link EvictablePool.slots}. */
-export const SLOT_STRIDE = 4;
-/** Offset of a member's `lastAccess` in its record of {@link EvictablePool.slots}. */
-export const SLOT_LAST_ACCESS = 0;
-/** Offset of a member's `compute` in its record of {@link EvictablePool.slots}. */
-export const SLOT_COMPUTE = 1;
-/** Offset of a member's `bytes` in its record of {@link EvictablePool.slots}. */
-export const SLOT_BYTES = 2;
-/**
- * Offset of the policy's floor in a member's record of
- * {@link EvictablePool.slots}: what a {@link ScorePolicy} with a
- * {@link ScorePolicy.floorEpoch} keeps of the part of a member's score that
- * only grows within that epoch (`dtr-eq`: the neighbouring class cost), 0
- * when it knows none. The pool sets it to 0 when a member enters and moves it
- * with the member; only the policy writes it otherwise.
- */
-export const SLOT_FLOOR = 3;
+import {
+  leastBounds,
+  type SampleBounds,
+  sampleBounds,
+  SLOT_BYTES,
+  SLOT_COMPUTE,
+  SLOT_FLOOR,
+  SLOT_LAST_ACCESS,
+  SLOT_STRIDE,
+} from "./sample_bounds.ts";
+
+export { SLOT_BYTES, SLOT_COMPUTE, SLOT_FLOOR, SLOT_LAST_ACCESS, SLOT_STRIDE };
 
 /** The evictable pool: insertion-ordered, with O(1) random access for sampling. */
 export interface EvictablePool {
@@ -98,6 +93,11 @@ export interface EvictionContext {
    * ask {@link canDrop} per candidate.
    */
   readonly onlyDroppable?: boolean;
+  /**
+   * A native {@link sampleBounds} (bitwise the same results), used by the
+   * sampled search in its place; the runtime passes its backend's.
+   */
+  readonly sampleBounds?: SampleBounds;
 }
 
 /**
@@ -644,61 +644,41 @@ export abstract class ScorePolicy implements EvictionPolicy {
     }
     // Candidate t (in sampling order, t < m): pool position sampled[t], bound
     // bounds[t] (a NaN bound as -Infinity: such a candidate is always scored).
-    const sampled = this.#sampled, bounds = this.#sampleBounds;
-    // A pass draws the positions, a second bounds them (compacted in place: m <= j). The
-    // draws are `#rng`'s (mulberry32) with its steps written out, as is `sampledFloor`:
-    // neither was inlined here, and the calls cost as much as the rest. Two passes, where
-    // one did both: 1.36 against 1.70 us a search of 100 draws over a 10k-member pool
-    // (interleaved runs, the best of five each), and in the 10k-live dispatch stream
-    // ~1.0 against 1.1-2.2 us of searches a call. (An earlier engine measured the
-    // opposite, 1030 against 845 ns, with the index from `Math.floor`: the truncation
-    // below is the same number for a draw in [0, n).)
-    const rngState = this.#rngState;
-    let st = rngState[0]!;
-    for (let j = 0; j < k; j++) {
-      st = (st + 0x6d2b79f5) | 0;
-      let r = Math.imul(st ^ (st >>> 15), st | 1);
-      r ^= r + Math.imul(r ^ (r >>> 7), r | 61);
-      // Math.floor of a number in [0, n), exactly (`| 0` truncates, the same below 2^31).
-      sampled[j] = ((((r ^ (r >>> 14)) >>> 0) / 4294967296) * n) | 0;
-    }
-    let m = 0;
-    for (let j = 0; j < k; j++) {
-      const i = sampled[j]!;
-      const o = i * SLOT_STRIDE;
-      const bytes = slots[o + SLOT_BYTES]!;
-      if (bytes < minBytes || (!only && !this.allowed(pool.at(i), ctx))) continue;
-      sampled[m] = i;
-      // The local bound (see `localBound`), as `localScore` in policies.ts computes it,
-      // with the floor read without a branch (`sampledFloor(kept, slack)`).
-      let c = slots[o + SLOT_COMPUTE]!;
-      if (floors) {
-        const kept = slots[o + SLOT_FLOOR]!;
-        const f = kept - slack - (kept + slack) * 2 ** -50;
-        c += (f + Math.abs(f)) * 0.5;
-      }
-      const den = bytes * (clock - slots[o + SLOT_LAST_ACCESS]!);
-      let b = den > 0 ? c / den : Infinity;
-      if (b !== b) b = -Infinity;
-      bounds[m++] = b;
-    }
-    rngState[0] = st;
-    if (m === 0) return null;
-    // The candidate of least bound (the first of them), found by a pass of its own, and the
+    const sampled = this.#sampled, bounds = this.#sampleBounds, out = this.#least;
+    // The draws, the bounds and the candidate of least bound (the first of them) with the
     // least bound of the others: when that exceeds the first's score, as in ~99% of the
-    // searches of the 10k-live dispatch stream, no other can score at most it, and the
-    // pass that lists them is skipped (1.36-1.42 against 1.50-1.61 us a search of 100 draws
-    // over a 10k-member pool, both in one process, the best of 20 rounds each). Tracked in
-    // the bounding pass instead, the same.
-    let first = 0, firstBound = bounds[0]!, others = Infinity;
-    for (let t = 1; t < m; t++) {
-      const b = bounds[t]!;
-      if (b < firstBound) {
-        first = t;
-        others = firstBound;
-        firstBound = b;
-      } else if (b < others) others = b;
+    // searches of the 10k-live dispatch stream, no other can score at most it, and the pass
+    // that lists them is skipped. Natively where the backend offers it: the draws and
+    // bounds were ~2.2 of the ~3 us a search took in that stream.
+    let m = (ctx.sampleBounds ?? sampleBounds)(
+      slots,
+      n,
+      k,
+      this.#rngState,
+      sampled,
+      bounds,
+      minBytes,
+      slack,
+      floors ? 1 : 0,
+      clock,
+      out,
+    );
+    let first = out[0]!;
+    if (!only) {
+      // Candidates the context allows no action on are left out (in draw order, as if never
+      // drawn): then the least bounds are found again.
+      const m0 = m;
+      m = 0;
+      for (let t = 0; t < m0; t++) {
+        const i = sampled[t]!;
+        if (!this.allowed(pool.at(i), ctx)) continue;
+        sampled[m] = i;
+        bounds[m++] = bounds[t]!;
+      }
+      if (m < m0) first = leastBounds(bounds, m, out);
     }
+    if (m === 0) return null;
+    const others = out[1]!;
     let best = -1, bestScore = Infinity;
     let sc = this.#keptScore(pool, slots, sampled[first]!, ctx, keep, slack);
     let scored = 1;
@@ -844,6 +824,8 @@ export abstract class ScorePolicy implements EvictionPolicy {
 
   #sampled: Int32Array = new Int32Array(0);
   #sampleBounds: Float64Array = new Float64Array(0);
+  /** `#boundedSample`'s least bounds (see `sampleBounds`). */
+  readonly #least: Float64Array = new Float64Array(2);
   /** `#boundedSample`'s candidates not yet scored nor ruled out. */
   #open: Int32Array = new Int32Array(0);
 }

@@ -207,6 +207,12 @@ export class NativeBackend implements Backend {
   readonly deviceName: string;
   /** Path of the loaded shared library. */
   readonly libraryPath: string;
+  /**
+   * The sampled eviction search's draws and bounds, natively
+   * (`libra_sample_bounds`: bitwise `sampleBounds` of `@libra/evict`, about
+   * twice as fast); see {@link Backend.sampleBounds}.
+   */
+  readonly sampleBounds: NonNullable<Backend["sampleBounds"]>;
 
   readonly #s: LibraSymbols;
   /** Per kernel: native id (-1 when the library lacks it) and whether it may mutate inputs. */
@@ -231,6 +237,7 @@ export class NativeBackend implements Backend {
   /** Internal: use {@link cpuBackend} or {@link cudaBackend}. */
   constructor(loaded: LoadedLibrary, device: "cpu" | "cuda", options: NativeBackendOptions = {}) {
     this.#s = loaded.lib.symbols;
+    this.sampleBounds = this.#s.libra_sample_bounds;
     this.device = device;
     this.name = loaded.kind === "cpu_portable" ? "cpu(portable)" : device;
     this.libraryPath = loaded.path;

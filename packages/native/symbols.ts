@@ -7,7 +7,7 @@
  */
 
 /** The ABI version these symbols describe (`LIBRA_ABI_VERSION` in libra.h). */
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
 
 /** Status codes of libra.h (`libra_status`). */
 export const Status = {
@@ -86,6 +86,28 @@ export const SYMBOLS = {
 
   /** int32_t libra_philox4x32(const uint32_t* ctr, const uint32_t* key, uint32_t* out) */
   libra_philox4x32: { parameters: ["buffer", "buffer", "buffer"], result: "i32" },
+
+  /**
+   * int32_t libra_sample_bounds(const double* slots, int32_t n, int32_t k, int32_t* rng,
+   *                             int32_t* sampled, double* bounds, double min_bytes,
+   *                             double slack, int32_t floors, double clock, double* out)
+   */
+  libra_sample_bounds: {
+    parameters: [
+      "buffer",
+      "i32",
+      "i32",
+      "buffer",
+      "buffer",
+      "buffer",
+      "f64",
+      "f64",
+      "i32",
+      "f64",
+      "buffer",
+    ],
+    result: "i32",
+  },
 
   /** int32_t libra_kernel_count(void) */
   libra_kernel_count: { parameters: [], result: "i32" },

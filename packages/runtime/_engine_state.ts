@@ -161,6 +161,7 @@ export class EngineState {
       canSwap: (s) => engine.hostUsed + s.bytes <= this.hostLimit,
       // Without host memory only droppable storages enter the pool (`evictable`).
       onlyDroppable: this.hostLimit === 0,
+      ...(options.sampleBounds === undefined ? {} : { sampleBounds: options.sampleBounds }),
     };
   }
 }

@@ -26,7 +26,7 @@
  */
 
 import type { CostModel } from "@libra/cost";
-import type { EvictAction, EvictionPolicy } from "@libra/evict";
+import type { EvictAction, EvictionPolicy, SampleBounds } from "@libra/evict";
 import {
   type CallNode,
   Lineage,
@@ -106,6 +106,12 @@ export interface EngineOptions {
   eagerEviction?: boolean;
   /** Host memory for swapping, in bytes. Default 0 (swapping off). */
   hostLimitBytes?: number;
+  /**
+   * A native `sampleBounds` for the sampled search (bitwise the same as
+   * `@libra/evict`'s): handed to the policy in its context. The runtime passes
+   * its backend's.
+   */
+  sampleBounds?: SampleBounds;
   /** Record a memory timeline. Default true. */
   timeline?: boolean;
   /** Event listener (progress displays). */

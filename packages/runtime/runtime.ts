@@ -319,6 +319,9 @@ export class Runtime implements Backend {
       executor: this.#exec,
       eagerEviction: options.eagerEviction ?? true,
       hostLimitBytes: options.hostLimitBytes ?? (needsOf(policy).swaps ? Infinity : 0),
+      ...(options.backend.sampleBounds === undefined
+        ? {}
+        : { sampleBounds: options.backend.sampleBounds }),
       timeline: options.timeline ?? true,
       leafRelease: options.leafRelease ?? "keep-if-needed",
       overheadLimit: options.overheadLimit ?? Infinity,

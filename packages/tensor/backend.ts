@@ -109,6 +109,25 @@ export interface Backend {
     outputs: readonly DeviceBuffer[],
     params: readonly number[],
   ): void;
+  /**
+   * Optional host helper from the backend's native library: the sampled
+   * eviction search's draws and bounds, bitwise `sampleBounds` of
+   * `@libra/evict` (see there for the arguments), which a runtime over this
+   * backend hands its policy. Nothing in it touches device memory.
+   */
+  readonly sampleBounds?: (
+    slots: Float64Array,
+    n: number,
+    k: number,
+    rng: Int32Array,
+    sampled: Int32Array,
+    bounds: Float64Array,
+    minBytes: number,
+    slack: number,
+    floors: number,
+    clock: number,
+    out: Float64Array,
+  ) => number;
   /** Current memory statistics. */
   memory(): MemoryInfo;
   /** Resets `peakBytes` to the current `usedBytes`. */
