@@ -12,6 +12,7 @@
  */
 
 import type { KernelName } from "./kernels.ts";
+import type { SampleBounds } from "@libra/util/sample-bounds";
 
 /** Element types. Buffers themselves are untyped bytes; kernels know the types they read. */
 export type DType = "f32" | "i32";
@@ -115,19 +116,7 @@ export interface Backend {
    * `@libra/evict` (see there for the arguments), which a runtime over this
    * backend hands its policy. Nothing in it touches device memory.
    */
-  readonly sampleBounds?: (
-    slots: Float64Array,
-    n: number,
-    k: number,
-    rng: Int32Array,
-    sampled: Int32Array,
-    bounds: Float64Array,
-    minBytes: number,
-    slack: number,
-    floors: number,
-    clock: number,
-    out: Float64Array,
-  ) => number;
+  readonly sampleBounds?: SampleBounds;
   /** Current memory statistics. */
   memory(): MemoryInfo;
   /** Resets `peakBytes` to the current `usedBytes`. */
