@@ -12,8 +12,8 @@ import type { StorageNode } from "./_nodes.ts";
  * `Map` to its readers; the lineage adds and removes. Two arrays rather than a
  * `Map`: a live runtime adds and removes a storage on nearly every kernel call,
  * and a `Map` churned that way rehashes its table over and over (about 100 ns
- * and 100 bytes per call). A removal leaves a hole (found by binary search on
- * the ids); holes are squeezed out when they outnumber the members, on an add
+ * and 100 bytes per call). A removal leaves a hole (found by a search of the
+ * ids); holes are squeezed out when they outnumber the members, on an add
  * only, so removing storages while iterating is safe (as with a `Map`, a
  * removed storage is not visited).
  */
@@ -98,19 +98,61 @@ export class StorageTable implements ReadonlyMap<number, StorageNode> {
     return this.entries();
   }
 
-  /** Slot of `id` in the id list, or -1. */
+  /**
+   * Slot of `id` in the id list, or -1: a galloping search from the slot
+   * found last, then bisection within the bracket. Storages leave in about the
+   * order they came (a chain freed at once, a stream's values in turn), so the
+   * next is usually a few slots on, in cache, where bisection of the whole
+   * list read ~14 slots, the last ones cold (~60 ns a removal in the
+   * dispatch stream).
+   */
   #find(id: number): number {
-    const ids = this.#ids;
-    let lo = 0, hi = ids.length - 1;
+    const ids = this.#ids, n = ids.length;
+    if (n === 0) return -1;
+    const at = this.#hint < n ? this.#hint : n - 1;
+    let lo: number, hi: number;
+    const v = ids[at]!;
+    if (v === id) return at;
+    if (v < id) {
+      // Gallop right: ids[lo] < id, until ids[hi] >= id (or the end).
+      let step = 1;
+      lo = at;
+      hi = at + 1;
+      while (hi < n && ids[hi]! < id) {
+        lo = hi;
+        step *= 2;
+        hi = at + step;
+      }
+      if (hi >= n) hi = n - 1;
+      lo++;
+    } else {
+      // Gallop left: ids[hi] > id, until ids[lo] <= id (or the start).
+      let step = 1;
+      hi = at;
+      lo = at - 1;
+      while (lo >= 0 && ids[lo]! > id) {
+        hi = lo;
+        step *= 2;
+        lo = at - step;
+      }
+      if (lo < 0) lo = 0;
+      hi--;
+    }
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      const v = ids[mid]!;
-      if (v === id) return mid;
-      if (v < id) lo = mid + 1;
+      const m = ids[mid]!;
+      if (m === id) {
+        this.#hint = mid;
+        return mid;
+      }
+      if (m < id) lo = mid + 1;
       else hi = mid - 1;
     }
     return -1;
   }
+
+  /** The slot {@link #find} found last (where it starts). */
+  #hint = 0;
 
   /** Drops the holes (new lists: an iteration in progress keeps walking the old ones). */
   #squeeze(): void {

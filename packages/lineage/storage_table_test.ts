@@ -62,3 +62,36 @@ Deno.test("StorageTable rejects an id not above the last one added", () => {
   assert.throws(() => table.add(new StorageNode(5, 4)), /id 5 is not above the last \(5\)/);
   assert.throws(() => table.add(new StorageNode(2, 4)), /id 2 is not above the last \(5\)/);
 });
+
+Deno.test("StorageTable finds every id however unevenly the ids are spread and looked up (oracle: Map)", () => {
+  const rng = mulberry32(11);
+  // Runs of consecutive ids between jumps of up to a million, looked up in random order,
+  // in order, and in reverse: the search starts from where it last found one.
+  const table = new StorageTable();
+  const oracle = new Map<number, StorageNode>();
+  let next = 1;
+  for (let i = 0; i < 6000; i++) {
+    const s = new StorageNode(next, 8);
+    table.add(s);
+    oracle.set(next, s);
+    next += rng() < 0.02 ? 1 + Math.floor(rng() * 1e6) : 1;
+    if (rng() < 0.3) {
+      const ids = [...oracle.keys()];
+      const id = ids[Math.floor(rng() * ids.length)]!;
+      assert.equal(table.remove(id), oracle.delete(id));
+    }
+  }
+  const ids = [...oracle.keys()];
+  const shuffled = ids.map((id) => [rng(), id] as const).sort((a, b) => a[0] - b[0]);
+  for (const order of [ids, [...ids].reverse(), shuffled.map(([, id]) => id)]) {
+    for (const id of order) {
+      for (const probe of [id - 1, id, id + 1]) assert.equal(table.get(probe), oracle.get(probe));
+    }
+  }
+  assert.equal(table.get(0), undefined);
+  assert.equal(table.get(next + 7), undefined);
+  // Removed in order, then in reverse: each found once.
+  for (const id of ids.slice(0, 2000)) assert.equal(table.remove(id), true);
+  for (const id of ids.slice(2000).reverse()) assert.equal(table.remove(id), true);
+  assert.equal(table.size, 0);
+});
