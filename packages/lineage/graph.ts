@@ -352,11 +352,11 @@ export class Lineage {
    * drop once a policy needs classes; see {@link StorageNode.eq}).
    */
   joinEvictedClass(s: StorageNode): void {
-    if (!(s.compute >= 0)) this.classesNonNegative = false;
-    const f = this.classes;
     if (s.eq !== NO_CLASS) {
       throw new Error(`joinEvictedClass ${s.name}: the storage already holds a class`);
     }
+    if (!(s.compute >= 0)) this.classesNonNegative = false;
+    const f = this.classes;
     const eq = s.eq = f.add(s.compute, s);
     if (this.#kept(s)) {
       // The evicted members of the kept list, in a walk's order (the merges, and so every
