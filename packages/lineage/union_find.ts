@@ -82,21 +82,12 @@ export class ClassForest {
 
   #grow(): void {
     const n = this.#parent.length * 2;
-    const i32 = (a: Int32Array) => {
-      const b = new Int32Array(n);
-      b.set(a);
-      return b;
-    };
-    this.#parent = i32(this.#parent);
-    this.#next = i32(this.#next);
-    this.#size = i32(this.#size);
-    this.#live = i32(this.#live);
-    const v = new Float64Array(n);
-    v.set(this.#value);
-    this.#value = v;
-    const l = new Uint8Array(n);
-    l.set(this.#left);
-    this.#left = l;
+    this.#parent = grown(this.#parent, n);
+    this.#next = grown(this.#next, n);
+    this.#size = grown(this.#size, n);
+    this.#live = grown(this.#live, n);
+    this.#value = grown(this.#value, n);
+    this.#left = grown(this.#left, n);
   }
 
   /** Root of `x`'s class, compressing the path (iterative: no recursion). */
@@ -191,4 +182,11 @@ export class ClassForest {
     this.#free = free;
     this.#inUse -= count;
   }
+}
+
+/** A typed array of `n` elements starting with `a`'s. */
+function grown<T extends Int32Array | Float64Array | Uint8Array>(a: T, n: number): T {
+  const b = new (a.constructor as new (length: number) => T)(n);
+  b.set(a);
+  return b;
 }
