@@ -140,8 +140,9 @@ export class StorageNode {
   neighborListAt = 0;
   /**
    * Tensors living in this storage; `tensors[0]` is the root (owner), the others
-   * are views. Starts as a shared empty list: replace it, never push onto it, while
-   * it is empty.
+   * are views. Never modified in place: writers replace the list. It starts as a
+   * shared empty list, and the storage of a one-output call's value shares that
+   * call's {@link CallNode.outputs} list (one array fewer per value).
    */
   tensors: TensorNode[] = NO_TENSORS;
   /**
@@ -406,7 +407,7 @@ export class CallNode {
   readonly params: readonly number[];
   /** Input tensors in order. */
   readonly inputs: readonly TensorNode[];
-  /** Output tensors in order. */
+  /** Output tensors in order (never modified: a storage's `tensors` may be this list). */
   outputs: TensorNode[];
   /** Per output: -1 for fresh storage, else the index of the input it is a view of. */
   readonly aliases: readonly number[];

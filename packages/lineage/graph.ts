@@ -104,8 +104,7 @@ export class Lineage {
     const s = storage ?? this.addStorage(bytes);
     const id = this.#nextTensor++;
     const t = new TensorNode(id, name ?? `t${id}`, s, null, 0);
-    if (s.tensors.length === 0) s.tensors = [t];
-    else s.tensors.push(t);
+    s.tensors = withTensor(s.tensors, t);
     return t;
   }
 
@@ -164,9 +163,10 @@ export class Lineage {
       }
       const id = this.#nextTensor++;
       const t = new TensorNode(id, spec.name ?? `t${id}`, s, call, i);
-      if (s.tensors.length === 0) s.tensors = [t];
-      else s.tensors.push(t);
       outs[i] = t;
+      // A call's one output in a storage of its own: the storage's list is the call's (never
+      // modified: see `StorageNode.tensors`), one array fewer per value for the collector.
+      s.tensors = n === 1 && s.tensors.length === 0 ? outs : withTensor(s.tensors, t);
     }
     for (let i = 0; i < inputs.length; i++) {
       const inp = inputs[i]!;
@@ -1014,6 +1014,19 @@ const FRESH: (readonly number[])[] = [];
 /** The shared aliases list of a call whose `n` outputs all own fresh storage. */
 function allFresh(n: number): readonly number[] {
   return FRESH[n] ??= Object.freeze(new Array<number>(n).fill(-1));
+}
+
+/**
+ * `list` with `t` appended, as a new list at its final length: a storage's
+ * list is never modified in place (it may be its producer's outputs list,
+ * and a push onto a one-entry list reserves 17 slots).
+ */
+function withTensor(list: readonly TensorNode[], t: TensorNode): TensorNode[] {
+  const n = list.length;
+  const out = new Array<TensorNode>(n + 1);
+  for (let i = 0; i < n; i++) out[i] = list[i]!;
+  out[n] = t;
+  return out;
 }
 
 const ONE_SIZE = new Map<number, readonly number[]>();

@@ -486,3 +486,28 @@ Deno.test("a name carried out of a scope takes its prefix once the scope closes,
   assert.equal(z.name, "s2.c0.0", "carried out of a scope closed already");
   assert.deepEqual(g.toJSON().storages.map((s) => s.tensors[0]), ["s1.c3.0", "w2", "s2.c0.0"]);
 });
+
+Deno.test("a one-output call's storage shares its outputs list, and views added later copy it", () => {
+  const g = new Lineage();
+  const x = g.addLeaf(16, "x");
+  const [y] = g.addCall("relu", [], [x], [{ bytes: 16, name: "y" }], 1);
+  const call = y!.producer!;
+  // Shared: no list of the storage's own.
+  assert.equal(y!.storage.tensors, call.outputs);
+  // A view of y joins its storage: the storage's list grows, the call's outputs do not.
+  const [v] = g.addCall("view", [], [y!], [{ bytes: 0, alias: 0, name: "v" }], 0);
+  assert.deepEqual(call.outputs.map((t) => t.name), ["y"]);
+  assert.deepEqual(y!.storage.tensors.map((t) => t.name), ["y", "v"]);
+  assert.notEqual(y!.storage.tensors, call.outputs);
+  assert.deepEqual(v!.producer!.outputs.map((t) => t.name), ["v"]);
+  // A two-output call's storages each get a list of their own.
+  const [p, q] = g.addCall("split", [], [x], [{ bytes: 8, name: "p" }, { bytes: 8, name: "q" }], 1);
+  assert.deepEqual(p!.storage.tensors.map((t) => t.name), ["p"]);
+  assert.deepEqual(q!.storage.tensors.map((t) => t.name), ["q"]);
+  assert.deepEqual(p!.producer!.outputs.map((t) => t.name), ["p", "q"]);
+  // A leaf written into a storage that holds a value appends by a new list too.
+  const w = g.addLeaf(16, "w", y!.storage);
+  assert.deepEqual(y!.storage.tensors.map((t) => t.name), ["y", "v", "w"]);
+  assert.deepEqual(call.outputs.map((t) => t.name), ["y"]);
+  assert.equal(w.storage, y!.storage);
+});

@@ -379,8 +379,8 @@ export class Engine {
         const s = t.storage;
         s.extRefs -= t.extRefs;
         t.extRefs = 0;
-        const j = s.tensors.indexOf(t);
-        if (j >= 0) s.tensors.splice(j, 1);
+        // A new list: a storage's list is never modified in place (see `StorageNode.tensors`).
+        s.tensors = s.tensors.filter((x) => x !== t);
         if (s.tensors.length === 0 && !outputs.some((o) => o.storage === s)) {
           this.lineage.removeStorage(s);
         }
