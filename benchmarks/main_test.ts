@@ -132,3 +132,29 @@ Deno.test("main() drops default names the engine lacks and reports them as skipp
     Deno.removeSync(r.dir, { recursive: true });
   }
 });
+
+Deno.test("main() runs the micro-benchmarks before the suite (on a heap the suite has not filled)", async () => {
+  const { main } = await import("./main.ts");
+  const { testEngine } = await import("./_test_engine.ts");
+  const engine = testEngine();
+  const dir = Deno.makeTempDirSync({ prefix: "libra_bench_test_" });
+  let suiteCallsAtMicro = -1;
+  try {
+    const status = await main(["--out", dir, "--models", "mlp", "--skip", "plots"], {
+      engine: () => Promise.resolve(engine),
+      micro: () => {
+        suiteCallsAtMicro = engine.calls.length;
+        return Promise.resolve([]);
+      },
+      progress: { write: () => {}, isTerminal: false, now: () => 0 },
+      stdout: () => {},
+      stderr: () => {},
+      traceDefaults: () => [],
+    });
+    assert.equal(status, 0);
+    assert.equal(suiteCallsAtMicro, 0, "the suite ran before the micro-benchmarks");
+    assert.ok(engine.calls.length > 0, "the suite ran");
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
