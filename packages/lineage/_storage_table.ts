@@ -18,11 +18,24 @@ import type { StorageNode } from "./_nodes.ts";
  * removed storage is not visited).
  */
 export class StorageTable implements ReadonlyMap<number, StorageNode> {
-  /** Members and holes (`null`) in id order. */
+  /**
+   * Members and holes (`null`) in id order, in slots `0..#len`; the slots past
+   * `#len` are `null` (room kept: the list never shrinks, so adds do not
+   * regrow it after each squeeze).
+   */
   #nodes: (StorageNode | null)[] = [];
-  /** The id of each slot of {@link #nodes} (holes keep theirs), increasing. */
-  #ids: number[] = [];
+  /** The id of each slot `0..#len` of {@link #nodes} (holes keep theirs), increasing. */
+  #ids: Float64Array = new Float64Array(64);
+  /** Slots in use (members and holes). */
+  #len = 0;
   #size = 0;
+  /**
+   * Iterations in progress (a squeeze then writes new lists rather than
+   * compact these in place under them). An iterator its consumer abandons
+   * without closing leaves this above zero: squeezes then allocate, as they
+   * always did.
+   */
+  #iterating = 0;
 
   /** Number of storages. */
   get size(): number {
@@ -31,14 +44,24 @@ export class StorageTable implements ReadonlyMap<number, StorageNode> {
 
   /** Adds `s`, whose id must exceed every id added before. */
   add(s: StorageNode): void {
-    const ids = this.#ids;
-    const n = ids.length;
-    if (n > 0 && !(s.id > ids[n - 1]!)) {
-      throw new RangeError(`storage table: id ${s.id} is not above the last (${ids[n - 1]})`);
+    const n = this.#len;
+    if (n > 0 && !(s.id > this.#ids[n - 1]!)) {
+      throw new RangeError(
+        `storage table: id ${s.id} is not above the last (${this.#ids[n - 1]})`,
+      );
     }
     if (n - this.#size > 1024 && n - this.#size > this.#size) this.#squeeze();
-    this.#nodes.push(s);
-    this.#ids.push(s.id);
+    const at = this.#len;
+    if (at === this.#ids.length) {
+      const ids = new Float64Array(2 * at);
+      ids.set(this.#ids);
+      this.#ids = ids;
+    }
+    this.#ids[at] = s.id;
+    const nodes = this.#nodes;
+    if (at < nodes.length) nodes[at] = s;
+    else nodes.push(s);
+    this.#len = at + 1;
     this.#size++;
   }
 
@@ -68,18 +91,28 @@ export class StorageTable implements ReadonlyMap<number, StorageNode> {
     thisArg?: unknown,
   ): void {
     const nodes = this.#nodes;
-    for (let i = 0; i < nodes.length; i++) {
-      const s = nodes[i];
-      if (s !== null && s !== undefined) fn.call(thisArg, s, s.id, this);
+    this.#iterating++;
+    try {
+      for (let i = 0; i < nodes.length; i++) {
+        const s = nodes[i];
+        if (s !== null && s !== undefined) fn.call(thisArg, s, s.id, this);
+      }
+    } finally {
+      this.#iterating--;
     }
   }
 
   /** The members in order. */
   *values(): MapIterator<StorageNode> {
     const nodes = this.#nodes;
-    for (let i = 0; i < nodes.length; i++) {
-      const s = nodes[i];
-      if (s !== null && s !== undefined) yield s;
+    this.#iterating++;
+    try {
+      for (let i = 0; i < nodes.length; i++) {
+        const s = nodes[i];
+        if (s !== null && s !== undefined) yield s;
+      }
+    } finally {
+      this.#iterating--;
     }
   }
 
@@ -107,7 +140,7 @@ export class StorageTable implements ReadonlyMap<number, StorageNode> {
    * dispatch stream).
    */
   #find(id: number): number {
-    const ids = this.#ids, n = ids.length;
+    const ids = this.#ids, n = this.#len;
     if (n === 0) return -1;
     const at = this.#hint < n ? this.#hint : n - 1;
     let lo: number, hi: number;
@@ -154,16 +187,38 @@ export class StorageTable implements ReadonlyMap<number, StorageNode> {
   /** The slot {@link #find} found last (where it starts). */
   #hint = 0;
 
-  /** Drops the holes (new lists: an iteration in progress keeps walking the old ones). */
+  /**
+   * Drops the holes: in place, where no iteration is in progress (nothing
+   * allocated: a squeeze that made new lists, and the adds that regrew them,
+   * were ~100 bytes a call of the 10k-live dispatch stream); otherwise into
+   * new lists, so that an iteration in progress keeps walking the old ones.
+   */
   #squeeze(): void {
-    const nodes: StorageNode[] = [], ids: number[] = [];
-    for (const s of this.#nodes) {
-      if (s !== null) {
-        nodes.push(s);
-        ids.push(s.id);
+    const n = this.#len;
+    if (this.#iterating === 0) {
+      const nodes = this.#nodes, ids = this.#ids;
+      let j = 0;
+      for (let i = 0; i < n; i++) {
+        const s = nodes[i];
+        if (s === null || s === undefined) continue;
+        nodes[j] = s;
+        ids[j++] = ids[i]!;
       }
+      for (let i = j; i < n; i++) nodes[i] = null;
+      this.#len = j;
+    } else {
+      const nodes: (StorageNode | null)[] = [], ids = new Float64Array(this.#ids.length);
+      let j = 0;
+      for (let i = 0; i < n; i++) {
+        const s = this.#nodes[i];
+        if (s === null || s === undefined) continue;
+        nodes.push(s);
+        ids[j++] = this.#ids[i]!;
+      }
+      this.#nodes = nodes;
+      this.#ids = ids;
+      this.#len = j;
     }
-    this.#nodes = nodes;
-    this.#ids = ids;
+    this.#hint = 0;
   }
 }

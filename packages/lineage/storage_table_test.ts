@@ -95,3 +95,70 @@ Deno.test("StorageTable finds every id however unevenly the ids are spread and l
   for (const id of ids.slice(2000).reverse()) assert.equal(table.remove(id), true);
   assert.equal(table.size, 0);
 });
+
+/** A table of ids 1..n with all but every `keep`th removed (holes enough for a squeeze), and its oracle. */
+function holed(n: number, keep: number): { table: StorageTable; oracle: Map<number, StorageNode> } {
+  const table = new StorageTable();
+  const oracle = new Map<number, StorageNode>();
+  for (let id = 1; id <= n; id++) {
+    const s = new StorageNode(id, 8);
+    table.add(s);
+    if (id % keep === 0) oracle.set(id, s);
+  }
+  for (let id = 1; id <= n; id++) if (id % keep !== 0) table.remove(id);
+  return { table, oracle };
+}
+
+Deno.test("StorageTable: an add that squeezes during an iteration leaves the iteration on the old members", () => {
+  const { table, oracle } = holed(3000, 6); // 500 members, 2500 holes: the next add squeezes
+  const visited: number[] = [];
+  let added = false;
+  for (const s of table.values()) {
+    visited.push(s.id);
+    if (!added) {
+      added = true;
+      const t = new StorageNode(5000, 8);
+      table.add(t);
+      oracle.set(t.id, t);
+    }
+  }
+  // Every member there when the walk began, once, in order.
+  assert.deepEqual(visited, [...oracle.keys()].filter((id) => id < 5000));
+  assert.deepEqual([...table.keys()], [...oracle.keys()]);
+  for (const id of [6, 2998, 3000, 5000, 7]) assert.equal(table.get(id), oracle.get(id));
+  // With no iteration in progress the squeezes compact in place; the answers stay a Map's.
+  for (let id = 5001; id <= 9000; id++) {
+    const s = new StorageNode(id, 8);
+    table.add(s);
+    oracle.set(id, s);
+    if (id % 3 !== 0) {
+      table.remove(id - 1);
+      oracle.delete(id - 1);
+    }
+  }
+  assert.equal(table.size, oracle.size);
+  assert.deepEqual([...table.values()], [...oracle.values()]);
+  for (let id = 0; id <= 9001; id++) assert.equal(table.get(id), oracle.get(id));
+});
+
+Deno.test("StorageTable: an iterator left open keeps its walk valid through later squeezes", () => {
+  const { table, oracle } = holed(3000, 5);
+  const it = table.values();
+  const first = it.next().value!;
+  // Never closed: every squeeze from now on writes new lists.
+  for (let id = 3001; id <= 8000; id++) {
+    const s = new StorageNode(id, 8);
+    table.add(s);
+    oracle.set(id, s);
+    table.remove(id - 1);
+    oracle.delete(id - 1);
+  }
+  // The open walk goes on over the list it began on, as the first add's squeeze left it (the
+  // members of then, 3000 among them: removed after that squeeze, from the new list).
+  const rest: number[] = [];
+  for (let r = it.next(); !r.done; r = it.next()) rest.push(r.value.id);
+  assert.equal(first.id, 5);
+  assert.deepEqual(rest, Array.from({ length: 599 }, (_, i) => 10 + 5 * i));
+  assert.deepEqual([...table.keys()], [...oracle.keys()]);
+  for (let id = 0; id <= 8001; id++) assert.equal(table.get(id), oracle.get(id));
+});
