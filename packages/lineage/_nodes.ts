@@ -57,14 +57,33 @@ const NO_TENSORS: TensorNode[] = [];
 const NO_CALLS: CallNode[] = [];
 
 /**
+ * What a storage holds only in some runs, in a record of its own (made on the
+ * first write of a value other than the default): the region cache of `dtr`,
+ * a swap's host copy and transfer, the copy engine's ready time, and the
+ * engine's marks of unreferenced leaves. A value's storage in a run that
+ * neither swaps nor reads regions never makes one: five fields fewer in each
+ * of the ~10k storages a step keeps live (the collector copies them).
+ */
+class StorageExtras {
+  regions: RegionCache | null = null;
+  host: unknown = undefined;
+  transfer: unknown = undefined;
+  orphanAt = -1;
+  neededAt = -1;
+  readyAt = -1;
+}
+
+/**
  * A storage: one device allocation shared by a tensor and its views.
  *
- * Its state, by owner. Apart from `regions` (and the runtime's pool, which
- * keeps its own state in arrays of its own), the fields live flat on the
- * node rather than in one record per owner: the hot loops read them per
- * storage, where a record of their own adds a memory load (often a cache
- * miss) per storage; grouped that way, eviction-heavy bookkeeping was
- * measurably slower.
+ * Its state, by owner. Apart from the runtime's pool, which keeps its own
+ * state in arrays of its own, and the state few storages ever hold (`regions`,
+ * `host`, `transfer`, `readyAt`, `orphanAt`, `neededAt`: read through
+ * accessors from one record made on the first write of a value other than
+ * the default, see `StorageExtras`), the fields live flat on the node rather
+ * than in one record per owner: the hot loops read them per storage, where a
+ * record of their own adds a memory load (often a cache miss) per storage;
+ * grouped that way, eviction-heavy bookkeeping was measurably slower.
  * - graph facts: `id`, `bytes`, `tensors`, `owner`, `residency`, `compute`
  *   (the lineage makes and links the node and sums `compute`), `locks`,
  *   `pinned`, `extRefs`, `lastAccess` and the counters `evictions` and
@@ -172,12 +191,6 @@ export class StorageNode {
   extRefs = 0;
   /** The graph that made this storage (told when it enters or leaves `evicted`). */
   owner: Lineage | null = null;
-  /**
-   * The lineage's cache of its evicted region (see
-   * {@link Lineage.evictedNeighborhoodCost}); `null` until a policy that reads
-   * regions asks, so storages of other runs do not carry it.
-   */
-  regions: RegionCache | null = null;
   /** Scratch stamp for traversals (see {@link Lineage.nextStamp}). */
   stamp = 0;
   /** Times evicted (drop or swap), counted by the runtime. */
@@ -186,10 +199,6 @@ export class StorageNode {
   remats = 0;
   /** Backend payload (device or host buffer) owned by the runtime's executor. */
   data: unknown = undefined;
-  /** Host copy while swapped (owned by the runtime's executor). */
-  host: unknown = undefined;
-  /** A copy in flight into or out of this storage (owned by the runtime's executor). */
-  transfer: unknown = undefined;
   /**
    * The live runtime's mark of a storage it handed out as a device buffer
    * (`Runtime.alloc` returns the storage itself): 1 while the program may use
@@ -197,20 +206,69 @@ export class StorageNode {
    */
   buffer: 0 | 1 | 2 = 0;
   /**
+   * The state few storages ever hold (see {@link StorageExtras}), made when a
+   * first value other than the default is written; `null` until then.
+   */
+  #ext: StorageExtras | null = null;
+
+  /**
+   * The lineage's cache of its evicted region (see
+   * {@link Lineage.evictedNeighborhoodCost}); `null` until a policy that reads
+   * regions asks, so storages of other runs do not carry it.
+   */
+  get regions(): RegionCache | null {
+    return this.#ext === null ? null : this.#ext.regions;
+  }
+  set regions(v: RegionCache | null) {
+    if (v !== null || this.#ext !== null) this.#extras().regions = v;
+  }
+  /** Host copy while swapped (owned by the runtime's executor). */
+  get host(): unknown {
+    return this.#ext === null ? undefined : this.#ext.host;
+  }
+  set host(v: unknown) {
+    if (v !== undefined || this.#ext !== null) this.#extras().host = v;
+  }
+  /** A copy in flight into or out of this storage (owned by the runtime's executor). */
+  get transfer(): unknown {
+    return this.#ext === null ? undefined : this.#ext.transfer;
+  }
+  set transfer(v: unknown) {
+    if (v !== undefined || this.#ext !== null) this.#extras().transfer = v;
+  }
+  /**
    * The position of this storage in the runtime's list of unreferenced leaves
    * it may have to free, or -1 when it is not one (owned by the runtime's engine).
    */
-  orphanAt: number = -1;
+  get orphanAt(): number {
+    return this.#ext === null ? -1 : this.#ext.orphanAt;
+  }
+  set orphanAt(v: number) {
+    if (v !== -1 || this.#ext !== null) this.#extras().orphanAt = v;
+  }
   /**
    * The runtime's count of releases when it last found this unreferenced leaf
    * still needed for recomputation, or -1 (owned by the runtime's engine).
    */
-  neededAt: number = -1;
+  get neededAt(): number {
+    return this.#ext === null ? -1 : this.#ext.neededAt;
+  }
+  set neededAt(v: number) {
+    if (v !== -1 || this.#ext !== null) this.#extras().neededAt = v;
+  }
   /**
    * When a swap-in of this storage on a simulated copy stream completes,
    * in copy-engine time; -1 when none is pending (owned by the runtime's engine).
    */
-  readyAt: number = -1;
+  get readyAt(): number {
+    return this.#ext === null ? -1 : this.#ext.readyAt;
+  }
+  set readyAt(v: number) {
+    if (v !== -1 || this.#ext !== null) this.#extras().readyAt = v;
+  }
+  #extras(): StorageExtras {
+    return this.#ext ??= new StorageExtras();
+  }
 
   /** Current residency. */
   get residency(): Residency {
