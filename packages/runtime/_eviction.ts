@@ -340,13 +340,15 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
   }
   const defined = s.tensors.filter((t) => t.defined);
   const measured = k.exec.swapOut(s);
-  let stall: number;
+  let stall = 0, tick = 0;
   if (measured === undefined && e.copyEngine !== null) {
     // Asynchronous: the memory stays held until the copy ends (a call that
     // needs it waits in `_remat.ts`); nothing stalls now.
     e.copyEngine.swapOut(s.bytes);
-    stall = 0;
-  } else stall = measured ?? k.cost.swapCost(s.bytes);
+  } else {
+    stall = measured ?? k.cost.swapCost(s.bytes);
+    tick = clockTick(k, measured, s.bytes);
+  }
   s.residency = "swapped";
   s.host = s.host ?? undefined;
   swappedDefined.set(s, defined);
@@ -360,12 +362,24 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
   st.swapOuts++;
   st.swapOutBytes += s.bytes;
   st.swapStallNs += stall;
-  e.clock += stall;
+  e.clock += tick;
   if (e.recordDecisions) e.decisions.push(`swap:${s.name}`);
   if (e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "swap-out", s.name);
   if (k.onEvent) {
     emit(k, { type: "evict", action: "swap", name: s.name, bytes: s.bytes, eager: false });
   }
+}
+
+/**
+ * What a synchronous swap of `bytes` (which the executor timed at `measured`
+ * ns, or did not time) moves the clock by: the cost model's price unless the
+ * model measures. The clock orders the storages' staleness, which the
+ * policies' scores read: a measured copy time there made a swap-aware run's
+ * choices differ from run to run (216-226 evictions, a different digest each
+ * time, on gpt small at ratio 0.4). The stall is counted as measured.
+ */
+function clockTick(k: EngineState, measured: number | undefined, bytes: number): number {
+  return measured !== undefined && k.cost.measures !== false ? measured : k.cost.swapCost(bytes);
 }
 
 /**
@@ -385,13 +399,15 @@ export function takeReady(k: EngineState, s: StorageNode): number {
 export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   reserve(e, k, s.bytes);
   const measured = k.exec.swapIn(s);
-  let stall: number;
+  let stall = 0, tick = 0;
   if (measured === undefined && e.copyEngine !== null) {
     // Asynchronous: the call that reads it waits for the copy (`_remat.ts`).
     if (s.readyAt < 0) k.readyCount++;
     s.readyAt = e.copyEngine.swapIn(s.bytes).endNs;
-    stall = 0;
-  } else stall = measured ?? k.cost.swapCost(s.bytes);
+  } else {
+    stall = measured ?? k.cost.swapCost(s.bytes);
+    tick = clockTick(k, measured, s.bytes);
+  }
   s.residency = "resident";
   e.hostUsed -= s.bytes;
   addUsed(e, s.bytes);
@@ -402,7 +418,7 @@ export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   st.swapIns++;
   st.swapInBytes += s.bytes;
   st.swapStallNs += stall;
-  e.clock += stall;
+  e.clock += tick;
   refreshPool(k, s);
   if (e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "swap-in", s.name);
   if (k.onEvent) emit(k, { type: "remat", how: "swap", name: s.name, bytes: s.bytes });
