@@ -1017,15 +1017,17 @@ function allFresh(n: number): readonly number[] {
 }
 
 /**
- * `list` with `t` appended, as a new list at its final length: a storage's
- * list is never modified in place (it may be its producer's outputs list,
- * and a push onto a one-entry list reserves 17 slots).
+ * `list` with `t` appended, as a new list: a storage's list is never modified
+ * in place (it may be its producer's outputs list). Literals for the usual
+ * lengths, at their final length and packed like every other storage's list
+ * (`new Array(n)` makes a holey one, which would give the loops that read
+ * these lists a second kind to handle).
  */
 function withTensor(list: readonly TensorNode[], t: TensorNode): TensorNode[] {
-  const n = list.length;
-  const out = new Array<TensorNode>(n + 1);
-  for (let i = 0; i < n; i++) out[i] = list[i]!;
-  out[n] = t;
+  if (list.length === 0) return [t];
+  if (list.length === 1) return [list[0]!, t];
+  const out = list.slice();
+  out.push(t);
   return out;
 }
 
