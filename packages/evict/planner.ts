@@ -193,6 +193,7 @@ export function planPolicy(
       needs: p.needs,
       hooks: p.hooks,
       choose: (ctx) => p.choose(ctx),
+      startStep: () => p.startStep(),
     };
   }
   if (plan.fallbackAction === "drop") {
@@ -208,6 +209,7 @@ export function planPolicy(
         (dropping as { canSwap: (s: StorageNode) => boolean }).canSwap = () => false;
         return base.choose(dropping);
       },
+      startStep: () => base.startStep?.(),
     };
   }
   return {
@@ -218,5 +220,6 @@ export function planPolicy(
     choose(ctx: EvictionContext): Victim[] {
       return fallback.choose(ctx);
     },
+    startStep: () => fallback.startStep?.(),
   };
 }

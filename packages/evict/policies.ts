@@ -214,6 +214,11 @@ export class SwapAwarePolicy extends ScorePolicy {
     this.name = `${base.name}+swap`;
     this.needs = { ...base.needs, swaps: true };
   }
+  /** Restarts this search's random numbers and the base policy's. */
+  override startStep(): void {
+    super.startStep();
+    this.#base.startStep();
+  }
   #recompute(s: StorageNode, ctx: EvictionContext): number {
     return s.compute + ctx.lineage.evictedAncestorCost(s);
   }

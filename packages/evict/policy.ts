@@ -159,6 +159,14 @@ export interface EvictionPolicy {
   readonly needs?: PolicyNeeds;
   /** Picks victims to free `ctx.bytesNeeded`. */
   choose(ctx: EvictionContext): Victim[];
+  /**
+   * Called by the runtime when a step starts (`Runtime.endStep`): a policy
+   * whose choices draw on state of its own (a sampled search's random
+   * numbers) restarts it, so that a step's choices depend on that step alone
+   * and not on how many steps ran before (a warm-up's length varies with the
+   * machine's speed).
+   */
+  startStep?(): void;
   /** Optional hooks for static plans (see `planner.ts`). */
   readonly hooks?: PlanHooks;
 }
@@ -218,6 +226,8 @@ export abstract class ScorePolicy implements EvictionPolicy {
   readonly #rng: () => number;
   /** The state {@link #rng} draws from (`#boundedSample` draws from it in place). */
   readonly #rngState = new Int32Array(1);
+  /** The seed {@link #rngState} starts from, and restarts from at each step. */
+  readonly #seed: number;
   /** Storages scored by the last `choose` (bookkeeping statistics). */
   scored = 0;
 
@@ -232,8 +242,14 @@ export abstract class ScorePolicy implements EvictionPolicy {
     }
     this.#fullUpTo = upTo;
     this.#minBytes = search.minBytes ?? 0;
-    this.#rngState[0] = search.seed ?? 1;
+    this.#seed = search.seed ?? 1;
+    this.#rngState[0] = this.#seed;
     this.#rng = mulberry32On(this.#rngState);
+  }
+
+  /** Restarts the sampled search's random numbers from the seed (see {@link EvictionPolicy.startStep}). */
+  startStep(): void {
+    this.#rngState[0] = this.#seed;
   }
 
   /** Score of evicting `s` (lower = evict first). */

@@ -443,6 +443,8 @@ export class Runtime implements Backend {
       this.engine.noteFeasible(this.engine.stats.peakBytes);
     }
     this.engine.stepBase = this.engine.callIndex;
+    // The next step's choices depend on that step alone (a sampled search's draws restart).
+    this.engine.policy.startStep?.();
     // What only the finished step could need (copies kept for its recomputation) goes now,
     // so the next step starts with the memory its trace's CONSTANTs declare.
     this.engine.collect();

@@ -185,6 +185,7 @@ export class LivePlan {
       name: inner.name,
       ...(inner.needs !== undefined ? { needs: inner.needs } : {}),
       choose: (ctx) => inner.choose(ctx),
+      startStep: () => inner.startStep?.(),
       hooks: {
         beforeCall: (index, ctl) => {
           const k = index - this.#offset;
