@@ -194,31 +194,21 @@ export class StorageTable implements ReadonlyMap<number, StorageNode> {
    * new lists, so that an iteration in progress keeps walking the old ones.
    */
   #squeeze(): void {
-    const n = this.#len;
-    if (this.#iterating === 0) {
-      const nodes = this.#nodes, ids = this.#ids;
-      let j = 0;
-      for (let i = 0; i < n; i++) {
-        const s = nodes[i];
-        if (s === null || s === undefined) continue;
-        nodes[j] = s;
-        ids[j++] = ids[i]!;
-      }
-      for (let i = j; i < n; i++) nodes[i] = null;
-      this.#len = j;
-    } else {
-      const nodes: (StorageNode | null)[] = [], ids = new Float64Array(this.#ids.length);
-      let j = 0;
-      for (let i = 0; i < n; i++) {
-        const s = this.#nodes[i];
-        if (s === null || s === undefined) continue;
-        nodes.push(s);
-        ids[j++] = this.#ids[i]!;
-      }
-      this.#nodes = nodes;
-      this.#ids = ids;
-      this.#len = j;
+    const n = this.#len, from = this.#nodes, fromIds = this.#ids;
+    const inPlace = this.#iterating === 0;
+    const nodes = inPlace ? from : [], ids = inPlace ? fromIds : new Float64Array(fromIds.length);
+    let j = 0;
+    for (let i = 0; i < n; i++) {
+      const s = from[i];
+      if (s === null || s === undefined) continue;
+      nodes[j] = s;
+      ids[j++] = fromIds[i]!;
     }
+    // In place, the slots the members left keep nothing alive.
+    if (inPlace) { for (let i = j; i < n; i++) nodes[i] = null; }
+    this.#nodes = nodes;
+    this.#ids = ids;
+    this.#len = j;
     this.#hint = 0;
   }
 }

@@ -347,7 +347,7 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
     e.copyEngine.swapOut(s.bytes);
   } else {
     stall = measured ?? k.cost.swapCost(s.bytes);
-    tick = clockTick(k, measured, s.bytes);
+    tick = clockTick(k, measured, stall, s.bytes);
   }
   s.residency = "swapped";
   s.host = s.host ?? undefined;
@@ -372,14 +372,20 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
 
 /**
  * What a synchronous swap of `bytes` (which the executor timed at `measured`
- * ns, or did not time) moves the clock by: the cost model's price unless the
- * model measures. The clock orders the storages' staleness, which the
- * policies' scores read: a measured copy time there made a swap-aware run's
- * choices differ from run to run (216-226 evictions, a different digest each
- * time, on gpt small at ratio 0.4). The stall is counted as measured.
+ * ns, or did not time) that counted `stall` moves the clock by: the cost
+ * model's price unless the model measures (`stall` is that price already when
+ * the swap was not timed). The clock orders the storages' staleness, which
+ * the policies' scores read: a measured copy time there made a swap-aware
+ * run's choices differ from run to run (216-226 evictions, a different digest
+ * each time, on gpt small at ratio 0.4). The stall is counted as measured.
  */
-function clockTick(k: EngineState, measured: number | undefined, bytes: number): number {
-  return measured !== undefined && k.cost.measures !== false ? measured : k.cost.swapCost(bytes);
+function clockTick(
+  k: EngineState,
+  measured: number | undefined,
+  stall: number,
+  bytes: number,
+): number {
+  return measured !== undefined && k.cost.measures === false ? k.cost.swapCost(bytes) : stall;
 }
 
 /**
@@ -406,7 +412,7 @@ export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
     s.readyAt = e.copyEngine.swapIn(s.bytes).endNs;
   } else {
     stall = measured ?? k.cost.swapCost(s.bytes);
-    tick = clockTick(k, measured, s.bytes);
+    tick = clockTick(k, measured, stall, s.bytes);
   }
   s.residency = "resident";
   e.hostUsed -= s.bytes;
