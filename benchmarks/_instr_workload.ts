@@ -1,0 +1,81 @@
+/**
+ * The workload `instr_profile.ts` runs under callgrind: the dispatch stream of
+ * `@libra/runtime/dispatch-stream` (the stream the micro-benchmarks and
+ * `runtime_bench.ts` time) on the portable cpu library (built without machine
+ * flags: valgrind cannot decode AVX-512), through a runtime or on the backend
+ * directly.
+ *
+ * `deno run -A benchmarks/_instr_workload.ts --policy dtr-eq --live 10000 --warmup 100000 --calls 20000`
+ * prints `calls <n>` once done (the warm-up's and the stream's set-up calls not counted).
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { cpuBackend } from "@libra/native";
+import { Runtime } from "@libra/runtime";
+import { dispatchStream, OLDEST_FIRST, STREAM_VALUE_BYTES } from "@libra/runtime/dispatch-stream";
+import type { Backend } from "@libra/tensor/backend";
+
+/** What the stream runs through: a runtime choosing its victims by a policy, or the backend. */
+export const WORKLOAD_POLICIES = ["dtr-eq", "oldest-first", "unlimited", "direct"] as const;
+
+/** One of {@link WORKLOAD_POLICIES}. */
+export type WorkloadPolicy = typeof WORKLOAD_POLICIES[number];
+
+/**
+ * The stream's target: `direct` is `backend` itself; `unlimited` a runtime
+ * without a budget; `dtr-eq` (sqrt sampling) and `oldest-first` runtimes under
+ * a budget of 90% of `live` values, as the micro-benchmarks make them.
+ */
+export function workloadTarget(backend: Backend, policy: WorkloadPolicy, live: number): Backend {
+  const budget = Math.floor(0.9 * live * STREAM_VALUE_BYTES);
+  switch (policy) {
+    case "direct":
+      return backend;
+    case "unlimited":
+      return new Runtime({ backend, timeline: false });
+    case "dtr-eq":
+      return new Runtime({ backend, timeline: false, budget, search: { mode: "sqrt" } });
+    case "oldest-first":
+      return new Runtime({ backend, timeline: false, budget, policy: OLDEST_FIRST });
+  }
+}
+
+/** Runs `warmup` then `calls` calls of the stream on `target` with `live` values live. */
+export function runWorkload(target: Backend, live: number, warmup: number, calls: number): void {
+  const step = dispatchStream(target, live);
+  for (let i = 0; i < warmup; i++) step();
+  for (let i = 0; i < calls; i++) step();
+}
+
+function count(name: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new RangeError(`_instr_workload: --${name} must be a non-negative integer, got ${v}`);
+  }
+  return n;
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      policy: { type: "string", default: "dtr-eq" },
+      live: { type: "string", default: "10000" },
+      warmup: { type: "string", default: "100000" },
+      calls: { type: "string", default: "20000" },
+    },
+  });
+  const policy = values.policy as WorkloadPolicy;
+  if (!WORKLOAD_POLICIES.includes(policy)) {
+    throw new RangeError(
+      `_instr_workload: --policy must be one of ${WORKLOAD_POLICIES.join(", ")}, got ${policy}`,
+    );
+  }
+  const live = Math.max(1, count("live", values.live));
+  const calls = count("calls", values.calls);
+  const backend = cpuBackend({ variant: "portable", threads: 1 });
+  runWorkload(workloadTarget(backend, policy, live), live, count("warmup", values.warmup), calls);
+  console.log(`calls ${calls}`);
+}
