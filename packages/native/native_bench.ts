@@ -5,7 +5,8 @@
  *   through a minimal `Deno.dlopen` of libopenblas (same OpenBLAS, same
  *   threads), at 256..1024; the binding's overhead is printed as a ratio;
  * - the per-call overhead of a tiny kernel (relu on 1 element) through the
- *   binding and through a raw `libra_run` FFI call;
+ *   binding and through a raw `libra_run` FFI call (its lists by address, as
+ *   the binding passes them: see `libra_run_ptr`);
  * - conv2d forward images/s on a ResNet-ish 3x3 layer (64 -> 64 channels, 56x56).
  *
  * @module
@@ -13,6 +14,7 @@
 
 import { loadLibrary } from "./_loader.ts";
 import { cpuBackend } from "./mod.ts";
+import { addressOf } from "./native_backend.ts";
 
 const cpu = cpuBackend();
 
@@ -166,11 +168,12 @@ const x1raw = new Float32Array(1), y1raw = new Float32Array(1);
 const ins = new BigUint64Array([BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(x1raw)))]);
 const outs = new BigUint64Array([BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(y1raw)))]);
 const p1 = new Float64Array([1]);
+const insAt = addressOf(ins), outsAt = addressOf(outs), p1At = addressOf(p1);
 {
   const reps = 200_000;
   const [tb, tr] = timePair(
     () => cpu.run("relu", [x1], [y1], relu1),
-    () => lib.symbols.libra_run(id[0]!, ins, 1, outs, 1, p1, 1),
+    () => lib.symbols.libra_run_ptr(id[0]!, insAt, 1, outsAt, 1, p1At, 1),
     reps,
     3,
   );
@@ -189,7 +192,7 @@ Deno.bench({
   group: "per-call overhead",
   baseline: true,
   fn: () => {
-    lib.symbols.libra_run(id[0]!, ins, 1, outs, 1, p1, 1);
+    lib.symbols.libra_run_ptr(id[0]!, insAt, 1, outsAt, 1, p1At, 1);
   },
 });
 

@@ -94,3 +94,61 @@ for (const kind of ["cpu", "cpu_portable", "cuda"] as LibraryKind[]) {
   });
   if (why) console.log(`libra_sample_bounds (${kind}) skipped: ${why}`);
 }
+
+Deno.test("cpuBackend().sampleBounds (arrays by address, kept between calls) is bitwise sampleBounds", async () => {
+  let backend;
+  try {
+    const { cpuBackend } = await import("./mod.ts");
+    backend = cpuBackend();
+  } catch (e) {
+    if (!(e instanceof LibraryLoadError)) throw e;
+    console.log(`skipped: ${e.message}`);
+    return;
+  }
+  const run = backend.sampleBounds;
+  const rnd = lcg(17);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  // The native side keeps the arrays' addresses while the same arrays come back: arrays small
+  // enough to live on the JavaScript heap (rng, out, a few draws) must not move under it when
+  // collections run between calls (`--expose-gc`: `deno task test`), and new arrays must be
+  // seen as new.
+  let slots = new Float64Array(0), n = 0;
+  let sampled = new Int32Array(1), bounds = new Float64Array(1);
+  let rng = new Int32Array([7]), out = new Float64Array(2);
+  const want = { rng: new Int32Array([7]) };
+  for (let c = 0; c < 600; c++) {
+    if (c % 50 === 0) {
+      n = 1 + Math.floor(rnd() * (c % 100 === 0 ? 5000 : 40));
+      slots = new Float64Array(n * SLOT_STRIDE);
+      for (let i = 0; i < slots.length; i++) slots[i] = rnd() * 1e4;
+    }
+    const k = 1 + Math.floor(rnd() * (c % 3 === 0 ? 4 : 120));
+    if (sampled.length < k || rnd() < 0.1) {
+      sampled = new Int32Array(k);
+      bounds = new Float64Array(k);
+    }
+    if (rnd() < 0.05) {
+      rng = new Int32Array([rng[0]!]);
+      out = new Float64Array(2);
+    }
+    if (c % 7 === 0) {
+      // Garbage, and a collection: what lives on the heap moves.
+      const junk = [];
+      for (let i = 0; i < 2000; i++) junk.push(new Float64Array(4));
+      gc?.();
+    }
+    const wSampled = new Int32Array(k), wBounds = new Float64Array(k), wOut = new Float64Array(2);
+    const args = [rnd() < 0.8 ? 0 : rnd() * 1e4, rnd() * 10, c & 1, 2e4] as const;
+    const m = run(slots, n, k, rng, sampled, bounds, ...args, out);
+    const mw = sampleBounds(slots, n, k, want.rng, wSampled, wBounds, ...args, wOut);
+    assert.equal(m, mw, `call ${c}`);
+    assert.equal(rng[0], want.rng[0], `call ${c}: generator state`);
+    assert.deepEqual([...sampled.subarray(0, m)], [...wSampled.subarray(0, m)], `call ${c}`);
+    for (let t = 0; t < m; t++) assert.ok(Object.is(bounds[t], wBounds[t]), `call ${c}: ${t}`);
+    assert.ok(Object.is(out[0], wOut[0]) && Object.is(out[1], wOut[1]), `call ${c}: out`);
+  }
+  assert.throws(
+    () => run(slots, n, 1, new Int32Array(0), sampled, bounds, 0, 0, 0, 1, out),
+    /rng needs 1 element/,
+  );
+});

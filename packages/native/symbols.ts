@@ -1,7 +1,9 @@
 /**
  * The FFI symbol table of `native/include/libra.h`, one entry per C function,
  * with the C type of each parameter in a comment. Output parameters (`T* out`)
- * are passed as typed arrays (`"buffer"`); device pointers as `"pointer"`.
+ * are passed as typed arrays (`"buffer"`); device pointers as `"pointer"`. The
+ * hot paths (`libra_run_ptr`, `libra_sample_bounds_ptr`: the same C functions)
+ * take their arrays as pointers, which cost Deno's FFI nothing a call.
  *
  * @module
  */
@@ -121,6 +123,34 @@ export const SYMBOLS = {
    */
   libra_run: {
     parameters: ["i32", "buffer", "i32", "buffer", "i32", "buffer", "i32"],
+    result: "i32",
+  },
+  /**
+   * `libra_run` with its three lists as pointers (`"pointer"`): the backend's
+   * hot path passes pointers to scratch arrays it keeps, where a `"buffer"`
+   * parameter costs Deno's FFI ~100 ns a call (a kernel call passes three).
+   */
+  libra_run_ptr: {
+    name: "libra_run",
+    parameters: ["i32", "pointer", "i32", "pointer", "i32", "pointer", "i32"],
+    result: "i32",
+  },
+  /** `libra_sample_bounds` with its arrays as pointers (see `libra_run_ptr`). */
+  libra_sample_bounds_ptr: {
+    name: "libra_sample_bounds",
+    parameters: [
+      "pointer",
+      "i32",
+      "i32",
+      "pointer",
+      "pointer",
+      "pointer",
+      "f64",
+      "f64",
+      "i32",
+      "f64",
+      "pointer",
+    ],
     result: "i32",
   },
   /** int32_t libra_set_stream(libra_stream s) */
