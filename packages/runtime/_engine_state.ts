@@ -60,6 +60,16 @@ export class EngineState {
   /** The budget-free compute the limit is relative to, ns. */
   baselineComputeNs: number | undefined;
   /**
+   * The swaps' stalls as the thrash limit counts them, ns: the cost model's
+   * price of each synchronous copy (what the clock moves by, see `clockTick`),
+   * the copy stream's waits, and measured times only where the cost model
+   * measures (`stats.swapStallNs` holds the measured ones). So whether a run
+   * passes the limit is decided as its evictions are, not by how long a copy
+   * took this time (a collection inside one took 4.8 ms and stopped a test's
+   * gpt tiny run whose step computes 3.8).
+   */
+  thrashStallNs = 0;
+  /**
    * Storages swapped in on the copy stream whose completion a call has not
    * waited for yet (each keeps the time in `StorageNode.readyAt`).
    */

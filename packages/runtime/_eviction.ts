@@ -112,14 +112,14 @@ export function heldBytes(e: Engine, k: EngineState): { lockedBytes: number; kep
 /**
  * Throws {@link ThrashingError} when recomputation plus stalls passed
  * `(limit - 1)` x the budget-free compute (the check DTR's simulator makes
- * after every materialization).
+ * after every materialization), stalls as priced (`thrashStallNs`).
  */
 export function checkThrash(e: Engine, k: EngineState): void {
   const limit = k.overheadLimit;
   if (limit === Infinity) return;
   const st = e.stats;
   const base = k.baselineComputeNs ?? st.computeNs;
-  const extra = st.recomputeNs + st.swapStallNs;
+  const extra = st.recomputeNs + k.thrashStallNs;
   if (extra <= (limit - 1) * base) return;
   st.oomErrors++;
   e.timeline.mark(e.callIndex, e.used, "oom", "thrashing");
@@ -131,7 +131,7 @@ export function checkThrash(e: Engine, k: EngineState): void {
     budgetBytes: k.budget,
     ...(k.knownFeasible !== undefined ? { knownFeasibleBytes: k.knownFeasible } : {}),
     recomputeNs: st.recomputeNs,
-    stallNs: st.swapStallNs,
+    stallNs: k.thrashStallNs,
     overheadLimit: limit,
     baselineComputeNs: base,
   });
@@ -362,6 +362,7 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
   st.swapOuts++;
   st.swapOutBytes += s.bytes;
   st.swapStallNs += stall;
+  k.thrashStallNs += tick;
   e.clock += tick;
   if (e.recordDecisions) e.decisions.push(`swap:${s.name}`);
   if (e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "swap-out", s.name);
@@ -424,6 +425,7 @@ export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   st.swapIns++;
   st.swapInBytes += s.bytes;
   st.swapStallNs += stall;
+  k.thrashStallNs += tick;
   e.clock += tick;
   refreshPool(k, s);
   if (e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "swap-in", s.name);

@@ -162,6 +162,7 @@ function awaitCopies(e: Engine, k: EngineState, call: CallNode): void {
   }
   if (wait > 0) {
     e.stats.swapStallNs += wait;
+    k.thrashStallNs += wait;
     e.clock += wait;
     checkThrash(e, k);
   }

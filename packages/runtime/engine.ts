@@ -134,8 +134,10 @@ export interface EngineOptions {
   /**
    * Thrash limit X: once recomputation plus stalls pass `(X - 1)` times the
    * budget-free compute, the call in progress throws {@link ThrashingError}
-   * (reason `"thrashing"`). Default `Infinity` (no limit); drivers pass 2.0,
-   * as the published DTR evaluation did.
+   * (reason `"thrashing"`). All three as the cost model prices them (a swap's
+   * measured time counts only where the model measures), so that whether a
+   * run stops does not depend on how long its copies took. Default `Infinity`
+   * (no limit); drivers pass 2.0, as the published DTR evaluation did.
    */
   overheadLimit?: number;
   /**

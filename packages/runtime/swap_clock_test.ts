@@ -43,7 +43,7 @@ class TimedSwaps implements Executor {
  * them with host memory for every one (a swap-aware `dtr-eq` swaps most of them out: a copy
  * costs less than a recomputation), then every value read back from the last to the first.
  */
-function run(executor: Executor) {
+function run(executor: Executor, overheadLimit = Infinity) {
   const cost = new AnalyticCostModel();
   const e = new Engine({
     budgetBytes: 12 * 1024 + 64,
@@ -52,6 +52,7 @@ function run(executor: Executor) {
     executor,
     hostLimitBytes: Infinity,
     gc: false,
+    overheadLimit,
   });
   e.recordDecisions = true;
   const x = e.leaf(64, "x", { pinned: true });
@@ -81,4 +82,16 @@ Deno.test("a swap's measured time is counted as its stall but moves the clock by
     assert.ok(Math.abs(r.stats.swapStallNs - timed.measuredNs) < 1e-6 * timed.measuredNs);
     assert.notEqual(r.stats.swapStallNs, modeled.stats.swapStallNs);
   }
+});
+
+Deno.test("the thrash limit counts a swap as the cost model prices it, not as long as the copy took (whether a run stops is decided as its evictions are)", () => {
+  // Within the limit as priced: the copies cost little beside the 1 ms calls.
+  const modeled = run(new MetaExecutor(), 2);
+  assert.ok(modeled.stats.swapIns > 10);
+  // Copies measured at a second each (a collection or another process inside the copy):
+  // measured, the stalls pass the limit many times over.
+  const timed = new TimedSwaps(() => 1e9);
+  const r = run(timed, 2);
+  assert.deepEqual(r.decisions, modeled.decisions);
+  assert.ok(r.stats.swapStallNs > 2 * r.stats.computeNs, `${r.stats.swapStallNs} ns of stalls`);
 });
