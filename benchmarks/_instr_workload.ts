@@ -49,33 +49,41 @@ export function runWorkload(target: Backend, live: number, warmup: number, calls
   for (let i = 0; i < calls; i++) step();
 }
 
-function count(name: string, v: string): number {
+/** The workload's options and their defaults (`instr_profile.ts` takes them too). */
+export const WORKLOAD_OPTIONS = {
+  policy: { type: "string", default: "dtr-eq" },
+  live: { type: "string", default: "10000" },
+  warmup: { type: "string", default: "100000" },
+  calls: { type: "string", default: "20000" },
+} as const;
+
+/** `v` as an integer of at least `min`, else a RangeError naming `tool`'s `--name`. */
+export function integerOption(tool: string, name: string, v: string, min: number): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) {
-    throw new RangeError(`_instr_workload: --${name} must be a non-negative integer, got ${v}`);
+  if (!Number.isInteger(n) || n < min) {
+    throw new RangeError(`${tool}: --${name} must be an integer of at least ${min}, got ${v}`);
   }
   return n;
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      policy: { type: "string", default: "dtr-eq" },
-      live: { type: "string", default: "10000" },
-      warmup: { type: "string", default: "100000" },
-      calls: { type: "string", default: "20000" },
-    },
-  });
+  const { values } = parseArgs({ args: Deno.args, options: WORKLOAD_OPTIONS });
   const policy = values.policy as WorkloadPolicy;
   if (!WORKLOAD_POLICIES.includes(policy)) {
     throw new RangeError(
       `_instr_workload: --policy must be one of ${WORKLOAD_POLICIES.join(", ")}, got ${policy}`,
     );
   }
-  const live = Math.max(1, count("live", values.live));
-  const calls = count("calls", values.calls);
+  const count = (name: string, v: string, min: number) =>
+    integerOption("_instr_workload", name, v, min);
+  const live = count("live", values.live, 1);
+  const calls = count("calls", values.calls, 0);
   const backend = cpuBackend({ variant: "portable", threads: 1 });
-  runWorkload(workloadTarget(backend, policy, live), live, count("warmup", values.warmup), calls);
+  runWorkload(
+    workloadTarget(backend, policy, live),
+    live,
+    count("warmup", values.warmup, 0),
+    calls,
+  );
   console.log(`calls ${calls}`);
 }

@@ -30,7 +30,12 @@
  */
 
 import { parseArgs } from "node:util";
-import { WORKLOAD_POLICIES, type WorkloadPolicy } from "./_instr_workload.ts";
+import {
+  integerOption,
+  WORKLOAD_OPTIONS,
+  WORKLOAD_POLICIES,
+  type WorkloadPolicy,
+} from "./_instr_workload.ts";
 
 /** One symbol of a perf map (`/tmp/perf-<pid>.map`). */
 export interface PerfMapEntry {
@@ -245,22 +250,11 @@ async function profiled(
   }
 }
 
-function positive(name: string, v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) {
-    throw new RangeError(`instr_profile: --${name} must be a positive integer, got ${v}`);
-  }
-  return n;
-}
-
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
-      policy: { type: "string", default: "dtr-eq" },
-      live: { type: "string", default: "10000" },
-      warmup: { type: "string", default: "100000" },
-      calls: { type: "string", default: "20000" },
+      ...WORKLOAD_OPTIONS,
       top: { type: "string", default: "40" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -280,6 +274,7 @@ if (import.meta.main) {
       `instr_profile: --policy must be one of ${WORKLOAD_POLICIES.join(", ")}, got ${policy}`,
     );
   }
+  const positive = (name: string, v: string) => integerOption("instr_profile", name, v, 1);
   const live = positive("live", values.live), warmup = positive("warmup", values.warmup);
   const calls = positive("calls", values.calls), top = positive("top", values.top);
   // The short run's calls: past the warm-up as well, so that both runs' warm-ups compiled alike.
