@@ -17,6 +17,10 @@
  * by thousands, with where collections fall (10.6k and 15.9k a call in two
  * runs of `dtr-eq` whose other rows agreed to 6 instructions).
  *
+ * The native rows are the portable library's (no machine flags: valgrind
+ * cannot decode AVX-512), whose loops compile differently from the default
+ * build's: time native changes on the default build.
+ *
  * Needs valgrind (`apt-get install -y valgrind`) and the portable cpu library
  * (`deno task build:native` builds it). Each run takes minutes (valgrind runs
  * the stream ~50x slower); the two run side by side.
