@@ -61,7 +61,7 @@ export class EngineState {
   baselineComputeNs: number | undefined;
   /**
    * The swaps' stalls as the thrash limit counts them, ns: the cost model's
-   * price of each synchronous copy (what the clock moves by, see `clockTick`),
+   * price of each synchronous copy (what the clock moves by, see `chargeSyncSwap`),
    * the copy stream's waits, and measured times only where the cost model
    * measures (`stats.swapStallNs` holds the measured ones). So whether a run
    * passes the limit is decided as its evictions are, not by how long a copy

@@ -340,15 +340,10 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
   }
   const defined = s.tensors.filter((t) => t.defined);
   const measured = k.exec.swapOut(s);
-  let stall = 0, tick = 0;
-  if (measured === undefined && e.copyEngine !== null) {
-    // Asynchronous: the memory stays held until the copy ends (a call that
-    // needs it waits in `_remat.ts`); nothing stalls now.
-    e.copyEngine.swapOut(s.bytes);
-  } else {
-    stall = measured ?? k.cost.swapCost(s.bytes);
-    tick = clockTick(k, measured, stall, s.bytes);
-  }
+  const sync = measured !== undefined || e.copyEngine === null;
+  // Asynchronous: the memory stays held until the copy ends (a call that
+  // needs it waits in `_remat.ts`); nothing stalls now.
+  if (!sync) e.copyEngine!.swapOut(s.bytes);
   s.residency = "swapped";
   s.host = s.host ?? undefined;
   swappedDefined.set(s, defined);
@@ -361,9 +356,7 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
   st.evictions++;
   st.swapOuts++;
   st.swapOutBytes += s.bytes;
-  st.swapStallNs += stall;
-  k.thrashStallNs += tick;
-  e.clock += tick;
+  if (sync) chargeSyncSwap(e, k, measured, s.bytes);
   if (e.recordDecisions) e.decisions.push(`swap:${s.name}`);
   if (e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "swap-out", s.name);
   if (k.onEvent) {
@@ -372,21 +365,27 @@ function swapOut(e: Engine, k: EngineState, s: StorageNode): void {
 }
 
 /**
- * What a synchronous swap of `bytes` (which the executor timed at `measured`
- * ns, or did not time) that counted `stall` moves the clock by: the cost
- * model's price unless the model measures (`stall` is that price already when
- * the swap was not timed). The clock orders the storages' staleness, which
- * the policies' scores read: a measured copy time there made a swap-aware
- * run's choices differ from run to run (216-226 evictions, a different digest
- * each time, on gpt small at ratio 0.4). The stall is counted as measured.
+ * Counts a synchronous swap of `bytes`, which the executor timed at `measured`
+ * ns or did not time: its stall (`stats.swapStallNs`) as measured, else as the
+ * cost model prices it; and what moves the clock and counts toward the thrash
+ * limit (`thrashStallNs`) as the cost model prices it unless the model
+ * measures. The clock orders the storages' staleness, which the policies'
+ * scores read: a measured copy time there made a swap-aware run's choices
+ * differ from run to run (216-226 evictions, a different digest each time, on
+ * gpt small at ratio 0.4), and in the limit made whether a run stopped depend
+ * on how long a copy took.
  */
-function clockTick(
+function chargeSyncSwap(
+  e: Engine,
   k: EngineState,
   measured: number | undefined,
-  stall: number,
   bytes: number,
-): number {
-  return measured !== undefined && k.cost.measures === false ? k.cost.swapCost(bytes) : stall;
+): void {
+  const stall = measured ?? k.cost.swapCost(bytes);
+  const tick = measured !== undefined && k.cost.measures === false ? k.cost.swapCost(bytes) : stall;
+  e.stats.swapStallNs += stall;
+  k.thrashStallNs += tick;
+  e.clock += tick;
 }
 
 /**
@@ -406,14 +405,11 @@ export function takeReady(k: EngineState, s: StorageNode): number {
 export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   reserve(e, k, s.bytes);
   const measured = k.exec.swapIn(s);
-  let stall = 0, tick = 0;
-  if (measured === undefined && e.copyEngine !== null) {
+  const sync = measured !== undefined || e.copyEngine === null;
+  if (!sync) {
     // Asynchronous: the call that reads it waits for the copy (`_remat.ts`).
     if (s.readyAt < 0) k.readyCount++;
-    s.readyAt = e.copyEngine.swapIn(s.bytes).endNs;
-  } else {
-    stall = measured ?? k.cost.swapCost(s.bytes);
-    tick = clockTick(k, measured, stall, s.bytes);
+    s.readyAt = e.copyEngine!.swapIn(s.bytes).endNs;
   }
   s.residency = "resident";
   e.hostUsed -= s.bytes;
@@ -424,9 +420,7 @@ export function swapIn(e: Engine, k: EngineState, s: StorageNode): void {
   const st = e.stats;
   st.swapIns++;
   st.swapInBytes += s.bytes;
-  st.swapStallNs += stall;
-  k.thrashStallNs += tick;
-  e.clock += tick;
+  if (sync) chargeSyncSwap(e, k, measured, s.bytes);
   refreshPool(k, s);
   if (e.timeline.enabled) e.timeline.mark(e.callIndex, e.used, "swap-in", s.name);
   if (k.onEvent) emit(k, { type: "remat", how: "swap", name: s.name, bytes: s.bytes });
