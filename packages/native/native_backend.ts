@@ -73,6 +73,24 @@ export function addressOf(a: ArrayBufferView): Deno.PointerValue {
   return Deno.UnsafePointer.of(a as unknown as BufferSource);
 }
 
+/**
+ * The address of the array it was last asked for (see {@link addressOf}),
+ * made again only when the array is another: a caller that passes the same
+ * arrays call after call pays an identity check.
+ */
+class LastAddress {
+  #array: ArrayBufferView | null = null;
+  #at: Deno.PointerValue = null;
+  /** `a`'s address. */
+  of(a: ArrayBufferView): Deno.PointerValue {
+    if (a !== this.#array) {
+      this.#at = addressOf(a);
+      this.#array = a;
+    }
+    return this.#at;
+  }
+}
+
 let bufferAddr: (b: NativeBuffer) => bigint;
 let bufferPtr: (b: NativeBuffer) => Deno.PointerObject;
 let bufferOwner: (b: NativeBuffer) => NativeBackend;
@@ -248,18 +266,13 @@ export class NativeBackend implements Backend {
   #insAt = addressOf(this.#ins);
   #outsAt = addressOf(this.#outs);
   #paramsAt = addressOf(this.#params);
-  // The arrays of the latest `sampleBounds` call and their addresses: a policy passes the
-  // same ones search after search.
-  #sbSlots: Float64Array | null = null;
-  #sbSlotsAt: Deno.PointerValue = null;
-  #sbRng: Int32Array | null = null;
-  #sbRngAt: Deno.PointerValue = null;
-  #sbSampled: Int32Array | null = null;
-  #sbSampledAt: Deno.PointerValue = null;
-  #sbBounds: Float64Array | null = null;
-  #sbBoundsAt: Deno.PointerValue = null;
-  #sbOut: Float64Array | null = null;
-  #sbOutAt: Deno.PointerValue = null;
+  // The addresses of the arrays `sampleBounds` was last given: a policy passes the same ones
+  // search after search.
+  readonly #sbSlots = new LastAddress();
+  readonly #sbRng = new LastAddress();
+  readonly #sbSampled = new LastAddress();
+  readonly #sbBounds = new LastAddress();
+  readonly #sbOut = new LastAddress();
   #copyStream: Deno.PointerObject | null = null;
   /** Per-name [calls, ms] while profiling (null when off: the hot path pays one branch). */
   #prof: Map<string, [number, number]> | null = null;
@@ -281,11 +294,6 @@ export class NativeBackend implements Backend {
       clock,
       out,
     ) => {
-      if (slots !== this.#sbSlots) this.#sbSlotsAt = addressOf(this.#sbSlots = slots);
-      if (rng !== this.#sbRng) this.#sbRngAt = addressOf(this.#sbRng = rng);
-      if (sampled !== this.#sbSampled) this.#sbSampledAt = addressOf(this.#sbSampled = sampled);
-      if (bounds !== this.#sbBounds) this.#sbBoundsAt = addressOf(this.#sbBounds = bounds);
-      if (out !== this.#sbOut) this.#sbOutAt = addressOf(this.#sbOut = out);
       // What the library reads and writes whatever `n` and `k` (a null address would crash it).
       if (rng.length < 1 || out.length < 2) {
         throw new RangeError(
@@ -293,17 +301,17 @@ export class NativeBackend implements Backend {
         );
       }
       return this.#s.libra_sample_bounds_ptr(
-        this.#sbSlotsAt,
+        this.#sbSlots.of(slots),
         n,
         k,
-        this.#sbRngAt,
-        this.#sbSampledAt,
-        this.#sbBoundsAt,
+        this.#sbRng.of(rng),
+        this.#sbSampled.of(sampled),
+        this.#sbBounds.of(bounds),
         minBytes,
         slack,
         floors,
         clock,
-        this.#sbOutAt,
+        this.#sbOut.of(out),
       );
     };
     this.device = device;
