@@ -59,21 +59,26 @@ export const WORKLOAD_OPTIONS = {
 
 /** `v` as an integer of at least `min`, else a RangeError naming `tool`'s `--name`. */
 export function integerOption(tool: string, name: string, v: string, min: number): number {
-  const n = Number(v);
+  const n = v.trim() === "" ? NaN : Number(v);
   if (!Number.isInteger(n) || n < min) {
     throw new RangeError(`${tool}: --${name} must be an integer of at least ${min}, got ${v}`);
   }
   return n;
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({ args: Deno.args, options: WORKLOAD_OPTIONS });
-  const policy = values.policy as WorkloadPolicy;
-  if (!WORKLOAD_POLICIES.includes(policy)) {
+/** `v` as a {@link WorkloadPolicy}, else a RangeError naming `tool`'s `--policy`. */
+export function policyOption(tool: string, v: string): WorkloadPolicy {
+  if (!(WORKLOAD_POLICIES as readonly string[]).includes(v)) {
     throw new RangeError(
-      `_instr_workload: --policy must be one of ${WORKLOAD_POLICIES.join(", ")}, got ${policy}`,
+      `${tool}: --policy must be one of ${WORKLOAD_POLICIES.join(", ")}, got ${v}`,
     );
   }
+  return v as WorkloadPolicy;
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({ args: Deno.args, options: WORKLOAD_OPTIONS });
+  const policy = policyOption("_instr_workload", values.policy);
   const count = (name: string, v: string, min: number) =>
     integerOption("_instr_workload", name, v, min);
   const live = count("live", values.live, 1);

@@ -36,6 +36,7 @@
 import { parseArgs } from "node:util";
 import {
   integerOption,
+  policyOption,
   WORKLOAD_OPTIONS,
   WORKLOAD_POLICIES,
   type WorkloadPolicy,
@@ -236,8 +237,8 @@ async function profiled(
     if (!r.success || !stdout.includes(`calls ${calls}`)) {
       const why = stderr.includes("unhandled instruction bytes")
         ? " (valgrind met an instruction it cannot decode, AVX-512 likely: the workload loads " +
-          "the portable cpu library, built without machine flags; rebuild it with " +
-          "`deno task build:native --force`)"
+          "the portable cpu library, built without machine flags, so the instruction is in " +
+          "another library or the Deno binary)"
         : "";
       throw new Error(
         `instr_profile: the workload under valgrind failed${why}:\n${stderr.slice(-2000)}`,
@@ -272,12 +273,7 @@ if (import.meta.main) {
     );
     Deno.exit(0);
   }
-  const policy = values.policy as WorkloadPolicy;
-  if (!WORKLOAD_POLICIES.includes(policy)) {
-    throw new RangeError(
-      `instr_profile: --policy must be one of ${WORKLOAD_POLICIES.join(", ")}, got ${policy}`,
-    );
-  }
+  const policy = policyOption("instr_profile", values.policy);
   const positive = (name: string, v: string) => integerOption("instr_profile", name, v, 1);
   const live = positive("live", values.live), warmup = positive("warmup", values.warmup);
   const calls = positive("calls", values.calls), top = positive("top", values.top);

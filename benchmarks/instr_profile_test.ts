@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { instructionsByFunction, parsePerfMap, perCall } from "./instr_profile.ts";
-import { runWorkload, workloadTarget } from "./_instr_workload.ts";
+import { integerOption, policyOption, runWorkload, workloadTarget } from "./_instr_workload.ts";
 import { Runtime } from "@libra/runtime";
 
 // A callgrind output as `--dump-instr=yes` writes it, with what the parser must get right: costs
@@ -104,5 +104,19 @@ Deno.test("instr_profile's workload: each policy runs the stream it names", asyn
     // Oldest first evicts on every call past the set-up (the budget holds 90% of the values).
     else if (policy === "oldest-first") assert.ok(rt.stats.evictions >= warmup + calls, policy);
     else assert.ok(rt.stats.evictions > 0, policy);
+  }
+});
+
+Deno.test("instr_profile's options: a bad policy or count is an error naming the tool and the flag", () => {
+  assert.equal(policyOption("t", "oldest-first"), "oldest-first");
+  assert.throws(() => policyOption("t", "lru"), /^RangeError: t: --policy must be one of dtr-eq, /);
+  assert.equal(integerOption("t", "calls", "20", 1), 20);
+  assert.equal(integerOption("t", "warmup", "0", 0), 0);
+  assert.throws(() => integerOption("t", "warmup", " ", 0), /--warmup must be an integer/);
+  for (const bad of ["0", "-3", "2.5", "ten", ""]) {
+    assert.throws(
+      () => integerOption("t", "calls", bad, 1),
+      new RegExp(`^RangeError: t: --calls must be an integer of at least 1, got ${bad}$`),
+    );
   }
 });
