@@ -25,16 +25,14 @@
  */
 
 import {
+  checkPolicyName,
   createPlanner,
   createPolicy,
   isPlannerName,
-  isPolicyName,
   type LibraPlan,
   type Plan,
   type Planner,
-  PLANNER_NAMES,
   plannerNeeds,
-  POLICY_NAMES,
 } from "@libra/evict";
 import { cpuBackend, cudaBackend } from "@libra/native";
 import {
@@ -379,13 +377,7 @@ function checkOptions(o: RunTrainingOptions): void {
   if (!(MODEL_NAMES as readonly string[]).includes(o.model)) {
     throw new RangeError(`unknown model "${o.model}" (models: ${MODEL_NAMES.join(", ")})`);
   }
-  if (!isPlannerName(o.policy) && !isPolicyName(o.policy)) {
-    throw new RangeError(
-      `unknown policy "${o.policy}" (policies: ${
-        POLICY_NAMES.join(", ")
-      }, each also with +swap; planners: ${PLANNER_NAMES.join(", ")})`,
-    );
-  }
+  checkPolicyName(o.policy);
   if ((o.budgetRatio === undefined) === (o.budgetBytes === undefined)) {
     throw new RangeError(
       `give exactly one of budgetRatio and budgetBytes (got ${o.budgetRatio} and ${o.budgetBytes})`,

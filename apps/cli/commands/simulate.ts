@@ -14,7 +14,7 @@ import {
   simulateTrace,
   type SimulationReport,
 } from "@libra/runtime";
-import { isPlannerName, PLANNER_NAMES } from "@libra/evict";
+import { checkPolicyName, isPlannerName, PLANNER_NAMES } from "@libra/evict";
 import { plannerSimulation } from "@libra/train/simulate-plan";
 
 /** One-line description for `--help`. */
@@ -137,6 +137,12 @@ export async function main(args: string[]): Promise<number> {
   }
   if (!values.trace) {
     console.error("libra simulate: --trace FILE is required (see --help)");
+    return 2;
+  }
+  try {
+    checkPolicyName(values.policy);
+  } catch (e) {
+    console.error(`libra simulate: ${(e as Error).message}`);
     return 2;
   }
   const ratios = values.ratios.split(",").map((s) => s.trim()).filter((s) => s !== "").map(Number);

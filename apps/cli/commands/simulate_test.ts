@@ -136,6 +136,24 @@ Deno.test("libra simulate --policy libra|chen-sqrt prints the planners' rows", a
   }
 });
 
+Deno.test("simulate refuses an unknown policy with exit 2 before reading the trace", async () => {
+  // The trace does not exist: a check made after reading it would report that instead (exit 1).
+  const missing = `${await Deno.makeTempDir()}/absent.log`;
+  const r = await capture(["--trace", missing, "--policy", "libr", "--ratios", "0.5"]);
+  assert.equal(r.code, 2);
+  assert.equal(r.out, "");
+  assert.match(
+    r.err,
+    /^libra simulate: unknown policy "libr" \(policies: dtr, .*planners: libra, /,
+  );
+  // Every policy, swap-aware variant and planner passes the check (and fails on the file).
+  for (const policy of ["dtr-eq", "lru+swap", "libra", "checkmate"]) {
+    const ok = await capture(["--trace", missing, "--policy", policy, "--ratios", "0.5"]);
+    assert.equal(ok.code, 1, policy);
+    assert.match(ok.err, /cannot read trace/, policy);
+  }
+});
+
 Deno.test("simulate --list prints every policy and planner, one a line", async () => {
   const { code, out } = await capture(["--list"]);
   assert.equal(code, 0);
