@@ -79,8 +79,17 @@ export class OutOfBudgetError extends Error {
     const parts = info.lockedBytes !== undefined && info.keptBytes !== undefined
       ? ` (${info.lockedBytes} locked as inputs of calls running or being re-materialized, ${info.keptBytes} pinned or leaves that cannot be evicted)`
       : "";
+    // Nothing more asked for: what is in use already exceeds the budget (a budget set below
+    // what the program holds), where "0 bytes needed" read as a puzzle.
+    const need = info.neededBytes > 0
+      ? `${info.neededBytes} bytes needed with ${info.usedBytes} of ${info.budgetBytes} in use`
+      : `${info.usedBytes} bytes in use exceed the budget of ${info.budgetBytes}`;
+    // The bytes no policy may evict alone past the budget: no choice of victims can fit it.
+    const kept = info.keptBytes !== undefined && info.keptBytes > info.budgetBytes
+      ? `; the ${info.keptBytes} bytes that cannot be evicted alone exceed the budget`
+      : "";
     const facts =
-      `out of budget: ${info.neededBytes} bytes needed with ${info.usedBytes} of ${info.budgetBytes} in use${parts} and only ${info.evictableBytes} evictable${known}.`;
+      `out of budget: ${need}${parts} and only ${info.evictableBytes} evictable${kept}${known}.`;
     super(facts + ADVICE);
     this.#facts = facts;
     this.name = "OutOfBudgetError";
