@@ -64,6 +64,13 @@ import type { BenchOptions } from "./options.ts";
 import { spread } from "./stats.ts";
 import { evictingRuntimeOptions } from "./micro.ts";
 
+/**
+ * The suite's JIT warm-up (see `warmJit`) goes on for at most this long on the clock: it only
+ * warms the process's compiled code (its model is then trained afresh for each measured run),
+ * so unlike a run's own warm-up it may end by time.
+ */
+const JIT_WARMUP_MS = 4000;
+
 function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0]!;
 }
@@ -280,7 +287,13 @@ export function createLibraEngine(options: Pick<BenchOptions, "device">): Promis
     try {
       for (
         let i = 0;
-        warmupGoesOn(i, processCalls + rt.engine.callIndex, DEFAULT_WARMUP_CALLS, t0);
+        warmupGoesOn(
+          i,
+          processCalls + rt.engine.callIndex,
+          DEFAULT_WARMUP_CALLS,
+          performance.now() - t0,
+          JIT_WARMUP_MS,
+        );
         i++
       ) {
         t.step();

@@ -89,8 +89,18 @@ export const DEFAULT_WARMUP_STEPS = 2;
  * runtime accounts for).
  */
 export const DEFAULT_WARMUP_CALLS = 30_000;
-/** The warm-up goes past its minimum steps for {@link DEFAULT_WARMUP_CALLS} for at most this long. */
-export const WARMUP_EXTENSION_MS = 4000;
+/**
+ * The warm-up goes past its minimum steps for {@link DEFAULT_WARMUP_CALLS}
+ * while the steps it added have cost the budgeted copy less than this, in
+ * the cost model's milliseconds: its priced compute, not the time on the
+ * clock, so that the warm-up's length, and with it every loss of the run,
+ * is the same however loaded the machine (a limit of 4 s on the clock ended
+ * the same run's warm-up after different numbers of steps, under load).
+ * With the analytic model on the 2-core development VM, gpt small's steps
+ * are priced at 134 ms (97 ms on the clock), resnet small's at 87 (34),
+ * unet small's at 100 (51): 15-23 added steps, 1.6-3 s a copy.
+ */
+export const WARMUP_EXTENSION_COMPUTE_MS = 2000;
 /**
  * Warm-up steps per side under the budget by default, the last of the
  * warm-up: the runtime's budgeted paths (the pool, the policy's search,
@@ -112,28 +122,30 @@ export const DEFAULT_BUDGETED_WARMUP_STEPS = 2;
  */
 export const DEFAULT_BUDGETED_WARMUP_EVENTS = 1000;
 /**
- * The budgeted warm-up goes past its minimum steps for at most this long: a
- * small preset's steps (100-200 ms) that evict a few dozen times reach the
- * limit first (`libra start`'s sweep took 145 s with 4 s, 138 s with 2 s).
+ * The budgeted warm-up goes past its minimum steps while the steps it added
+ * have cost the budgeted copy less than this, compute and recomputation, in
+ * the cost model's milliseconds (see {@link WARMUP_EXTENSION_COMPUTE_MS}): a
+ * small preset's steps (~100 ms priced) that evict a few dozen times reach
+ * it first, after ~10 steps.
  */
-export const BUDGETED_WARMUP_EXTENSION_MS = 2000;
+export const BUDGETED_WARMUP_EXTENSION_COMPUTE_MS = 1000;
 /** The most warm-up steps a run takes: its `warmupSteps`, and the steps it adds for `warmupCalls`. */
 export const MAX_WARMUP_STEPS = 100;
 
 /**
  * Whether a warm-up past its minimum steps goes on: it has run `steps` steps
  * (fewer than {@link MAX_WARMUP_STEPS}), made `calls` runtime calls (fewer
- * than `target`), and went past its minimum at `sinceMs` (`performance.now()`),
- * less than `limitMs` ago.
+ * than `target`), and spent `spent` of its `limit` past its minimum (less:
+ * in any one unit, the cost model's milliseconds in `runTraining`).
  */
 export function warmupGoesOn(
   steps: number,
   calls: number,
   target: number,
-  sinceMs: number,
-  limitMs: number = WARMUP_EXTENSION_MS,
+  spent: number,
+  limit: number,
 ): boolean {
-  return steps < MAX_WARMUP_STEPS && calls < target && performance.now() - sinceMs < limitMs;
+  return steps < MAX_WARMUP_STEPS && calls < target && spent < limit;
 }
 /** Measured and accounted overheads that differ by more than this fraction get a warning. */
 export const AGREEMENT_TOLERANCE = 0.1;
@@ -158,8 +170,9 @@ export interface RunTrainingOptions {
   warmupSteps?: number;
   /**
    * Runtime calls the warm-up runs at the least (it adds steps, up to 100 in
-   * all, while it has run fewer, for at most {@link WARMUP_EXTENSION_MS} past
-   * its minimum steps); 0 for exactly `warmupSteps`. Default
+   * all, while it has run fewer and the steps it added cost less than
+   * {@link WARMUP_EXTENSION_COMPUTE_MS} of priced compute); 0 for exactly
+   * `warmupSteps`. Default
    * {@link DEFAULT_WARMUP_CALLS}.
    */
   warmupCalls?: number;
@@ -697,12 +710,24 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     };
     // Past its minimum steps, the warm-up goes on while the runtime has run fewer than
     // `warmupCalls` calls (JIT warm-up), for a bounded time.
+    // What the budgeted copy's calls have cost so far, as its cost model prices them (the
+    // analytic model's estimates by default: the same however loaded the machine).
+    const pricedNs = () => {
+      const st = rt.stats;
+      return st.computeNs + st.recomputeNs;
+    };
     let warmComputeNs = 0, extendedFrom = 0;
     const calls0 = rt.engine.callIndex;
     const more = (i: number) => {
       if (i < minWarmup) return true;
-      if (i === minWarmup) extendedFrom = performance.now();
-      return warmupGoesOn(i, rt.engine.callIndex - calls0, warmupCalls, extendedFrom);
+      if (i === minWarmup) extendedFrom = pricedNs();
+      return warmupGoesOn(
+        i,
+        rt.engine.callIndex - calls0,
+        warmupCalls,
+        (pricedNs() - extendedFrom) / 1e6,
+        WARMUP_EXTENSION_COMPUTE_MS,
+      );
     };
     for (let i = 0; more(i); i++) {
       const n = Math.max(minWarmup, i + 1);
@@ -776,8 +801,14 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       if (i < budgetedWarmup) return true;
       const made = events() - events0;
       if (budgetedWarmup === 0 || made === 0) return false;
-      if (i === budgetedWarmup) budgetedFrom = performance.now();
-      return warmupGoesOn(i, made, warmupEvents, budgetedFrom, BUDGETED_WARMUP_EXTENSION_MS);
+      if (i === budgetedWarmup) budgetedFrom = pricedNs();
+      return warmupGoesOn(
+        i,
+        made,
+        warmupEvents,
+        (pricedNs() - budgetedFrom) / 1e6,
+        BUDGETED_WARMUP_EXTENSION_COMPUTE_MS,
+      );
     };
     for (let i = 0; moreBudgeted(i) && outOfBudget === undefined; i++) {
       const n = warmed + Math.max(budgetedWarmup, i + 1);

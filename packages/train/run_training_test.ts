@@ -280,6 +280,39 @@ Deno.test({
 
 Deno.test({
   name:
+    `runTraining: a warm-up slowed on the clock runs the same steps, and the run the same losses${native}`,
+  ignore,
+  fn() {
+    const o = {
+      model: "gpt",
+      policy: "dtr-eq",
+      budgetRatio: 0.8,
+      steps: 2,
+      costModel: "analytic",
+    } as const;
+    const a = runTraining(o);
+    // The same run, each warm-up step 25 ms longer (a loaded machine): a warm-up limited
+    // by the clock (4 s, then 2 s under the budget) took ~70 steps of this one's 100.
+    const b = runTraining({
+      ...o,
+      onStep: (s: StepInfo) => {
+        if (s.phase !== "warm-up") return;
+        const t0 = performance.now();
+        while (performance.now() - t0 < 25) { /* busy: the clock runs, nothing else does */ }
+      },
+    });
+    const budgeted = (r: typeof a) => r.measurement!.budgetedWarmupSteps;
+    assert.ok(a.warmupSteps - budgeted(a) > 70, `${a.warmupSteps} warm-up steps`);
+    assert.ok(budgeted(a) > 2, `${budgeted(a)} budgeted`);
+    assert.equal(b.warmupSteps, a.warmupSteps);
+    assert.equal(budgeted(b), budgeted(a));
+    assert.deepEqual(b.losses, a.losses);
+    assert.deepEqual(b.baselineLosses, a.baselineLosses);
+  },
+});
+
+Deno.test({
+  name:
     `runTraining: interleaved copies with dropout draw the same numbers (bitwise losses)${native}`,
   ignore,
   fn() {

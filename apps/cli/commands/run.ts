@@ -11,7 +11,7 @@ import { PLANNER_NAMES, POLICY_NAMES } from "@libra/evict";
 import { MODEL_NAMES } from "@libra/nn";
 import { LIVE_COST_MODELS, type LiveCostModelName } from "@libra/cost";
 import {
-  BUDGETED_WARMUP_EXTENSION_MS,
+  BUDGETED_WARMUP_EXTENSION_COMPUTE_MS,
   DEFAULT_BUDGETED_WARMUP_EVENTS,
   DEFAULT_BUDGETED_WARMUP_STEPS,
   DEFAULT_STEPS,
@@ -21,7 +21,7 @@ import {
   MAX_WARMUP_STEPS,
   runTraining,
   type RunTrainingResult,
-  WARMUP_EXTENSION_MS,
+  WARMUP_EXTENSION_COMPUTE_MS,
 } from "@libra/train/run-training";
 
 /** Largest `--seed`. */
@@ -56,15 +56,16 @@ Options:
   --steps N          measured steps per copy, 1..${MAX_STEPS}; default ${DEFAULT_STEPS}
                      (6 or more give a 95% interval)
   --warmup W         warm-up steps per copy, at the least, 1..${MAX_WARMUP_STEPS}; default ${DEFAULT_WARMUP_STEPS}
-  --warmup-calls K   and more steps (up to ${MAX_WARMUP_STEPS}, for at most ${
-    WARMUP_EXTENSION_MS / 1000
-  } s) until the
-                     runtime has run K calls, 0..1000000; default ${DEFAULT_WARMUP_CALLS}
+  --warmup-calls K   and more steps (up to ${MAX_WARMUP_STEPS}, and ${
+    WARMUP_EXTENSION_COMPUTE_MS / 1000
+  } s of compute as the cost model
+                     prices it, not time on the clock) until the runtime has run K calls,
+                     0..1000000; default ${DEFAULT_WARMUP_CALLS}
   --budgeted-warmup B  then B warm-up steps per copy under the budget, 0..${MAX_WARMUP_STEPS};
                      default ${DEFAULT_BUDGETED_WARMUP_STEPS} (the budgeted paths compile before measuring),
-                     and more (up to ${MAX_WARMUP_STEPS}, for at most ${
-    BUDGETED_WARMUP_EXTENSION_MS / 1000
-  } s) while they evict and have made
+                     and more (up to ${MAX_WARMUP_STEPS}, and ${
+    BUDGETED_WARMUP_EXTENSION_COMPUTE_MS / 1000
+  } s of priced compute) while they evict and have made
                      fewer than ${DEFAULT_BUDGETED_WARMUP_EVENTS} evictions and re-materializations
   --cost-model C     ${LIVE_COST_MODELS.join(", ")}; default analytic (deterministic
                      decisions); profiled = the warm-up's kernel times, frozen for the
