@@ -45,7 +45,7 @@ export const DEFAULT_OVERHEAD_LIMIT = 2;
  * `libra run` measures (a test checks they agree). Fewer give no 95% interval
  * (6 at the least) and medians that move with the machine's noise.
  */
-export const DEFAULT_RUN_STEPS = 21;
+export const DEFAULT_RUN_STEPS = 41;
 
 /**
  * The thrash limit X: a number > 1. A run stops, infeasible for the reason

@@ -148,7 +148,7 @@ const NAME_CACHE = 1 << 16;
  * after kernels that pushed the clock's path out of the caches, as gpt small's
  * do): on every call that would cost more than the runtime adds to a small
  * call in the dispatch bench; one in eight still put ~0.1 us a call on it.
- * Still ~140 samples in the 21 measured steps of a gpt small run.
+ * Still ~270 samples in the 41 measured steps of a gpt small run.
  */
 export const DISPATCH_SAMPLE = 32;
 

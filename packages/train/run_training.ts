@@ -73,9 +73,14 @@ export const MAX_STEPS = 10_000;
  * Measured steps per side by default (a 95% interval needs at least 6
  * pairs). On the 2-core development VM, two identical budget-free copies of
  * gpt small measured this way gave medians 0.959-1.012 over 7 pairs,
- * 0.980-1.020 over 21 and 0.996-1.005 over 40.
+ * 0.980-1.020 over 21 and 0.996-1.005 over 40: with 21 that spread was as
+ * wide as what the runtime adds to gpt small at ratio 1.0 (thirteen runs of
+ * 21 pairs measured 1.013-1.039 with intervals ~4% wide, nine of 41 pairs
+ * 1.009-1.037 with intervals ~3% wide). 41 pairs of
+ * gpt small take ~5 s (3 s more than 21); an odd count makes the median one
+ * of the pairs.
  */
-export const DEFAULT_STEPS = 21;
+export const DEFAULT_STEPS = 41;
 /** Warm-up steps per side by default, at the least (the second has optimizer state, like every later one). */
 export const DEFAULT_WARMUP_STEPS = 2;
 /**

@@ -47,9 +47,10 @@ export interface DemoPlan {
  * The default sweep: 2 models x 3 ratios x 2 policies = 12 runs of the `small`
  * presets, whose steps take 50 ms or more on a 2-core machine (the
  * `tiny` ones take a few ms: timer resolution and scheduling noise would be the
- * numbers); 21 measured pairs each, as `libra run` measures by default
- * (with 6, lstm small at ratio 1.0 measured 1.35-1.6 with intervals as wide
- * as 0.8-1.8, where longer runs measure 1.05-1.15).
+ * numbers); 21 measured pairs each, half what `libra run` measures by
+ * default, so that the sweep ends within 3 minutes on 2 cores (with 6, lstm
+ * small at ratio 1.0 measured 1.35-1.6 with intervals as wide as 0.8-1.8,
+ * where longer runs measure 1.05-1.15).
  */
 export const DEFAULT_DEMO: Readonly<DemoPlan> = {
   models: ["gpt", "lstm"],

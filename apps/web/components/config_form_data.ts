@@ -127,7 +127,7 @@ export const EMPTY_FORM: ConfigFormValues = {
   policy: "dtr-eq",
   costModel: "analytic",
   // The API's DEFAULT_RUN_STEPS (this module cannot import it; a test checks they agree).
-  steps: "21",
+  steps: "41",
   seed: "0",
   overheadLimit: "2",
 };
