@@ -85,22 +85,35 @@ function number(s: string, line: number): number {
   return v;
 }
 
+/** Each event's self cost per function of a callgrind output (see {@link costsByFunction}). */
+export interface FunctionCosts {
+  /** The events counted, in callgrind's order (`Ir`, and with `--cache-sim=yes` the misses). */
+  readonly events: readonly string[];
+  /** Per function, its self cost of each event, in the order of {@link events}. */
+  readonly costs: Map<string, number[]>;
+}
+
 /**
- * Instructions (`Ir`) per function of a callgrind output made with
- * `--dump-instr=yes`: each instruction's count goes to the perf map's symbol
- * holding its address (`root`, a `file://` prefix, is cut from the names),
- * else to `<object>:<function>` as callgrind names it (`<object> (unnamed)`
- * where the object has no symbols; JIT code outside the map is
- * `(JIT code outside the perf map)`). Inclusive costs of calls are skipped:
- * the counts are self costs.
+ * Self costs per function of a callgrind output made with
+ * `--dump-instr=yes`, every event it counts: each instruction's costs go to
+ * the perf map's symbol holding its address (`root`, a `file://` prefix, is
+ * cut from the names), else to `<object>:<function>` as callgrind names it
+ * (`<object> (unnamed)` where the object has no symbols; JIT code outside the
+ * map is `(JIT code outside the perf map)`). Inclusive costs of calls are
+ * skipped: the counts are self costs.
  */
-export function instructionsByFunction(
+export function costsByFunction(
   callgrind: string,
   map: readonly PerfMapEntry[],
   root = "",
-): Map<string, number> {
-  const out = new Map<string, number>();
-  const add = (k: string, v: number) => out.set(k, (out.get(k) ?? 0) + v);
+): FunctionCosts {
+  const costs = new Map<string, number[]>();
+  let events: string[] = [];
+  const add = (k: string, w: readonly string[], from: number) => {
+    let c = costs.get(k);
+    if (c === undefined) costs.set(k, c = new Array<number>(events.length).fill(0));
+    for (let i = 0; i < events.length; i++) c[i]! += Number(w[from + i] ?? 0);
+  };
   const names = { ob: new Map<string, string>(), fn: new Map<string, string>() };
   // `(id) name` defines a compressed name, `(id)` refers to it, a plain name is itself.
   const name = (kind: "ob" | "fn", v: string): string => {
@@ -109,7 +122,7 @@ export function instructionsByFunction(
     if (m[2] !== undefined) names[kind].set(m[1]!, m[2]);
     return names[kind].get(m[1]!) ?? v;
   };
-  let positions = 0, ir = -1;
+  let positions = 0;
   // `inclusive`: the line after `calls=`, the call's inclusive cost (a position, not a self cost).
   let ob = "", fn = "", last = 0, inclusive = false;
   const lines = callgrind.split("\n");
@@ -124,13 +137,13 @@ export function instructionsByFunction(
       }
       positions = p.length;
     } else if (line.startsWith("events:")) {
-      ir = line.slice(7).trim().split(/\s+/).indexOf("Ir");
-      if (ir < 0) throw new Error("callgrind output counts no Ir (instructions)");
+      events = line.slice(7).trim().split(/\s+/);
+      if (!events.includes("Ir")) throw new Error("callgrind output counts no Ir (instructions)");
     } else if (line.startsWith("ob=")) ob = name("ob", line.slice(3));
     else if (line.startsWith("fn=")) fn = name("fn", line.slice(3));
     else if (line.startsWith("calls=")) inclusive = true;
     else if (/^(0x[0-9a-fA-F]+|[+-]\d+|\*)(\s|$)/.test(line)) {
-      if (positions === 0 || ir < 0) {
+      if (positions === 0 || events.length === 0) {
         throw new Error(`callgrind output line ${li + 1}: a cost before its positions and events`);
       }
       const w = line.trim().split(/\s+/);
@@ -147,17 +160,32 @@ export function instructionsByFunction(
         inclusive = false;
         continue;
       }
-      const v = Number(w[positions + ir] ?? 0);
-      if (v === 0) continue;
       const e = lookUp(map, addr);
-      if (e !== undefined) add(root === "" ? e.name : e.name.replaceAll(root, ""), v);
-      else if (ob === "???") add("(JIT code outside the perf map)", v);
+      if (e !== undefined) add(root === "" ? e.name : e.name.replaceAll(root, ""), w, positions);
+      else if (ob === "???") add("(JIT code outside the perf map)", w, positions);
       else {
         const lib = ob.slice(ob.lastIndexOf("/") + 1);
-        add(fn.startsWith("0x") || fn === "" ? `${lib} (unnamed)` : `${lib}:${fn}`, v);
+        add(fn.startsWith("0x") || fn === "" ? `${lib} (unnamed)` : `${lib}:${fn}`, w, positions);
       }
     }
   }
+  return { events, costs };
+}
+
+/**
+ * Instructions (`Ir`) per function of a callgrind output made with
+ * `--dump-instr=yes` (see {@link costsByFunction}; functions that ran none
+ * are left out).
+ */
+export function instructionsByFunction(
+  callgrind: string,
+  map: readonly PerfMapEntry[],
+  root = "",
+): Map<string, number> {
+  const { events, costs } = costsByFunction(callgrind, map, root);
+  const ir = events.indexOf("Ir");
+  const out = new Map<string, number>();
+  for (const [k, c] of costs) if (c[ir]! !== 0) out.set(k, c[ir]!);
   return out;
 }
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { instructionsByFunction, parsePerfMap, perCall } from "./instr_profile.ts";
+import { costsByFunction, instructionsByFunction, parsePerfMap, perCall } from "./instr_profile.ts";
 import { integerOption, policyOption, runWorkload, workloadTarget } from "./_instr_workload.ts";
 import { Runtime } from "@libra/runtime";
 
@@ -59,6 +59,17 @@ Deno.test("instructionsByFunction: self instructions per symbol, named from the 
       "libra_cpu.so:k_relu": 1,
     },
   );
+});
+
+Deno.test("costsByFunction: every event's self cost per symbol, in the output's order", () => {
+  const { events, costs } = costsByFunction(CALLGRIND, parsePerfMap(MAP), "file:///r/");
+  assert.deepEqual(events, ["Ir", "Dr"]);
+  // memcpy's first line counts 10 Ir and 2 Dr, its second 5 Ir and no Dr column (0).
+  assert.deepEqual(costs.get("libc.so.6:memcpy"), [15, 2]);
+  assert.deepEqual(costs.get("JS:*'f a.ts:1:1"), [10, 0]);
+  // The same totals as instructionsByFunction's, function by function.
+  const ir = instructionsByFunction(CALLGRIND, parsePerfMap(MAP), "file:///r/");
+  for (const [k, v] of ir) assert.equal(costs.get(k)![0], v, k);
 });
 
 Deno.test("instructionsByFunction: output without instruction addresses is refused", () => {
