@@ -30,7 +30,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { costsByFunction, parsePerfMap } from "./instr_profile.ts";
+import { callgrindCosts } from "./instr_profile.ts";
 import {
   CACHE_TARGETS,
   CACHE_WORKLOAD_OPTIONS,
@@ -110,68 +110,6 @@ export function byGroup(rows: readonly CacheRow[]): CacheRow[] {
     .sort((x, y) => y.instrMisses + y.dataMisses - (x.instrMisses + x.dataMisses));
 }
 
-const ROOT = new URL("..", import.meta.url).href;
-
-/** Runs the workload under callgrind's cache simulation; the per-function costs of that run. */
-async function profiled(
-  args: readonly string[],
-  llBytes: number,
-  steps: number,
-): Promise<{ events: readonly string[]; costs: Map<string, number[]> }> {
-  const dir = await Deno.makeTempDir({ prefix: "libra_cache_" });
-  const out = `${dir}/callgrind.out`;
-  const cmd = new Deno.Command("valgrind", {
-    args: [
-      "--tool=callgrind",
-      "--cache-sim=yes",
-      `--LL=${llBytes},16,64`,
-      "--dump-instr=yes",
-      "--compress-pos=no",
-      "--compress-strings=no",
-      // JIT code is written and rewritten in anonymous memory.
-      "--smc-check=all-non-file",
-      `--callgrind-out-file=${out}`,
-      Deno.execPath(),
-      "run",
-      "-A",
-      "--v8-flags=--predictable,--perf-basic-prof",
-      new URL("./_cache_workload.ts", import.meta.url).pathname,
-      ...args,
-      `--steps=${steps}`,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  });
-  let child: Deno.ChildProcess;
-  try {
-    child = cmd.spawn();
-  } catch (e) {
-    await Deno.remove(dir, { recursive: true });
-    if (e instanceof Deno.errors.NotFound) {
-      throw new Error("cache_profile: valgrind not found (apt-get install -y valgrind)");
-    }
-    throw e;
-  }
-  const map = `/tmp/perf-${child.pid}.map`;
-  try {
-    const r = await child.output();
-    const text = new TextDecoder();
-    if (!r.success || !text.decode(r.stdout).includes(`steps ${steps}`)) {
-      throw new Error(
-        `cache_profile: the workload under valgrind failed:\n${text.decode(r.stderr).slice(-2000)}`,
-      );
-    }
-    return costsByFunction(
-      await Deno.readTextFile(out),
-      parsePerfMap(await Deno.readTextFile(map)),
-      ROOT,
-    );
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-    await Deno.remove(map).catch(() => {});
-  }
-}
-
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
@@ -216,7 +154,15 @@ if (import.meta.main) {
       `${streamMb} MB copy for each kernel); minutes each`,
   );
   const ll = llMb * 2 ** 20;
-  const [short, long] = await Promise.all([profiled(args, ll, 2), profiled(args, ll, 2 + steps)]);
+  const profiled = (n: number) =>
+    callgrindCosts(
+      "cache_profile",
+      ["--cache-sim=yes", `--LL=${ll},16,64`],
+      new URL("./_cache_workload.ts", import.meta.url),
+      [...args, `--steps=${n}`],
+      `steps ${n}`,
+    );
+  const [short, long] = await Promise.all([profiled(2), profiled(2 + steps)]);
   const rows = perStep(long.events, short.costs, long.costs, steps);
   const groups = byGroup(rows);
   if (values.json) {

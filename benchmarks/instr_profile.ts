@@ -182,10 +182,14 @@ export function instructionsByFunction(
   map: readonly PerfMapEntry[],
   root = "",
 ): Map<string, number> {
-  const { events, costs } = costsByFunction(callgrind, map, root);
-  const ir = events.indexOf("Ir");
+  return instructionsOf(costsByFunction(callgrind, map, root));
+}
+
+/** The instructions (`Ir`) of each function of `fc` that ran any. */
+export function instructionsOf(fc: FunctionCosts): Map<string, number> {
+  const ir = fc.events.indexOf("Ir");
   const out = new Map<string, number>();
-  for (const [k, c] of costs) if (c[ir]! !== 0) out.set(k, c[ir]!);
+  for (const [k, c] of fc.costs) if (c[ir]! !== 0) out.set(k, c[ir]!);
   return out;
 }
 
@@ -216,18 +220,26 @@ const ROOT = new URL("..", import.meta.url).href;
 /** The row of the Deno binary's unnamed code: V8's collector and compilers, Deno's runtime. */
 const V8_INTERNALS = "deno (unnamed)";
 
-/** Runs the workload under callgrind; the per-function counts of that run. */
-async function profiled(
-  policy: WorkloadPolicy,
-  live: number,
-  warmup: number,
-  calls: number,
-): Promise<Map<string, number>> {
-  const dir = await Deno.makeTempDir({ prefix: "libra_instr_" });
+/**
+ * Runs the Deno script `workload` with `args` under valgrind's callgrind
+ * (`options` added to its own: `--dump-instr=yes`, uncompressed names and
+ * positions, self-modifying-code checks for JIT code; V8 `--predictable` and
+ * its perf map); the per-function costs of that run. `done` is what the
+ * script prints once it finished; `tool` names the caller in errors.
+ */
+export async function callgrindCosts(
+  tool: string,
+  options: readonly string[],
+  workload: URL,
+  args: readonly string[],
+  done: string,
+): Promise<FunctionCosts> {
+  const dir = await Deno.makeTempDir({ prefix: "libra_callgrind_" });
   const out = `${dir}/callgrind.out`;
   const cmd = new Deno.Command("valgrind", {
     args: [
       "--tool=callgrind",
+      ...options,
       "--dump-instr=yes",
       "--compress-pos=no",
       "--compress-strings=no",
@@ -238,11 +250,8 @@ async function profiled(
       "run",
       "-A",
       "--v8-flags=--predictable,--perf-basic-prof",
-      new URL("./_instr_workload.ts", import.meta.url).pathname,
-      `--policy=${policy}`,
-      `--live=${live}`,
-      `--warmup=${warmup}`,
-      `--calls=${calls}`,
+      workload.pathname,
+      ...args,
     ],
     stdout: "piped",
     stderr: "piped",
@@ -253,7 +262,7 @@ async function profiled(
   } catch (e) {
     await Deno.remove(dir, { recursive: true });
     if (e instanceof Deno.errors.NotFound) {
-      throw new Error("instr_profile: valgrind not found (apt-get install -y valgrind)");
+      throw new Error(`${tool}: valgrind not found (apt-get install -y valgrind)`);
     }
     throw e;
   }
@@ -262,17 +271,15 @@ async function profiled(
     const r = await child.output();
     const text = new TextDecoder();
     const stdout = text.decode(r.stdout), stderr = text.decode(r.stderr);
-    if (!r.success || !stdout.includes(`calls ${calls}`)) {
+    if (!r.success || !stdout.includes(done)) {
       const why = stderr.includes("unhandled instruction bytes")
         ? " (valgrind met an instruction it cannot decode, AVX-512 likely: the workload loads " +
           "the portable cpu library, built without machine flags, so the instruction is in " +
           "another library or the Deno binary)"
         : "";
-      throw new Error(
-        `instr_profile: the workload under valgrind failed${why}:\n${stderr.slice(-2000)}`,
-      );
+      throw new Error(`${tool}: the workload under valgrind failed${why}:\n${stderr.slice(-2000)}`);
     }
-    return instructionsByFunction(
+    return costsByFunction(
       await Deno.readTextFile(out),
       parsePerfMap(await Deno.readTextFile(map)),
       ROOT,
@@ -281,6 +288,24 @@ async function profiled(
     await Deno.remove(dir, { recursive: true });
     await Deno.remove(map).catch(() => {});
   }
+}
+
+/** Runs the workload under callgrind; the per-function instructions of that run. */
+async function profiled(
+  policy: WorkloadPolicy,
+  live: number,
+  warmup: number,
+  calls: number,
+): Promise<Map<string, number>> {
+  return instructionsOf(
+    await callgrindCosts(
+      "instr_profile",
+      [],
+      new URL("./_instr_workload.ts", import.meta.url),
+      [`--policy=${policy}`, `--live=${live}`, `--warmup=${warmup}`, `--calls=${calls}`],
+      `calls ${calls}`,
+    ),
+  );
 }
 
 if (import.meta.main) {
