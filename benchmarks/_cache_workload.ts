@@ -21,7 +21,7 @@ import { MODEL_NAMES, type ModelName } from "@libra/nn";
 import { Runtime } from "@libra/runtime";
 import type { Backend, DeviceBuffer } from "@libra/tensor/backend";
 import { stepper, withoutKernels } from "../packages/train/_step_parts.ts";
-import { integerOption } from "./_instr_workload.ts";
+import { choiceOption, integerOption } from "./_instr_workload.ts";
 
 /** What the steps run on: a runtime at the budget-free peak, or the backend itself. */
 export const CACHE_TARGETS = ["runtime", "direct"] as const;
@@ -40,18 +40,12 @@ export const CACHE_WORKLOAD_OPTIONS = {
 
 /** `v` as a {@link CacheTarget}, else a RangeError naming `tool`'s `--target`. */
 export function targetOption(tool: string, v: string): CacheTarget {
-  if (!(CACHE_TARGETS as readonly string[]).includes(v)) {
-    throw new RangeError(`${tool}: --target must be one of ${CACHE_TARGETS.join(", ")}, got ${v}`);
-  }
-  return v as CacheTarget;
+  return choiceOption(tool, "target", v, CACHE_TARGETS);
 }
 
 /** `v` as a zoo model's name, else a RangeError naming `tool`'s `--model`. */
 export function modelOption(tool: string, v: string): ModelName {
-  if (!(MODEL_NAMES as readonly string[]).includes(v)) {
-    throw new RangeError(`${tool}: --model must be one of ${MODEL_NAMES.join(", ")}, got ${v}`);
-  }
-  return v as ModelName;
+  return choiceOption(tool, "model", v, MODEL_NAMES);
 }
 
 /**

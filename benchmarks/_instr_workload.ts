@@ -66,14 +66,22 @@ export function integerOption(tool: string, name: string, v: string, min: number
   return n;
 }
 
+/** `v` as one of `choices`, else a RangeError naming `tool`'s `--name` and the choices. */
+export function choiceOption<T extends string>(
+  tool: string,
+  name: string,
+  v: string,
+  choices: readonly T[],
+): T {
+  if (!(choices as readonly string[]).includes(v)) {
+    throw new RangeError(`${tool}: --${name} must be one of ${choices.join(", ")}, got ${v}`);
+  }
+  return v as T;
+}
+
 /** `v` as a {@link WorkloadPolicy}, else a RangeError naming `tool`'s `--policy`. */
 export function policyOption(tool: string, v: string): WorkloadPolicy {
-  if (!(WORKLOAD_POLICIES as readonly string[]).includes(v)) {
-    throw new RangeError(
-      `${tool}: --policy must be one of ${WORKLOAD_POLICIES.join(", ")}, got ${v}`,
-    );
-  }
-  return v as WorkloadPolicy;
+  return choiceOption(tool, "policy", v, WORKLOAD_POLICIES);
 }
 
 if (import.meta.main) {

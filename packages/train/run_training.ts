@@ -714,7 +714,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       return s;
     };
     // Past its minimum steps, the warm-up goes on while the runtime has run fewer than
-    // `warmupCalls` calls (JIT warm-up), for a bounded time.
+    // `warmupCalls` calls (JIT warm-up), for a bounded amount of priced compute.
     // What the budgeted copy's calls have cost so far, as its cost model prices them (the
     // analytic model's estimates by default: the same however loaded the machine).
     const pricedNs = () => {
