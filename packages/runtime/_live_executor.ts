@@ -20,7 +20,36 @@ import type { Executor } from "./engine.ts";
 /** The most distinct sizes the buffer cache keeps lists for; past it, it starts again empty. */
 export const MAX_CACHED_SIZES = 4096;
 
-/** The executor of a live `Runtime`: runs calls on the wrapped backend and moves bytes for swaps. */
+/** A kernel launch waiting in the executor's queue. */
+interface Launch {
+  op: KernelName;
+  readonly ins: DeviceBuffer[];
+  readonly outs: DeviceBuffer[];
+  params: readonly number[];
+}
+
+const NO_BUFFERS: readonly DeviceBuffer[] = [];
+
+/** Launches the executor's queue holds at most (see {@link LiveExecutor}): the next one runs them first. */
+export const LAUNCH_QUEUE = 32;
+
+/**
+ * The executor of a live `Runtime`: runs calls on the wrapped backend and
+ * moves bytes for swaps.
+ *
+ * Made with `defer`, it launches as a GPU stream does: a kernel it need not
+ * time waits in a queue (up to {@link LAUNCH_QUEUE}) and the queue runs, in
+ * order, before anything else reads or changes device bytes: a timed kernel,
+ * a copy or swap, a backend free of a buffer a queued launch names, the
+ * runtime's reads, writes, `sync` and end of step. Results are the same
+ * (the same kernels on the same buffers in the same order); what changes is
+ * that the runtime's bookkeeping for a run of calls, and the tensor layer's
+ * code around it, run back to back with their code and data in the caches,
+ * rather than each call after a kernel that pushed them out (on gpt small at
+ * ratio 1.0 the runtime's time per step fell by ~0.6% of the step, in one
+ * process beside a copy that launches at once). For synchronous backends:
+ * a CUDA stream queues launches already.
+ */
 export class LiveExecutor implements Executor {
   /** Storages with a copy in flight (each holds it in `StorageNode.transfer`). */
   pending = 0;
@@ -51,8 +80,118 @@ export class LiveExecutor implements Executor {
   readonly #outsBy: DeviceBuffer[][] = [];
   /** The backend runs validated calls without checking them again. */
   readonly #validated: boolean;
-  constructor(readonly backend: Backend) {
+  /** An executor over `backend`; `defer` queues untimed launches (see the class note). */
+  constructor(readonly backend: Backend, defer = false) {
     this.#validated = typeof backend.runValidated === "function";
+    this.#defer = defer;
+  }
+  /** Untimed launches wait in {@link #queue} for the next {@link flush} (see the class note). */
+  readonly #defer: boolean;
+  readonly #queue: Launch[] = [];
+  #queued = 0;
+  /** Set when a queued launch failed: the runtime's values are not what it believes. */
+  #failed: Error | undefined;
+
+  /** Launches waiting in the queue. */
+  get queued(): number {
+    return this.#queued;
+  }
+
+  /**
+   * Runs the launches waiting in the queue, in order. When one fails, those
+   * after it are dropped and this executor refuses every later launch: the
+   * engine counts their outputs as computed, and they are not.
+   */
+  flush(): void {
+    const n = this.#queued;
+    if (n === 0) return;
+    this.#queued = 0;
+    const q = this.#queue, b = this.backend;
+    const t0 = this.sampling ? performance.now() : 0;
+    let i = 0;
+    try {
+      for (; i < n; i++) {
+        const l = q[i]!;
+        if (this.#validated) b.runValidated!(l.op, l.ins, l.outs, l.params);
+        else b.run(l.op, l.ins, l.outs, l.params);
+      }
+    } catch (e) {
+      this.#failed = new Error(
+        `runtime: the deferred launch of ${q[i]!.op} (${i + 1} of ${n} queued) failed, so the ` +
+          `values of it and of the ${n - 1 - i} launched after it were never computed; this ` +
+          `runtime launches nothing more: ${e instanceof Error ? e.message : String(e)}`,
+        { cause: e },
+      );
+      throw this.#failed;
+    } finally {
+      for (let i = 0; i < n; i++) {
+        const l = q[i]!;
+        l.ins.fill(undefined as unknown as DeviceBuffer);
+        l.outs.fill(undefined as unknown as DeviceBuffer);
+      }
+    }
+    if (this.sampling) this.deviceSince(t0);
+  }
+
+  /** Runs the queue when a launch in it reads or writes `b` (before `b` is freed or written). */
+  flushFor(b: DeviceBuffer): void {
+    const q = this.#queue, n = this.#queued;
+    for (let i = 0; i < n; i++) {
+      const l = q[i]!;
+      if (l.ins.includes(b) || l.outs.includes(b)) {
+        this.flush();
+        return;
+      }
+    }
+  }
+
+  /** Queues a launch (its lists copied), running the queue first when it is full. */
+  #enqueue(
+    op: KernelName,
+    ins: readonly DeviceBuffer[],
+    outs: readonly DeviceBuffer[],
+    params: readonly number[],
+  ): void {
+    if (this.#failed !== undefined) throw this.#failed;
+    if (this.#queued === LAUNCH_QUEUE) this.flush();
+    const q = this.#queue;
+    let l = q[this.#queued];
+    if (l === undefined) q.push(l = { op, ins: [], outs: [], params });
+    else {
+      l.op = op;
+      l.params = params;
+    }
+    const li = l.ins, lo = l.outs;
+    if (li.length !== ins.length) li.length = ins.length;
+    if (lo.length !== outs.length) lo.length = outs.length;
+    for (let i = 0; i < ins.length; i++) li[i] = ins[i]!;
+    for (let i = 0; i < outs.length; i++) lo[i] = outs[i]!;
+    this.#queued++;
+  }
+
+  /**
+   * Runs an in-place kernel (not a recorded call): queued as calls are, or
+   * timed (after the queue) when `timed`; returns its time then.
+   */
+  launch(
+    op: KernelName,
+    bufs: readonly DeviceBuffer[],
+    params: readonly number[],
+    timed: boolean,
+  ): number | undefined {
+    if (!timed && this.#defer) {
+      this.#enqueue(op, bufs, NO_BUFFERS, params);
+      return undefined;
+    }
+    this.flush();
+    if (this.#failed !== undefined) throw this.#failed;
+    if (!timed && !this.sampling) {
+      this.backend.run(op, bufs, [], params);
+      return undefined;
+    }
+    const t0 = performance.now();
+    this.backend.run(op, bufs, [], params);
+    return this.deviceSince(t0);
   }
   /**
    * The budget the engine keeps (Infinity without one): with the largest
@@ -142,6 +281,7 @@ export class LiveExecutor implements Executor {
 
   /** Frees every cached device buffer (PyTorch's `empty_cache`), and every cached host buffer. */
   releaseCached(): void {
+    this.flush();
     this.#releaseHostCached();
     if (this.#cachedBytes === 0) return;
     for (const list of this.#cache.values()) {
@@ -189,12 +329,14 @@ export class LiveExecutor implements Executor {
     this.#held -= bytes;
     if (this.#held === 0) {
       // No value holds device memory: nothing is made soon that a cached buffer would serve.
+      this.flush();
       this.backend.free(b);
       this.releaseCached();
       return;
     }
     const limit = Math.min(this.budget(), this.#heldPeak);
     if (this.#held + this.#cachedBytes + bytes > limit) {
+      this.flushFor(b);
       const t0 = this.sampling ? performance.now() : 0;
       this.backend.free(b);
       if (this.#cachedBytes > 0) this.#trim(0);
@@ -234,6 +376,7 @@ export class LiveExecutor implements Executor {
       while (list.length > 0 && held + this.#cachedBytes > limit) {
         const b = list.pop()!;
         this.#cachedBytes -= b.bytes;
+        this.flushFor(b);
         this.backend.free(b);
       }
       if (held + this.#cachedBytes <= limit) return;
@@ -293,6 +436,18 @@ export class LiveExecutor implements Executor {
       ins[i] = st.data as DeviceBuffer;
     }
     const timed = remat || this.timeAll();
+    if (!timed && this.#defer) {
+      try {
+        this.#enqueue(call.op as KernelName, ins, outs, call.params);
+      } finally {
+        if (temps !== null) { for (const b of temps) this.#put(b); }
+        for (let i = 0; i < no; i++) outs[i] = undefined as unknown as DeviceBuffer;
+        for (let i = 0; i < ni; i++) ins[i] = undefined as unknown as DeviceBuffer;
+      }
+      return undefined;
+    }
+    this.flush();
+    if (this.#failed !== undefined) throw this.#failed;
     const clocked = timed || this.sampling;
     const t0 = clocked ? performance.now() : 0;
     try {
@@ -313,6 +468,7 @@ export class LiveExecutor implements Executor {
     return timed ? dt : undefined;
   }
   swapOut(s: StorageNode): number {
+    this.flush();
     this.wait(s);
     const host = this.#allocHost(s.bytes);
     const t0 = performance.now();
@@ -324,6 +480,7 @@ export class LiveExecutor implements Executor {
     return dt;
   }
   copy(src: StorageNode, dst: StorageNode): number {
+    this.flush();
     const t0 = performance.now();
     this.backend.run("copy", [src.data as DeviceBuffer], [dst.data as DeviceBuffer], [
       src.bytes / 4,
@@ -331,6 +488,7 @@ export class LiveExecutor implements Executor {
     return this.deviceSince(t0);
   }
   swapIn(s: StorageNode): number {
+    this.flush();
     const dev = this.#alloc(s.bytes);
     const t0 = performance.now();
     const tr = this.backend.copyAsync(s.host as HostBuffer, dev);

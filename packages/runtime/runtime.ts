@@ -82,6 +82,16 @@ export interface RuntimeOptions {
    * false); recomputations are always timed.
    */
   timeKernels?: boolean;
+  /**
+   * Queue the kernels it need not time, and run them in order before
+   * anything reads or changes device bytes (reads, writes, copies, swaps,
+   * `sync`, `endStep`), as a GPU stream does: the runtime's bookkeeping for
+   * a run of calls then runs back to back, its code in the caches. Results
+   * are bitwise the same; a kernel that fails reports it at the next of
+   * those points, and the runtime launches nothing after it. Default: true
+   * unless the backend's device is `cuda` (whose stream queues launches).
+   */
+  deferLaunches?: boolean;
   /** Host memory for swapping, bytes. Default: unlimited for `+swap` policies, else 0 (no swapping). */
   hostLimitBytes?: number;
   /** Evict storages as soon as no handle references them (lineage kept). Default true. */
@@ -304,7 +314,10 @@ export class Runtime implements Backend {
       if (b.peakBytes !== undefined) budgetBytes = Math.floor(b.ratio * b.peakBytes);
       else this.#ratio = b.ratio;
     }
-    this.#exec = new LiveExecutor(options.backend);
+    this.#exec = new LiveExecutor(
+      options.backend,
+      options.deferLaunches ?? options.backend.device !== "cuda",
+    );
     const cost: CostModel = options.costModel ??
       new AnalyticCostModel(DEVICE_PEAKS[options.backend.device === "cuda" ? "h100" : "cpu"]);
     this.#staticCost = cost.staticCallCost === true ? cost : null;
@@ -432,6 +445,7 @@ export class Runtime implements Backend {
    * step's trace stands alone and no name is defined twice in it.
    */
   endStep(): void {
+    this.#exec.flush();
     if (this.#ratio !== undefined) {
       const peak = this.engine.stats.peakBytes;
       this.engine.noteFeasible(peak);
@@ -590,6 +604,7 @@ export class Runtime implements Backend {
     if (!this.#namesStale) this.#names.set(t.name, s);
     this.#named1(t);
     this.#record?.push({ kind: "constant", name: t.name, bytes: s.bytes, line: 0 });
+    this.#exec.flushFor(s.data as DeviceBuffer);
     this.#backend.write(s.data as DeviceBuffer, data, offsetBytes);
   }
 
@@ -603,6 +618,7 @@ export class Runtime implements Backend {
     this.#record?.push({ kind: "read", name: t.name, line: 0 });
     return this.engine.withInputs([t], () => {
       this.#exec.wait(s);
+      this.#exec.flushFor(s.data as DeviceBuffer);
       return this.#backend.read(s.data as DeviceBuffer, bytes);
     });
   }
@@ -915,12 +931,8 @@ export class Runtime implements Backend {
         // Timed as the executor times calls: when the cost model or the caller wants it, or
         // in a dispatch sample (device time, taken out of the sampled call's).
         const exec = this.#exec, timed = exec.timeAll();
-        if (timed || exec.sampling) {
-          const t0 = performance.now();
-          this.#backend.run(kernel, bufs, [], params);
-          const dt = exec.deviceSince(t0);
-          if (timed) ns = dt;
-        } else this.#backend.run(kernel, bufs, [], params);
+        const dt = exec.launch(kernel, bufs, params, timed);
+        if (timed) ns = dt;
       } finally {
         for (let i = 0; i < n; i++) {
           bufs[i] = undefined as unknown as DeviceBuffer;
@@ -971,6 +983,7 @@ export class Runtime implements Backend {
   }
 
   sync(): void {
+    this.#exec.flush();
     this.#backend.sync();
   }
 
