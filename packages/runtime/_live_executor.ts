@@ -23,12 +23,17 @@ export const MAX_CACHED_SIZES = 4096;
 /** A kernel launch waiting in the executor's queue. */
 interface Launch {
   op: KernelName;
-  readonly ins: DeviceBuffer[];
-  readonly outs: DeviceBuffer[];
+  ins: DeviceBuffer[];
+  outs: DeviceBuffer[];
   params: readonly number[];
+  /** The slot's argument lists by length (setting a list's length is a call into the engine). */
+  readonly insBy: DeviceBuffer[][];
+  readonly outsBy: DeviceBuffer[][];
 }
 
 const NO_BUFFERS: readonly DeviceBuffer[] = [];
+// A new slot's lists until its first launch (never written: a launch takes lists of its lengths).
+const EMPTY_SLOT = NO_BUFFERS as DeviceBuffer[];
 
 /** Launches the executor's queue holds at most (see {@link LiveExecutor}): the next one runs them first. */
 export const LAUNCH_QUEUE = 32;
@@ -124,10 +129,12 @@ export class LiveExecutor implements Executor {
       );
       throw this.#failed;
     } finally {
+      // Drop the references so the slots do not keep buffers alive (loops: `fill` is a call
+      // into the engine).
       for (let i = 0; i < n; i++) {
-        const l = q[i]!;
-        l.ins.fill(undefined as unknown as DeviceBuffer);
-        l.outs.fill(undefined as unknown as DeviceBuffer);
+        const l = q[i]!, li = l.ins, lo = l.outs;
+        for (let j = 0; j < li.length; j++) li[j] = undefined as unknown as DeviceBuffer;
+        for (let j = 0; j < lo.length; j++) lo[j] = undefined as unknown as DeviceBuffer;
       }
     }
     if (this.sampling) this.deviceSince(t0);
@@ -136,9 +143,13 @@ export class LiveExecutor implements Executor {
   /** Runs the queue when a launch in it reads or writes `b` (before `b` is freed or written). */
   flushFor(b: DeviceBuffer): void {
     const q = this.#queue, n = this.#queued;
+    // Plain loops: `includes` is a call into the engine per list, on every free past the cache.
     for (let i = 0; i < n; i++) {
-      const l = q[i]!;
-      if (l.ins.includes(b) || l.outs.includes(b)) {
+      const l = q[i]!, li = l.ins, lo = l.outs;
+      let named = false;
+      for (let j = 0; j < li.length && !named; j++) named = li[j] === b;
+      for (let j = 0; j < lo.length && !named; j++) named = lo[j] === b;
+      if (named) {
         this.flush();
         return;
       }
@@ -154,18 +165,18 @@ export class LiveExecutor implements Executor {
   ): void {
     if (this.#failed !== undefined) throw this.#failed;
     if (this.#queued === LAUNCH_QUEUE) this.flush();
-    const q = this.#queue;
+    const q = this.#queue, ni = ins.length, no = outs.length;
     let l = q[this.#queued];
-    if (l === undefined) q.push(l = { op, ins: [], outs: [], params });
-    else {
+    if (l === undefined) {
+      q.push(l = { op, ins: EMPTY_SLOT, outs: EMPTY_SLOT, params, insBy: [], outsBy: [] });
+    } else {
       l.op = op;
       l.params = params;
     }
-    const li = l.ins, lo = l.outs;
-    if (li.length !== ins.length) li.length = ins.length;
-    if (lo.length !== outs.length) lo.length = outs.length;
-    for (let i = 0; i < ins.length; i++) li[i] = ins[i]!;
-    for (let i = 0; i < outs.length; i++) lo[i] = outs[i]!;
+    const li = l.ins = l.insBy[ni] ?? (l.insBy[ni] = new Array(ni));
+    const lo = l.outs = l.outsBy[no] ?? (l.outsBy[no] = new Array(no));
+    for (let i = 0; i < ni; i++) li[i] = ins[i]!;
+    for (let i = 0; i < no; i++) lo[i] = outs[i]!;
     this.#queued++;
   }
 
