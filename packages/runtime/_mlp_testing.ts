@@ -93,3 +93,24 @@ export function trainMlp(backend: Backend, o: MlpRun): MlpResult {
     return { losses, grads, weights };
   });
 }
+
+/**
+ * Three SGD steps of a 16-40-40-40-8 MLP with dropout 0.2 on `rt`, each step
+ * ended (`endStep`) after its in-place updates: the runtime tests' workload
+ * with step ends. `o` changes the seed, batch or labels (seed 5, batch 64,
+ * label `(i * 3) % 8` by default).
+ */
+export function trainSteppedMlp(
+  rt: Backend & { endStep(): void },
+  o: Partial<Pick<MlpRun, "seed" | "batch" | "label">> = {},
+): MlpResult {
+  return trainMlp(rt, {
+    seed: o.seed ?? 5,
+    dims: [16, 40, 40, 40, 8],
+    batch: o.batch ?? 64,
+    label: o.label ?? ((i) => (i * 3) % 8),
+    dropout: 0.2,
+    steps: 3,
+    afterStep: () => rt.endStep(),
+  });
+}

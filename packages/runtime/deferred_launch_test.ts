@@ -4,7 +4,7 @@ import type { Backend, DeviceBuffer } from "@libra/tensor/backend";
 import type { KernelName } from "@libra/tensor/kernels";
 import { LAUNCH_QUEUE } from "./_live_executor.ts";
 import { Runtime } from "./runtime.ts";
-import { trainMlp } from "./_mlp_testing.ts";
+import { trainSteppedMlp as train } from "./_mlp_testing.ts";
 
 /** What reached the wrapped backend, in order: launches and frees, by buffer. */
 type Event = { kind: "run"; op: string; bufs: DeviceBuffer[] } | {
@@ -35,19 +35,6 @@ function logging(device: "cpu" | "cuda" = "cpu", failOn?: string) {
     inner.run(op, ins, outs, params);
   };
   return { backend: b, log, runs: () => log.filter((e) => e.kind === "run").length };
-}
-
-/** Three SGD steps of an MLP with dropout (in-place updates, a step end after each). */
-function train(rt: Runtime) {
-  return trainMlp(rt, {
-    seed: 5,
-    dims: [16, 40, 40, 40, 8],
-    batch: 64,
-    label: (i) => (i * 3) % 8,
-    dropout: 0.2,
-    steps: 3,
-    afterStep: () => rt.endStep(),
-  });
 }
 
 const free = (() => {

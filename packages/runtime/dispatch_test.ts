@@ -4,19 +4,11 @@ import { StorageNode, TensorNode } from "@libra/lineage";
 import { createPolicy, type ScorePolicy } from "@libra/evict";
 import type { DeviceBuffer } from "@libra/tensor/backend";
 import { Runtime } from "./runtime.ts";
-import { trainMlp } from "./_mlp_testing.ts";
+import { trainSteppedMlp } from "./_mlp_testing.ts";
 
 /** Three SGD steps of an MLP with dropout (in-place updates, a step end after each); the losses. */
 function train(rt: Runtime): number[] {
-  return trainMlp(rt, {
-    seed: 3,
-    dims: [16, 40, 40, 40, 8],
-    batch: 96,
-    label: (i) => (i * 5) % 8,
-    dropout: 0.2,
-    steps: 3,
-    afterStep: () => rt.endStep(),
-  }).losses;
+  return trainSteppedMlp(rt, { seed: 3, batch: 96, label: (i) => (i * 5) % 8 }).losses;
 }
 
 const free = (() => {

@@ -14,7 +14,7 @@ import { mulberry32 } from "@libra/util/rng";
 import { ReferenceBackend } from "@libra/tensor/testing/reference-backend";
 import { Pool } from "./_pool.ts";
 import { Runtime } from "./runtime.ts";
-import { trainMlp } from "./_mlp_testing.ts";
+import { trainSteppedMlp } from "./_mlp_testing.ts";
 
 /** The first position whose copied fields differ from its member's own, or -1. */
 function staleAt(pool: EvictablePool): number {
@@ -146,15 +146,7 @@ const free = (() => {
 
 /** SGD steps of an MLP with dropout (in-place updates, step ends): the losses. */
 function train(rt: Runtime): number[] {
-  return trainMlp(rt, {
-    seed: 5,
-    dims: [16, 40, 40, 40, 8],
-    batch: 64,
-    label: (i) => (i * 3) % 8,
-    dropout: 0.2,
-    steps: 3,
-    afterStep: () => rt.endStep(),
-  }).losses;
+  return trainSteppedMlp(rt).losses;
 }
 
 for (const policy of ["dtr-eq", "dtr-local", "lru"]) {
