@@ -104,10 +104,12 @@ export class LiveExecutor implements Executor {
 
   /**
    * Runs the launches waiting in the queue, in order. When one fails, those
-   * after it are dropped and this executor refuses every later launch: the
-   * engine counts their outputs as computed, and they are not.
+   * after it are dropped and this executor refuses every later launch and
+   * flush (so every read): the engine counts their outputs as computed, and
+   * they are not.
    */
   flush(): void {
+    if (this.#failed !== undefined) throw this.#failed;
     const n = this.#queued;
     if (n === 0) return;
     this.#queued = 0;
@@ -142,6 +144,7 @@ export class LiveExecutor implements Executor {
 
   /** Runs the queue when a launch in it reads or writes `b` (before `b` is freed or written). */
   flushFor(b: DeviceBuffer): void {
+    if (this.#failed !== undefined) throw this.#failed;
     const q = this.#queue, n = this.#queued;
     // Plain loops: `includes` is a call into the engine per list, on every free past the cache.
     for (let i = 0; i < n; i++) {

@@ -120,4 +120,6 @@ Deno.test("a failed deferred launch is reported at the next flush, and nothing l
   );
   const w = rt.alloc(16);
   assert.throws(() => rt.run("relu", [x], [w], [4]), /launches nothing more/);
+  // Nor reads what was never computed.
+  assert.throws(() => rt.read(x), /launches nothing more/);
 });

@@ -88,7 +88,7 @@ export interface RuntimeOptions {
    * `sync`, `endStep`), as a GPU stream does: the runtime's bookkeeping for
    * a run of calls then runs back to back, its code in the caches. Results
    * are bitwise the same; a kernel that fails reports it at the next of
-   * those points, and the runtime launches nothing after it. Default: true
+   * those points, and the runtime then launches and reads nothing. Default: true
    * unless the backend's device is `cuda` (whose stream queues launches).
    */
   deferLaunches?: boolean;
