@@ -55,9 +55,21 @@ export function linear(x: Tensor, w: Tensor, b: Tensor | null): Tensor {
 
 /** `[T, T]` additive causal mask: 0 on and below the diagonal, -inf above (written from the host). */
 export function causalMask(T: number, backend: Tensor["backend"]): Tensor {
+  return fromTypedArray(causalMaskData(T), [T, T], { backend });
+}
+
+/**
+ * The values of {@link causalMask}, row-major. A function of its own: with the
+ * loop in `causalMask`, V8 compiled that function on stack replacement
+ * with the upload after the loop specialized to one backend's class, and a
+ * program with two backends (`libra run`'s copies) deoptimized and
+ * recompiled it at almost every step (18 times, ~31 ms of compilation, in one
+ * gpt small run).
+ */
+function causalMaskData(T: number): Float32Array {
   const m = new Float32Array(T * T);
   for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
-  return fromTypedArray(m, [T, T], { backend });
+  return m;
 }
 
 /** i32 positions `[0, T)`. */
