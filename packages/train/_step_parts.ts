@@ -8,24 +8,9 @@
 
 import { createData, createModel, type ModelName, SGD, trainStep } from "@libra/nn";
 import { type Backend, manualSeed, withBackend } from "@libra/tensor";
+import { withoutKernels } from "./_without_kernels.ts";
 
-/**
- * `inner` with every kernel call replaced by `kernel` (a no-op by default;
- * allocations, frees, reads and writes are `inner`'s own).
- */
-export function withoutKernels(inner: Backend, kernel: () => void = () => {}): Backend {
-  const b: Backend = Object.create(inner);
-  Object.defineProperty(b, "name", { value: `${inner.name} (no kernels)` });
-  b.run = kernel;
-  if (inner.runValidated) b.runValidated = kernel;
-  for (
-    const m of ["alloc", "free", "read", "write", "memory", "sync", "resetPeak"] as const
-  ) {
-    // deno-lint-ignore no-explicit-any
-    (b as any)[m] = (inner[m] as (...a: unknown[]) => unknown).bind(inner);
-  }
-  return b;
-}
+export { withoutKernels };
 
 /** A training step of a fresh seeded copy of `name` (small) on `b`; `after` ends each step. */
 export function stepper(name: ModelName, b: Backend, after?: () => void): () => void {

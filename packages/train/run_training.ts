@@ -10,7 +10,10 @@
  * one under the `Runtime` with the budget. After warm-up steps, their steps
  * alternate (A B, B A, A B, ...), so load from other processes falls on both
  * alike, and each pair gives a ratio (budgeted / budget-free step time; a
- * budgeted step's time includes the runtime's end of step, `endStep`). The
+ * budgeted step's time includes the runtime's end of step, `endStep`).
+ * Before the warm-up, a copy whose kernels do nothing makes the runtime's
+ * calls for a fraction of a second, so the JavaScript engine has compiled
+ * the runtime's paths before anything is measured. The
  * overhead is the median of those ratios with a distribution-free 95% interval
  * (order statistics), in wall time and in process CPU time, next to the
  * overhead the runtime accounts for from its own counters. Losses of the two
@@ -65,6 +68,7 @@ import {
 } from "@libra/runtime";
 import { type Backend, manualSeed, randomState, setRandomState, withBackend } from "@libra/tensor";
 import { LivePlan, stepTrace } from "./live_plan.ts";
+import { withoutKernels } from "./_without_kernels.ts";
 import { type MedianInterval, medianInterval, processCpuMs } from "./overhead_stats.ts";
 
 /** The most steps a run may measure (the lab API's cap too). */
@@ -181,6 +185,13 @@ export interface RunTrainingOptions {
    * {@link DEFAULT_WARMUP_CALLS}.
    */
   warmupCalls?: number;
+  /**
+   * Before the warm-up, a copy whose kernels do nothing makes `warmupCalls`
+   * runtime calls (see {@link OverheadMeasurement.jitWarmupCalls}), so the
+   * JavaScript engine has compiled the runtime's paths before anything is
+   * measured. Default true (nothing when `warmupCalls` is 0).
+   */
+  jitWarmup?: boolean;
   /**
    * Warm-up steps per side under the budget, 0..100, after the others (whose
    * peak sets a `budgetRatio` budget), at the least: more while they made
@@ -320,6 +331,8 @@ export interface OverheadMeasurement {
   budgetedWarmupSteps: number;
   /** Runtime calls the budgeted copy ran during the warm-up. */
   warmupCalls: number;
+  /** Runtime calls of the kernel-free copy that warmed the JavaScript engine up first (0 for none). */
+  jitWarmupCalls: number;
   /** Measured pairs. */
   pairs: number;
   /** Wall time: the overhead as reported. */
@@ -571,10 +584,62 @@ function loadAverage(): number[] | null {
 }
 
 /**
+ * JIT warm-up on a kernel-free copy: the JavaScript engine compiles the
+ * runtime's hot paths with its optimizing tier only after thousands of calls,
+ * and a copy of the budgeted model under a runtime whose backend runs no
+ * kernels (allocations, frees, reads and writes are the backend's own) makes
+ * them for the cost of the JavaScript alone (~1 ms a step of gpt small). It
+ * trains until its runtime has made `calls` calls (at most
+ * {@link MAX_WARMUP_STEPS} steps), under the run's budget from its third step
+ * on (the run's policy, or a planner's fallback), so the budgeted paths
+ * compile as well; running out of that budget ends it. Returns the calls it
+ * made. It shares nothing with the measured copies but the engine's compiled
+ * code: their losses and decisions are the same without it. Measured on gpt
+ * small at ratio 1.0: without it the first ten of 41 pairs measured 1.01-1.09
+ * (the engine still compiling ~90 functions, ~97 ms, during the measured
+ * steps) and runs 1.009-1.044; with it 0.98-1.03 and 1.004-1.016 (five runs
+ * each, alternating).
+ */
+function jitWarmUp(
+  backend: Backend,
+  o: RunTrainingOptions,
+  device: "cpu" | "cuda",
+  needs: ReturnType<typeof plannerNeeds> | undefined,
+  calls: number,
+  check: (what: string, i: number, n: number) => void,
+): number {
+  const rt = new Runtime({
+    backend: withoutKernels(backend),
+    policy: needs !== undefined ? needs.fallback : o.policy,
+    search: { ...DEFAULT_SEARCH, seed: o.seed ?? 0 },
+    timeline: false,
+    costModel: costModelOf(o, device),
+    ...(needs?.swaps ? { hostLimitBytes: Infinity } : {}),
+  });
+  const c = makeCopy(rt, o, () => rt.endStep());
+  try {
+    for (let i = 0; i < MAX_WARMUP_STEPS && rt.engine.callIndex < calls; i++) {
+      check("JIT warm-up", i, MAX_WARMUP_STEPS);
+      c.step();
+      if (i === 1) {
+        rt.setBudget(o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * rt.stats.peakBytes)));
+      }
+    }
+  } catch (e) {
+    if (!(e instanceof OutOfBudgetError)) throw e;
+  } finally {
+    c.dispose();
+  }
+  return rt.engine.callIndex;
+}
+
+/**
  * Trains under a budget next to a budget-free copy and measures the overhead
  * (see the module doc):
  * 1. for a planner, two budget-free steps are recorded on a runtime of their
  *    own and the second (steady-state) step is what the plan is made for;
+ * 1b. JIT warm-up: a copy whose kernels do nothing makes `warmupCalls`
+ *    runtime calls (see `jitWarmUp`);
  * 2. warm-up: both copies train `warmupSteps` steps, alternating; the
  *    budgeted copy's runtime has no budget yet, and its peak sets the budget
  *    (`budgetRatio` x peak) and its kernel times the `profiled` cost model;
@@ -644,6 +709,11 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     }
   }
 
+  // JIT warm-up first: a kernel-free copy makes the runtime's calls for a fraction of a
+  // second (see `jitWarmUp`).
+  const jit = warmupCalls > 0 && o.jitWarmup !== false
+    ? jitWarmUp(backend, o, device, needs, warmupCalls, check)
+    : 0;
   const cost = costModelOf(o, device);
   // The runtime's default search (a full scan up to 1024 evictable storages, sampling
   // above), with the run's seed for the samples: the runtime's policy's, and the fallback's.
@@ -903,6 +973,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
       warmupSteps: warmup,
       budgetedWarmupSteps: budgetedWarmed,
       warmupCalls: warmedCalls,
+      jitWarmupCalls: jit,
       pairs: wall.b.length,
       wall: w,
       cpu: paired(cpu.b, cpu.a),

@@ -483,3 +483,30 @@ Deno.test({
     for (const ms of r.baselineStepTimesMs) assert.ok(ms < wait, `budget-free step of ${ms} ms`);
   },
 });
+
+Deno.test({
+  name:
+    `runTraining: the kernel-free JIT warm-up changes no loss or decision, planners included${native}`,
+  ignore,
+  fn() {
+    for (const policy of ["dtr-eq", "libra"]) {
+      const o = {
+        model: "gpt",
+        policy,
+        budgetRatio: 0.7,
+        steps: 2,
+        warmupCalls: 3000,
+        recordDecisions: true,
+      };
+      const on = runTraining(o), off = runTraining({ ...o, jitWarmup: false });
+      // The kernel-free copy ran its calls (whole steps, so at least as many), the other none.
+      assert.ok(on.measurement!.jitWarmupCalls >= 3000, `${on.measurement!.jitWarmupCalls}`);
+      assert.equal(off.measurement!.jitWarmupCalls, 0);
+      assert.ok(on.stats.evictions > 0, `${policy} evicts`);
+      assert.deepEqual(on.losses, off.losses, policy);
+      assert.deepEqual(on.baselineLosses, off.baselineLosses, policy);
+      assert.deepEqual(on.decisions, off.decisions, policy);
+      assert.equal(on.stats.remats, off.stats.remats, policy);
+    }
+  },
+});

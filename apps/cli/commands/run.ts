@@ -60,7 +60,9 @@ Options:
     WARMUP_EXTENSION_COMPUTE_MS / 1000
   } s of compute as the cost model
                      prices it, not time on the clock) until the runtime has run K calls,
-                     0..1000000; default ${DEFAULT_WARMUP_CALLS}
+                     0..1000000; default ${DEFAULT_WARMUP_CALLS}. Before them a copy whose kernels
+                     do nothing runs K calls (up to ${MAX_WARMUP_STEPS} steps, ~1 ms each on gpt small)
+                     so the JavaScript engine compiles the runtime's paths first; 0 for neither
   --budgeted-warmup B  then B warm-up steps per copy under the budget, 0..${MAX_WARMUP_STEPS};
                      default ${DEFAULT_BUDGETED_WARMUP_STEPS} (the budgeted paths compile before measuring),
                      and more (up to ${MAX_WARMUP_STEPS}, and ${
@@ -120,7 +122,7 @@ function formatText(r: RunTrainingResult, policy: string): string {
     `policy ${policy}: budget ${r.budgetBytes} bytes of a ${r.baselinePeakBytes}-byte budget-free peak; peak ${r.peakBytes} bytes`,
     `overhead ${x3(m.wall.median)} [${x3(m.wall.low)}, ${x3(m.wall.high)}] wall (${
       pct(m.wall.confidence)
-    } interval, ${m.pairs} interleaved pairs after ${m.warmupSteps} warm-up steps (${m.warmupCalls} calls; the last ${m.budgetedWarmupSteps} budgeted); median step ${
+    } interval, ${m.pairs} interleaved pairs after ${m.warmupSteps} warm-up steps (${m.warmupCalls} calls; the last ${m.budgetedWarmupSteps} budgeted; ${m.jitWarmupCalls} kernel-free calls before them); median step ${
       med(m.wall.budgetMs).toFixed(1)
     } vs ${med(m.wall.baselineMs).toFixed(1)} ms)`,
     `         ${x3(m.cpu.median)} [${x3(m.cpu.low)}, ${x3(m.cpu.high)}] process CPU time`,
