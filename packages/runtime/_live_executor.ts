@@ -185,7 +185,8 @@ export class LiveExecutor implements Executor {
 
   /**
    * Runs an in-place kernel (not a recorded call): queued as calls are, or
-   * timed (after the queue) when `timed`; returns its time then.
+   * after the queue, timed when `timed` or in a dispatch sample (device time);
+   * returns its time then.
    */
   launch(
     op: KernelName,
@@ -198,14 +199,10 @@ export class LiveExecutor implements Executor {
       return undefined;
     }
     this.flush();
-    if (this.#failed !== undefined) throw this.#failed;
-    if (!timed && !this.sampling) {
-      this.backend.run(op, bufs, [], params);
-      return undefined;
-    }
-    const t0 = performance.now();
-    this.backend.run(op, bufs, [], params);
-    return this.deviceSince(t0);
+    const clocked = timed || this.sampling;
+    const t0 = clocked ? performance.now() : 0;
+    this.backend.run(op, bufs, NO_BUFFERS, params);
+    return clocked ? this.deviceSince(t0) : undefined;
   }
   /**
    * The budget the engine keeps (Infinity without one): with the largest
@@ -450,24 +447,15 @@ export class LiveExecutor implements Executor {
       ins[i] = st.data as DeviceBuffer;
     }
     const timed = remat || this.timeAll();
-    if (!timed && this.#defer) {
-      try {
-        this.#enqueue(call.op as KernelName, ins, outs, call.params);
-      } finally {
-        if (temps !== null) { for (const b of temps) this.#put(b); }
-        for (let i = 0; i < no; i++) outs[i] = undefined as unknown as DeviceBuffer;
-        for (let i = 0; i < ni; i++) ins[i] = undefined as unknown as DeviceBuffer;
-      }
-      return undefined;
-    }
-    this.flush();
-    if (this.#failed !== undefined) throw this.#failed;
-    const clocked = timed || this.sampling;
+    const deferred = !timed && this.#defer;
+    if (!deferred) this.flush();
+    const clocked = !deferred && (timed || this.sampling);
     const t0 = clocked ? performance.now() : 0;
     try {
+      if (deferred) this.#enqueue(call.op as KernelName, ins, outs, call.params);
       // A recorded call passed the runtime's validation when it was made (its sizes and
       // params never change), so the backend need not validate it again.
-      if (this.#validated) {
+      else if (this.#validated) {
         this.backend.runValidated!(call.op as KernelName, ins, outs, call.params);
       } else this.backend.run(call.op as KernelName, ins, outs, call.params);
     } finally {
