@@ -36,6 +36,7 @@ import {
   type Plan,
   type Planner,
   plannerNeeds,
+  type SearchOptions,
 } from "@libra/evict";
 import { cpuBackend, cudaBackend } from "@libra/native";
 import {
@@ -63,6 +64,7 @@ import {
   RECORDED_STEP_REPLAY,
   Runtime,
   type RuntimeEvent,
+  type RuntimeOptions,
   type RuntimeStats,
   type Timeline,
 } from "@libra/runtime";
@@ -584,6 +586,30 @@ function loadAverage(): number[] | null {
 }
 
 /**
+ * The budgeted copy's policy, which the JIT warm-up's copy runs too: a
+ * dynamic policy, or a planner's fallback; the runtime's default search (a
+ * full scan up to 1024 evictable storages, sampling above) with the run's
+ * seed for the samples; host memory for a planner whose plans swap (libra,
+ * with a swap-aware fallback; one that only drops, chen-sqrt, runs like
+ * dtr-eq).
+ */
+function policyOptions(
+  o: RunTrainingOptions,
+  needs: ReturnType<typeof plannerNeeds> | undefined,
+): Pick<RuntimeOptions, "policy" | "hostLimitBytes"> & { search: SearchOptions } {
+  return {
+    policy: needs !== undefined ? needs.fallback : o.policy,
+    search: { ...DEFAULT_SEARCH, seed: o.seed ?? 0 },
+    ...(needs?.swaps ? { hostLimitBytes: Infinity } : {}),
+  };
+}
+
+/** The run's budget, bytes: `budgetBytes`, or `budgetRatio` of the budget-free `peakBytes`. */
+function budgetOf(o: RunTrainingOptions, peakBytes: number): number {
+  return o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * peakBytes));
+}
+
+/**
  * JIT warm-up on a kernel-free copy: the JavaScript engine compiles the
  * runtime's hot paths with its optimizing tier only after thousands of calls,
  * and a copy of the budgeted model under a runtime whose backend runs no
@@ -610,20 +636,16 @@ function jitWarmUp(
 ): number {
   const rt = new Runtime({
     backend: withoutKernels(backend),
-    policy: needs !== undefined ? needs.fallback : o.policy,
-    search: { ...DEFAULT_SEARCH, seed: o.seed ?? 0 },
+    ...policyOptions(o, needs),
     timeline: false,
     costModel: costModelOf(o, device),
-    ...(needs?.swaps ? { hostLimitBytes: Infinity } : {}),
   });
   const c = makeCopy(rt, o, () => rt.endStep());
   try {
     for (let i = 0; i < MAX_WARMUP_STEPS && rt.engine.callIndex < calls; i++) {
       check("JIT warm-up", i, MAX_WARMUP_STEPS);
       c.step();
-      if (i === 1) {
-        rt.setBudget(o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * rt.stats.peakBytes)));
-      }
+      if (i === 1) rt.setBudget(budgetOf(o, rt.stats.peakBytes));
     }
   } catch (e) {
     if (!(e instanceof OutOfBudgetError)) throw e;
@@ -715,22 +737,18 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     ? jitWarmUp(backend, o, device, needs, warmupCalls, check)
     : 0;
   const cost = costModelOf(o, device);
-  // The runtime's default search (a full scan up to 1024 evictable storages, sampling
-  // above), with the run's seed for the samples: the runtime's policy's, and the fallback's.
-  const search = { ...DEFAULT_SEARCH, seed: o.seed ?? 0 };
+  const policy = policyOptions(o, needs);
+  // The runtime's search: its policy's, and a plan's fallback's.
+  const search = policy.search;
   const rt = new Runtime({
     backend,
-    policy: needs !== undefined ? needs.fallback : o.policy,
-    search,
+    ...policy,
     timeline: o.timeline ?? false,
     // Recording starts before the last budgeted step (`startRecording`): every step
     // recorded would cost each measured one an event per call.
     costModel: cost,
     ...(o.onEvent ? { onEvent: o.onEvent } : {}),
     overheadLimit: o.overheadLimit ?? 2,
-    // A planner whose plans swap (libra) gets host memory (and a swap-aware
-    // fallback); one that only drops (chen-sqrt) runs like dtr-eq.
-    ...(needs?.swaps ? { hostLimitBytes: Infinity } : {}),
   });
   // Set before a step that records (the last measured one, with `recordLastStep`): the
   // trace is taken before the step's end starts the next recording.
@@ -815,7 +833,7 @@ export function runTraining(options: RunTrainingOptions): RunTrainingResult {
     }
     warmedCalls = rt.engine.callIndex - calls0;
     baselinePeakBytes = rt.stats.peakBytes;
-    budgetBytes = o.budgetBytes ?? Math.max(1, Math.floor(o.budgetRatio! * baselinePeakBytes));
+    budgetBytes = budgetOf(o, baselinePeakBytes);
     if (cost instanceof FrozenProfileCostModel) cost.freeze();
 
     if (plannerOf !== undefined && needs !== undefined && recorded !== undefined) {
